@@ -1,0 +1,332 @@
+//! The transfer and launch ledger: one process-wide, thread-safe record of every host/device
+//! copy, conversion, fallback, synchronisation and kernel launch that cunumpy makes.
+//!
+//! Events go to the counters that are open when they happen. A counter opened with
+//! [`Scope::Thread`] sees only the events of the thread that opened it, so concurrent
+//! threads each measure their own work; [`Scope::AllThreads`] sees everything. When no
+//! counter is open, recording costs one relaxed atomic load.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// What an event is. The order is the report order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    ToHost,
+    ToDevice,
+    KernelConversion,
+    Fallback,
+    DeviceCopy,
+    Sync,
+    Launch,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 7] = [
+        EventKind::ToHost,
+        EventKind::ToDevice,
+        EventKind::KernelConversion,
+        EventKind::Fallback,
+        EventKind::DeviceCopy,
+        EventKind::Sync,
+        EventKind::Launch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::ToHost => "to_host",
+            EventKind::ToDevice => "to_device",
+            EventKind::KernelConversion => "kernel_conversion",
+            EventKind::Fallback => "fallback",
+            EventKind::DeviceCopy => "device_copy",
+            EventKind::Sync => "sync",
+            EventKind::Launch => "launch",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether the event counts towards a counter's `total` (copies and markers do;
+    /// synchronisations and launches are reported but not counted as transfers).
+    pub fn is_transfer(self) -> bool {
+        !matches!(self, EventKind::Sync | EventKind::Launch)
+    }
+}
+
+/// One recorded event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub description: String,
+    /// `file:line` of the user code that caused it.
+    pub site: String,
+    pub nbytes: Option<u64>,
+    pub blocking: bool,
+    pub implicit: bool,
+}
+
+impl Event {
+    /// The description plus ` [async]` and/or ` [implicit]`.
+    pub fn label(&self) -> String {
+        let mut label = self.description.clone();
+        if !self.blocking {
+            label.push_str(" [async]");
+        }
+        if self.implicit {
+            label.push_str(" [implicit]");
+        }
+        label
+    }
+}
+
+/// Which events a counter receives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Only events recorded on the thread with this key (see [`current_thread_key`]).
+    Thread(u64),
+    /// Events of every thread.
+    AllThreads,
+}
+
+/// A small integer naming the calling OS thread for the lifetime of the process.
+pub fn current_thread_key() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static KEY: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    KEY.with(|k| *k)
+}
+
+/// The events one counter has collected, shared between the ledger and the counter's owner.
+pub type EventLog = Arc<Mutex<Vec<Event>>>;
+
+struct OpenCounter {
+    id: u64,
+    scope: Scope,
+    log: EventLog,
+}
+
+/// The ledger. Use [`Ledger::global`] for the process-wide one.
+#[derive(Default)]
+pub struct Ledger {
+    open_count: AtomicUsize,
+    next_id: AtomicU64,
+    open: Mutex<Vec<OpenCounter>>,
+}
+
+/// Locks a mutex, recovering the data if a thread panicked while holding it: the ledger's
+/// data stays consistent because every critical section only pushes or removes whole items.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Ledger {
+    pub fn global() -> &'static Ledger {
+        static GLOBAL: OnceLock<Ledger> = OnceLock::new();
+        GLOBAL.get_or_init(Ledger::default)
+    }
+
+    /// True when at least one counter is open anywhere (a cheap check before building an event).
+    #[inline]
+    pub fn is_recording(&self) -> bool {
+        self.open_count.load(Ordering::Relaxed) != 0
+    }
+
+    /// Opens a counter; events go into `log` until [`Ledger::close`] is called with the id.
+    pub fn open(&self, scope: Scope, log: EventLog) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut open = lock(&self.open);
+        open.push(OpenCounter { id, scope, log });
+        self.open_count.store(open.len(), Ordering::Relaxed);
+        id
+    }
+
+    /// Closes a counter. Closing an unknown id does nothing.
+    pub fn close(&self, id: u64) {
+        let mut open = lock(&self.open);
+        open.retain(|c| c.id != id);
+        self.open_count.store(open.len(), Ordering::Relaxed);
+    }
+
+    /// Whether an event recorded now, on this thread, would reach some counter.
+    pub fn is_recording_here(&self) -> bool {
+        if !self.is_recording() {
+            return false;
+        }
+        let here = current_thread_key();
+        lock(&self.open)
+            .iter()
+            .any(|c| c.scope == Scope::AllThreads || c.scope == Scope::Thread(here))
+    }
+
+    /// Records an event for every open counter that sees the calling thread.
+    pub fn record(&self, event: Event) {
+        if !self.is_recording() {
+            return;
+        }
+        let here = current_thread_key();
+        let open = lock(&self.open);
+        for counter in open.iter() {
+            if counter.scope == Scope::AllThreads || counter.scope == Scope::Thread(here) {
+                lock(&counter.log).push(event.clone());
+            }
+        }
+    }
+}
+
+/// Counts and bytes of one kind in a list of events.
+pub fn count(events: &[Event], kind: EventKind) -> usize {
+    events.iter().filter(|e| e.kind == kind).count()
+}
+
+/// Total bytes of one kind (events of unknown size count as zero).
+pub fn bytes(events: &[Event], kind: EventKind) -> u64 {
+    events
+        .iter()
+        .filter(|e| e.kind == kind)
+        .filter_map(|e| e.nbytes)
+        .sum()
+}
+
+/// Number of transfer events (everything except `sync` and `launch`).
+pub fn total(events: &[Event]) -> usize {
+    events.iter().filter(|e| e.kind.is_transfer()).count()
+}
+
+/// The human-readable report: a header with the counts per kind, then for each kind that
+/// occurred the events grouped by call site and label, in order of first appearance.
+pub fn report(events: &[Event]) -> String {
+    let mut out = format!("{} transfer(s) through cunumpy (", total(events));
+    let header_kinds: Vec<String> = EventKind::ALL
+        .iter()
+        .filter(|k| **k != EventKind::Launch)
+        .map(|k| format!("{} {}", count(events, *k), k.name()))
+        .collect();
+    out.push_str(&header_kinds.join(", "));
+    out.push(')');
+    let launches = count(events, EventKind::Launch);
+    if launches > 0 {
+        let _ = write!(out, ", {launches} kernel launch(es)");
+    }
+    for kind in EventKind::ALL {
+        let of_kind: Vec<&Event> = events.iter().filter(|e| e.kind == kind).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        let _ = write!(out, "\n  {} ({}):", kind.name(), of_kind.len());
+        let mut groups: Vec<(String, String, usize, u64)> = Vec::new();
+        for event in of_kind {
+            let label = event.label();
+            let nbytes = event.nbytes.unwrap_or(0);
+            match groups
+                .iter_mut()
+                .find(|(site, l, _, _)| *site == event.site && *l == label)
+            {
+                Some(group) => {
+                    group.2 += 1;
+                    group.3 += nbytes;
+                }
+                None => groups.push((event.site.clone(), label, 1, nbytes)),
+            }
+        }
+        for (site, label, n, _) in groups {
+            let _ = write!(out, "\n    {site}: {label}");
+            if n > 1 {
+                let _ = write!(out, " (x{n})");
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: EventKind, site: &str, nbytes: u64) -> Event {
+        Event {
+            kind,
+            description: format!("{} of {nbytes} bytes", kind.name()),
+            site: site.into(),
+            nbytes: Some(nbytes),
+            blocking: true,
+            implicit: false,
+        }
+    }
+
+    #[test]
+    fn nothing_is_recorded_without_an_open_counter() {
+        let ledger = Ledger::default();
+        assert!(!ledger.is_recording());
+        ledger.record(event(EventKind::ToHost, "a.py:1", 8));
+        let log = EventLog::default();
+        let id = ledger.open(Scope::AllThreads, log.clone());
+        ledger.close(id);
+        assert!(lock(&log).is_empty());
+    }
+
+    #[test]
+    fn each_thread_counter_sees_only_its_own_thread() {
+        let ledger = Arc::new(Ledger::default());
+        let handles: Vec<_> = (0..8u64)
+            .map(|i| {
+                let ledger = ledger.clone();
+                std::thread::spawn(move || {
+                    let log = EventLog::default();
+                    let id = ledger.open(Scope::Thread(current_thread_key()), log.clone());
+                    for _ in 0..=i {
+                        ledger.record(event(EventKind::ToDevice, "t.py:1", 10 * (i + 1)));
+                    }
+                    ledger.close(id);
+                    let events = lock(&log).clone();
+                    (i, events)
+                })
+            })
+            .collect();
+        for handle in handles {
+            let (i, events) = handle.join().expect("thread");
+            assert_eq!(events.len() as u64, i + 1);
+            assert!(events.iter().all(|e| e.nbytes == Some(10 * (i + 1))));
+        }
+    }
+
+    #[test]
+    fn all_threads_scope_sees_other_threads() {
+        let ledger = Arc::new(Ledger::default());
+        let log = EventLog::default();
+        let id = ledger.open(Scope::AllThreads, log.clone());
+        let other = ledger.clone();
+        std::thread::spawn(move || other.record(event(EventKind::Sync, "x.py:2", 0)))
+            .join()
+            .expect("thread");
+        ledger.close(id);
+        assert_eq!(lock(&log).len(), 1);
+    }
+
+    #[test]
+    fn report_groups_by_site_and_label() {
+        let events = vec![
+            event(EventKind::ToHost, "a.py:3", 8),
+            event(EventKind::ToHost, "a.py:3", 8),
+            event(EventKind::ToDevice, "a.py:4", 16),
+            event(EventKind::Sync, "a.py:5", 0),
+        ];
+        let text = report(&events);
+        let expected = "3 transfer(s) through cunumpy (2 to_host, 1 to_device, 0 kernel_conversion, \
+                        0 fallback, 0 device_copy, 1 sync)\n  to_host (2):\n    a.py:3: to_host of 8 bytes (x2)\
+                        \n  to_device (1):\n    a.py:4: to_device of 16 bytes\n  sync (1):\n    a.py:5: sync of 0 bytes";
+        assert_eq!(text, expected);
+        assert_eq!(bytes(&events, EventKind::ToHost), 16);
+    }
+
+    #[test]
+    fn labels_mark_async_and_implicit() {
+        let mut e = event(EventKind::ToHost, "a.py:1", 1);
+        e.blocking = false;
+        e.implicit = true;
+        assert_eq!(e.label(), "to_host of 1 bytes [async] [implicit]");
+    }
+}

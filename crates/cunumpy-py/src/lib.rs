@@ -1,0 +1,12 @@
+//! The PyO3 module `cunumpy._core`: type conversions, wrappers and error mapping only.
+
+use pyo3::prelude::*;
+
+mod ledger;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    ledger::register(m)?;
+    Ok(())
+}
