@@ -1,6 +1,10 @@
 //! cunumpy's engine: element types, CUDA signatures, argument plans, struct layouts and the
 //! transfer/launch ledger. Knows nothing about Python, CUDA libraries or a C++ compiler.
 
+pub mod cache_key;
+pub mod ctypes;
 pub mod dtype;
+pub mod includes;
 pub mod ledger;
+pub mod parser;
 pub mod signature;

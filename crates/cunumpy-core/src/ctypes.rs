@@ -1,0 +1,1 @@
+//! The C type map (filled by the parser work).

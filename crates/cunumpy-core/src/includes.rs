@@ -1,0 +1,1 @@
+//! Include resolution and hashing (in progress).
