@@ -120,7 +120,9 @@ pub struct Ledger {
 /// Locks a mutex, recovering the data if a thread panicked while holding it: the ledger's
 /// data stays consistent because every critical section only pushes or removes whole items.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Ledger {

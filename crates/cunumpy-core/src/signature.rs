@@ -33,9 +33,16 @@ pub enum ParamKind {
     /// A scalar passed by value.
     Scalar(DType),
     /// `T*` (or `T[]`); `dtype` is `None` for `void*`.
-    Pointer { dtype: Option<DType>, is_const: bool },
+    Pointer {
+        dtype: Option<DType>,
+        is_const: bool,
+    },
     /// `ArrayND<T>` (strided, `contiguous == false`) or `CArrayND<T>` (C-contiguous).
-    View { dtype: DType, ndim: u8, contiguous: bool },
+    View {
+        dtype: DType,
+        ndim: u8,
+        contiguous: bool,
+    },
     /// A struct passed by value; its layout comes from a `CudaStruct` of that name.
     Struct { name: String },
 }

@@ -1,0 +1,56 @@
+# The commands people and CI run. `make test` and `make demo` set everything up themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEPS := $(VENV)/.deps-installed
+GPU_WHEEL_DIR := .gpu-wheel
+export CARGO_TERM_COLOR := never
+
+.PHONY: demo test lint develop rust-test py-test gpu-wheel gpu-test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(DEPS): requirements/test.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements/test.txt
+	touch $@
+
+# Builds the extension (release) into the virtual environment.
+develop: $(DEPS)
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release -q
+
+lint: $(DEPS)
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -q -- -D warnings
+	$(BIN)/ruff check python tests benches examples scripts
+	$(BIN)/ruff format --check python tests benches examples scripts
+
+rust-test:
+	cargo test --workspace --exclude cunumpy-py
+
+py-test: develop
+	$(BIN)/python -m pytest -ra
+
+test: lint rust-test py-test
+
+demo: develop
+	$(BIN)/python examples/demo.py
+
+# The manylinux2014 abi3 wheel for the GPU machine (no network there), plus the pure-Python
+# dependencies it lacks.
+gpu-wheel: $(DEPS)
+	$(BIN)/python -m pip install -q ziglang==0.17.1
+	rm -rf $(GPU_WHEEL_DIR) && mkdir -p $(GPU_WHEEL_DIR)
+	$(BIN)/maturin build --release --zig --compatibility manylinux2014 -q --out $(GPU_WHEEL_DIR)
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEEL_DIR) array-api-compat==1.16.0
+
+# Runs the GPU check here (on a machine with a GPU and the wheel built by gpu-wheel).
+gpu-test:
+	bash scripts/gpu-check $(GPU_WHEEL_DIR) $${OUT:-gpu-results}
+
+bench: develop
+	$(BIN)/python benches/run_all.py
+
+clean:
+	rm -rf $(VENV) target $(GPU_WHEEL_DIR)

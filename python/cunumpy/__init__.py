@@ -1,0 +1,84 @@
+"""cunumpy: NumPy code and compiled kernels, on the CPU or on NVIDIA GPUs.
+
+``import cunumpy as xp`` gives the array API of NumPy or CuPy (through array-api-compat),
+selected by ``CUNUMPY_BACKEND`` at import or :func:`set_backend` later, plus explicit,
+counted conversions between them and the kernel layer (``xp.kernels``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _backend, _core
+from ._backend import (
+    MIN_CUPY_VERSION,
+    backend_info,
+    cupy_available,
+    cupy_version_supported,
+    get_backend,
+    set_backend,
+    use_backend,
+)
+from ._conversions import (
+    as_device_array,
+    assert_same_backend,
+    get_array_backend,
+    get_array_module,
+    is_cpu,
+    is_gpu,
+    same_backend,
+    synchronize,
+    to_cunumpy,
+    to_cupy,
+    to_numpy,
+)
+
+__version__: str = _core.__version__
+
+from . import cuda, exceptions, profiling  # noqa: E402  (public submodules)
+
+__all__ = [
+    "MIN_CUPY_VERSION",
+    "as_device_array",
+    "assert_same_backend",
+    "backend_info",
+    "cuda",
+    "cupy_available",
+    "cupy_version_supported",
+    "exceptions",
+    "get_array_backend",
+    "get_array_module",
+    "get_backend",
+    "is_cpu",
+    "is_gpu",
+    "profiling",
+    "same_backend",
+    "set_backend",
+    "synchronize",
+    "to_cunumpy",
+    "to_cupy",
+    "to_numpy",
+    "use_backend",
+]
+
+_OWN_NAMES = {name for name in globals() if not name.startswith("__")} | {
+    "numpy_backend",
+    "cupy_backend",
+    "xp",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "numpy_backend":
+        return get_backend() == "numpy"
+    if name == "cupy_backend":
+        return get_backend() == "cupy"
+    if name == "xp":
+        return _backend.current_module()
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(_backend.current_module(), name)
+
+
+_backend.install_namespace(globals(), _OWN_NAMES)
+_backend.initialize_from_environment()

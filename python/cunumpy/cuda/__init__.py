@@ -1,0 +1,82 @@
+"""Device helpers (``xp.cuda``): neutral on the NumPy backend, CuPy's runtime on the GPU.
+
+Importing cunumpy makes ``xp.cuda`` this module, not CuPy's ``cupy.cuda``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from .. import _backend
+
+__all__ = [
+    "device_count",
+    "set_device",
+    "memory_info",
+    "free_memory",
+    "stream",
+]
+
+
+def _cupy() -> Any:
+    if _backend.get_backend() != "cupy":
+        return None
+    import cupy
+
+    return cupy
+
+
+def device_count() -> int:
+    """Number of visible CUDA devices (0 when CuPy cannot work)."""
+    if not _backend.cupy_available():
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def set_device(device: int) -> None:
+    """Makes ``device`` current for this thread. On NumPy only device 0 exists (a no-op)."""
+    if not isinstance(device, int) or isinstance(device, bool) or device < 0:
+        raise ValueError(f"set_device: a device id is a non-negative int, got {device!r}")
+    cupy = _cupy()
+    if cupy is None:
+        if device != 0:
+            raise ValueError(f"set_device({device}): the NumPy backend has only device 0")
+        return
+    count = device_count()
+    if device >= count:
+        raise ValueError(f"set_device({device}): there are {count} visible CUDA device(s)")
+    cupy.cuda.Device(device).use()
+
+
+def memory_info() -> tuple[int, int] | None:
+    """``(free, total)`` bytes of the current device, or ``None`` on NumPy."""
+    cupy = _cupy()
+    if cupy is None:
+        return None
+    free, total = cupy.cuda.runtime.memGetInfo()
+    return int(free), int(total)
+
+
+def free_memory() -> None:
+    """Returns CuPy's cached blocks to the device (a no-op on NumPy)."""
+    cupy = _cupy()
+    if cupy is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+
+@contextlib.contextmanager
+def stream(existing: Any = None) -> Iterator[Any]:
+    """A CUDA stream made current for the block (a new non-blocking one unless ``existing`` is
+    given); yields ``None`` on NumPy, where work is synchronous anyway."""
+    cupy = _cupy()
+    if cupy is None:
+        yield None
+        return
+    s = existing if existing is not None else cupy.cuda.Stream(non_blocking=True)
+    with s:
+        yield s
