@@ -1,0 +1,602 @@
+//! Argument plans: built once per kernel from its signature, they check, cast and pack each
+//! call's arguments into the buffer that `cuLaunchKernel` (and the emulator) read.
+//!
+//! The binding turns each Python object into an [`Arg`] (reading only what the parameter
+//! needs); everything decided about that value is decided here.
+
+use crate::dtype::{DType, DTypeKind};
+use crate::signature::{ParamKind, Signature};
+use std::ffi::c_void;
+
+/// Which Python exception an argument error maps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgErrorKind {
+    Type,
+    Value,
+    Overflow,
+}
+
+/// A rejected argument, with a message naming the kernel, the argument and its declaration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ArgError {
+    pub kind: ArgErrorKind,
+    pub message: String,
+}
+
+/// A scalar value as the caller gave it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Complex(f64, f64),
+}
+
+/// Where a scalar came from: NumPy scalars keep their dtype and follow NumPy's safe casting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarSource {
+    Python,
+    NumPy(DType),
+}
+
+/// What the binding read from a device array.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceArray<'a> {
+    pub ptr: u64,
+    /// The dtype, or its NumPy name when cunumpy has no C type for it.
+    pub dtype: Result<DType, &'a str>,
+    pub shape: &'a [i64],
+    /// Byte strides; only read for view parameters.
+    pub strides: &'a [i64],
+    pub c_contiguous: bool,
+    pub device: i32,
+}
+
+/// One argument of a call.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    Scalar(Scalar, ScalarSource),
+    DeviceArray(DeviceArray<'a>),
+    /// A host (NumPy) array: never copied, always refused for pointer parameters.
+    HostArray {
+        type_name: &'a str,
+    },
+    /// The packed bytes of a `CudaStruct` value.
+    Struct {
+        name: &'a str,
+        bytes: &'a [u8],
+    },
+    Other {
+        type_name: &'a str,
+    },
+}
+
+/// 16-byte aligned storage, so any by-value parameter can be read in place (the emulator
+/// dereferences these slots as typed pointers).
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Slot([u8; 16]);
+
+/// The launch buffer of one call: parameter values and the `void*` array pointing at them.
+pub struct LaunchBuffer {
+    slots: Vec<Slot>,
+    pointers: Vec<*mut c_void>,
+}
+
+impl LaunchBuffer {
+    fn write(&mut self, first_slot: usize, bytes: &[u8]) {
+        for (k, chunk) in bytes.chunks(16).enumerate() {
+            if let Some(slot) = self.slots.get_mut(first_slot + k) {
+                slot.0[..chunk.len()].copy_from_slice(chunk);
+            }
+        }
+    }
+
+    /// The `void** kernelParams` of `cuLaunchKernel`: valid while `self` is alive and not
+    /// modified.
+    pub fn params(&mut self) -> *mut *mut c_void {
+        self.pointers.as_mut_ptr()
+    }
+
+    /// The bytes of parameter `index` (for tests and the emulator's checks).
+    pub fn bytes_of(&self, plan: &ArgPlan, index: usize) -> Vec<u8> {
+        let Some(p) = plan.params.get(index) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(p.size);
+        for k in 0..p.size.div_ceil(16) {
+            if let Some(slot) = self.slots.get(p.first_slot + k) {
+                out.extend_from_slice(&slot.0);
+            }
+        }
+        out.truncate(p.size);
+        out
+    }
+}
+
+struct PlannedParam {
+    label: String,
+    kind: ParamKind,
+    first_slot: usize,
+    size: usize,
+}
+
+/// The per-kernel plan: one entry per parameter with its slot in the launch buffer.
+pub struct ArgPlan {
+    kernel: String,
+    params: Vec<PlannedParam>,
+    n_slots: usize,
+}
+
+fn error(kind: ArgErrorKind, message: String) -> ArgError {
+    ArgError { kind, message }
+}
+
+/// Size in bytes of a parameter passed by value.
+pub fn param_size(kind: &ParamKind, struct_size: &dyn Fn(&str) -> Option<usize>) -> Option<usize> {
+    Some(match kind {
+        ParamKind::Scalar(d) => d.itemsize(),
+        ParamKind::Pointer { .. } => 8,
+        ParamKind::View {
+            ndim, contiguous, ..
+        } => {
+            let n = *ndim as usize;
+            if *contiguous {
+                8 * (1 + n)
+            } else {
+                8 * (1 + 2 * n)
+            }
+        }
+        ParamKind::Struct { name } => struct_size(name)?,
+    })
+}
+
+impl ArgPlan {
+    /// Builds the plan; `struct_size` gives the byte size of each by-value struct type.
+    pub fn new(
+        signature: &Signature,
+        struct_size: &dyn Fn(&str) -> Option<usize>,
+    ) -> Result<ArgPlan, ArgError> {
+        let mut params = Vec::with_capacity(signature.params.len());
+        let mut n_slots = 0;
+        for (i, p) in signature.params.iter().enumerate() {
+            let label = format!("{}(): argument {i} ({})", signature.kernel, p.decl);
+            let size = param_size(&p.kind, struct_size).ok_or_else(|| {
+                error(
+                    ArgErrorKind::Type,
+                    format!(
+                        "{label}: no CudaStruct describes this struct type; pass it in structs="
+                    ),
+                )
+            })?;
+            params.push(PlannedParam {
+                label,
+                kind: p.kind.clone(),
+                first_slot: n_slots,
+                size,
+            });
+            n_slots += size.div_ceil(16).max(1);
+        }
+        Ok(ArgPlan {
+            kernel: signature.kernel.clone(),
+            params,
+            n_slots,
+        })
+    }
+
+    pub fn kernel(&self) -> &str {
+        &self.kernel
+    }
+
+    pub fn len(&self) -> usize {
+        self.params.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.params.is_empty()
+    }
+
+    /// What parameter `index` takes (tells the binding what to read from the object).
+    pub fn kind(&self, index: usize) -> Option<&ParamKind> {
+        self.params.get(index).map(|p| &p.kind)
+    }
+
+    /// `k(): argument i (decl)`, the prefix of every message about that argument.
+    pub fn label(&self, index: usize) -> &str {
+        self.params.get(index).map_or("", |p| p.label.as_str())
+    }
+
+    /// A fresh launch buffer whose pointer array already points at the slots.
+    pub fn new_buffer(&self) -> LaunchBuffer {
+        let mut buffer = LaunchBuffer {
+            slots: vec![Slot::default(); self.n_slots],
+            pointers: Vec::with_capacity(self.params.len()),
+        };
+        let base = buffer.slots.as_mut_ptr();
+        for p in &self.params {
+            // Pointer arithmetic within the allocation (wrapping_add is safe; the slot
+            // exists because n_slots covers every parameter).
+            buffer
+                .pointers
+                .push(base.wrapping_add(p.first_slot).cast::<c_void>());
+        }
+        buffer
+    }
+
+    /// Checks the number of arguments after argument objects were flattened.
+    pub fn check_count(&self, given: usize) -> Result<(), ArgError> {
+        if given == self.params.len() {
+            return Ok(());
+        }
+        Err(error(
+            ArgErrorKind::Type,
+            format!(
+                "{}() takes {} argument(s) after flattening argument objects, got {given}",
+                self.kernel,
+                self.params.len()
+            ),
+        ))
+    }
+
+    /// Checks argument `index` against its parameter and writes it into `buffer`.
+    pub fn pack(
+        &self,
+        index: usize,
+        arg: &Arg<'_>,
+        device: i32,
+        buffer: &mut LaunchBuffer,
+    ) -> Result<(), ArgError> {
+        let Some(p) = self.params.get(index) else {
+            return self.check_count(index + 1);
+        };
+        match &p.kind {
+            ParamKind::Scalar(dtype) => {
+                let bytes = cast_scalar(&p.label, *dtype, arg)?;
+                buffer.write(p.first_slot, &bytes[..dtype.itemsize()]);
+            }
+            ParamKind::Pointer { dtype, .. } => {
+                let array = device_array(&p.label, arg, *dtype, device)?;
+                if !array.c_contiguous {
+                    return Err(error(
+                        ArgErrorKind::Type,
+                        format!(
+                            "{} must be C-contiguous: a non-contiguous view (e.g. a[:, 0:3]) \
+                             would be read as a flat buffer; use cupy.ascontiguousarray or \
+                             cunumpy.as_device_array",
+                            p.label
+                        ),
+                    ));
+                }
+                buffer.write(p.first_slot, &array.ptr.to_le_bytes());
+            }
+            ParamKind::View {
+                dtype,
+                ndim,
+                contiguous,
+            } => {
+                let array = device_array(&p.label, arg, Some(*dtype), device)?;
+                let words = pack_view(&p.label, &array, *dtype, *ndim, *contiguous)?;
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                buffer.write(p.first_slot, &bytes);
+            }
+            ParamKind::Struct { name } => match arg {
+                Arg::Struct { name: given, bytes } if given == name && bytes.len() == p.size => {
+                    buffer.write(p.first_slot, bytes);
+                }
+                other => {
+                    return Err(error(
+                        ArgErrorKind::Type,
+                        format!(
+                            "{} must be a value of struct {name} (created with that CudaStruct), \
+                             got {}",
+                            p.label,
+                            describe(other)
+                        ),
+                    ))
+                }
+            },
+        }
+        Ok(())
+    }
+}
+
+/// A short description of an argument for error messages.
+pub fn describe(arg: &Arg<'_>) -> String {
+    match arg {
+        Arg::Scalar(s, ScalarSource::NumPy(d)) => format!("a {d} scalar {}", show(s)),
+        Arg::Scalar(s, ScalarSource::Python) => format!("{} {}", scalar_type(s), show(s)),
+        Arg::DeviceArray(a) => format!(
+            "a device array of dtype {} and shape {:?}",
+            a.dtype.map_or_else(|n| n.to_string(), |d| d.to_string()),
+            a.shape
+        ),
+        Arg::HostArray { type_name } => format!("a host array ({type_name})"),
+        Arg::Struct { name, .. } => format!("a value of struct {name}"),
+        Arg::Other { type_name } => format!("a value of type {type_name}"),
+    }
+}
+
+fn scalar_type(s: &Scalar) -> &'static str {
+    match s {
+        Scalar::Bool(_) => "bool",
+        Scalar::Int(_) => "int",
+        Scalar::Float(_) => "float",
+        Scalar::Complex(..) => "complex",
+    }
+}
+
+fn show(s: &Scalar) -> String {
+    match s {
+        Scalar::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        Scalar::Int(v) => v.to_string(),
+        Scalar::Float(x) => format!("{x:?}"),
+        Scalar::Complex(re, im) => format!("({re:?}{im:+?}j)"),
+    }
+}
+
+fn device_array<'a>(
+    label: &str,
+    arg: &Arg<'a>,
+    want: Option<DType>,
+    device: i32,
+) -> Result<DeviceArray<'a>, ArgError> {
+    let array = match arg {
+        Arg::DeviceArray(a) => *a,
+        Arg::HostArray { type_name } => {
+            return Err(error(
+                ArgErrorKind::Type,
+                format!(
+                    "{label} must be a CuPy array, got {type_name}; arrays are never copied to \
+                     the device (use cunumpy.to_cupy to copy it explicitly)"
+                ),
+            ))
+        }
+        other => {
+            return Err(error(
+                ArgErrorKind::Type,
+                format!("{label} must be a device array, got {}", describe(other)),
+            ))
+        }
+    };
+    if let Some(want) = want {
+        if array.dtype != Ok(want) {
+            let got = array
+                .dtype
+                .map_or_else(|n| n.to_string(), |d| d.to_string());
+            return Err(error(
+                ArgErrorKind::Type,
+                format!("{label} must have dtype {want}, got {got}"),
+            ));
+        }
+    }
+    if array.device != device {
+        return Err(error(
+            ArgErrorKind::Value,
+            format!(
+                "{label} is on device {}, but the kernel launches on device {device}",
+                array.device
+            ),
+        ));
+    }
+    Ok(array)
+}
+
+/// The words of an `ArrayND<T>` (data, shape, strides in elements) or `CArrayND<T>` (data,
+/// shape) view.
+fn pack_view(
+    label: &str,
+    array: &DeviceArray<'_>,
+    dtype: DType,
+    ndim: u8,
+    contiguous: bool,
+) -> Result<Vec<u64>, ArgError> {
+    let n = ndim as usize;
+    if array.shape.len() != n {
+        return Err(error(
+            ArgErrorKind::Type,
+            format!("{label} must be a {n}D array, got {}D", array.shape.len()),
+        ));
+    }
+    let mut words = Vec::with_capacity(1 + 2 * n);
+    words.push(array.ptr);
+    words.extend(array.shape.iter().map(|&s| s as u64));
+    if contiguous {
+        if !array.c_contiguous {
+            return Err(error(
+                ArgErrorKind::Type,
+                format!(
+                    "{label} must be C-contiguous: got a view with strides {:?}; declare the \
+                     parameter as Array{n}D to take strided views, or pass \
+                     cupy.ascontiguousarray(...) and copy the result back",
+                    array.strides
+                ),
+            ));
+        }
+        return Ok(words);
+    }
+    let itemsize = dtype.itemsize() as i64;
+    let strides: Vec<i64> = if array.c_contiguous && array.strides.len() != n {
+        // C order: compute element strides from the shape.
+        let mut s = vec![1i64; n];
+        for axis in (0..n.saturating_sub(1)).rev() {
+            s[axis] = s[axis + 1] * array.shape[axis + 1].max(1);
+        }
+        s
+    } else {
+        if array.strides.len() != n {
+            return Err(error(
+                ArgErrorKind::Type,
+                format!(
+                    "{label}: the array reports {} strides for {n} dimensions",
+                    array.strides.len()
+                ),
+            ));
+        }
+        let mut s = Vec::with_capacity(n);
+        for &b in array.strides {
+            if b % itemsize != 0 {
+                return Err(error(
+                    ArgErrorKind::Type,
+                    format!(
+                        "{label}: strides {:?} are not multiples of the element size {itemsize}",
+                        array.strides
+                    ),
+                ));
+            }
+            s.push(b / itemsize);
+        }
+        s
+    };
+    words.extend(strides.iter().map(|&s| s as u64));
+    Ok(words)
+}
+
+/// Casts a scalar argument to the parameter's type or explains why it cannot.
+fn cast_scalar(label: &str, target: DType, arg: &Arg<'_>) -> Result<[u8; 16], ArgError> {
+    let (value, source) = match arg {
+        Arg::Scalar(v, s) => (*v, *s),
+        other => {
+            return Err(error(
+                ArgErrorKind::Type,
+                format!("{label} takes a scalar, got {}", describe(other)),
+            ))
+        }
+    };
+    let lossy = |what: String| {
+        error(
+            ArgErrorKind::Type,
+            format!("{label} cannot take {what} without losing information"),
+        )
+    };
+    // NumPy scalars other than integers follow NumPy's "safe" casting.
+    if let ScalarSource::NumPy(from) = source {
+        let by_value = matches!(from.kind(), DTypeKind::Signed | DTypeKind::Unsigned)
+            && matches!(
+                target.kind(),
+                DTypeKind::Signed | DTypeKind::Unsigned | DTypeKind::Float
+            );
+        if !by_value && from != target && !safe_cast(from, target) {
+            return Err(lossy(format!("a {from} scalar")));
+        }
+    }
+    let mut out = [0u8; 16];
+    match target.kind() {
+        DTypeKind::Bool => match value {
+            Scalar::Bool(b) => out[0] = b as u8,
+            _ => {
+                return Err(error(
+                    ArgErrorKind::Type,
+                    format!("{label} takes only True or False, got {}", describe(arg)),
+                ))
+            }
+        },
+        DTypeKind::Signed | DTypeKind::Unsigned => {
+            let v = match value {
+                Scalar::Bool(b) => b as i128,
+                Scalar::Int(v) => v,
+                Scalar::Float(_) | Scalar::Complex(..) => {
+                    return Err(lossy(describe(arg)));
+                }
+            };
+            let (lo, hi) = target.int_range().unwrap_or((0, 0));
+            if v < lo || v > hi {
+                return Err(error(
+                    ArgErrorKind::Overflow,
+                    format!("{label}: {v} is out of range [{lo}, {hi}]"),
+                ));
+            }
+            let bytes = v.to_le_bytes();
+            out[..target.itemsize()].copy_from_slice(&bytes[..target.itemsize()]);
+        }
+        DTypeKind::Float | DTypeKind::Complex => {
+            let (re, im) = match value {
+                Scalar::Bool(_) => {
+                    return Err(error(
+                        ArgErrorKind::Type,
+                        format!("{label} cannot take a value of type bool"),
+                    ))
+                }
+                Scalar::Int(v) => (int_to_float(label, v, target)?, 0.0),
+                Scalar::Float(x) => (x, 0.0),
+                Scalar::Complex(re, im) => {
+                    if target.kind() != DTypeKind::Complex {
+                        return Err(lossy(describe(arg)));
+                    }
+                    (re, im)
+                }
+            };
+            let single = matches!(target, DType::Float32 | DType::Complex64);
+            if single {
+                for part in [re, im] {
+                    if part.is_finite() && part.abs() > f32::MAX as f64 {
+                        return Err(error(
+                            ArgErrorKind::Overflow,
+                            format!("{label}: {part:?} overflows {}", target.c_name()),
+                        ));
+                    }
+                }
+                out[..4].copy_from_slice(&(re as f32).to_le_bytes());
+                out[4..8].copy_from_slice(&(im as f32).to_le_bytes());
+            } else {
+                out[..8].copy_from_slice(&re.to_le_bytes());
+                out[8..16].copy_from_slice(&im.to_le_bytes());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// An integer into a float parameter must survive the round trip exactly.
+fn int_to_float(label: &str, v: i128, target: DType) -> Result<f64, ArgError> {
+    let exact = match target {
+        DType::Float32 | DType::Complex64 => {
+            let f = v as f32;
+            f.is_finite() && (f as f64).abs() < 1.7e38 && f as i128 == v
+        }
+        _ => {
+            let f = v as f64;
+            f.abs() < 1.7e38 && f as i128 == v
+        }
+    };
+    if !exact {
+        return Err(error(
+            ArgErrorKind::Value,
+            format!(
+                "{label}: the integer {v} cannot be represented exactly as {}; convert it \
+                 explicitly if the rounding is intended",
+                target.c_name()
+            ),
+        ));
+    }
+    Ok(v as f64)
+}
+
+/// NumPy's `can_cast(from, to, "safe")` for the dtypes of the type map.
+pub fn safe_cast(from: DType, to: DType) -> bool {
+    use DTypeKind::*;
+    if from == to {
+        return true;
+    }
+    let (fk, tk) = (from.kind(), to.kind());
+    match (fk, tk) {
+        (Bool, _) => true,
+        (_, Bool) => false,
+        (Signed, Signed) | (Unsigned, Unsigned) => to.itemsize() >= from.itemsize(),
+        (Unsigned, Signed) => to.itemsize() > from.itemsize(),
+        (Signed, Unsigned) => false,
+        (Signed | Unsigned, Float) => {
+            // float32 holds int8/16 exactly, float64 up to 32-bit integers.
+            (to == DType::Float32 && from.itemsize() <= 2)
+                || (to == DType::Float64 && from.itemsize() <= 4)
+        }
+        (Signed | Unsigned, Complex) => {
+            (to == DType::Complex64 && from.itemsize() <= 2)
+                || (to == DType::Complex128 && from.itemsize() <= 4)
+        }
+        (Float, Float) => to.itemsize() >= from.itemsize(),
+        (Float, Complex) => to.itemsize() >= 2 * from.itemsize(),
+        (Complex, Complex) => to.itemsize() >= from.itemsize(),
+        _ => false,
+    }
+}

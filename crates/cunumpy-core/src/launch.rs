@@ -1,0 +1,260 @@
+//! Launch shapes: from `n_threads`/`grid`/`block` to a grid and block, validated against the
+//! device's limits and the kernel's attributes.
+
+/// Why a launch shape was refused; each maps to `ValueError` (or `TypeError` for
+/// [`LaunchError::Ambiguous`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{0}")]
+    Ambiguous(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A grid and a block, each three extents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchShape {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+}
+
+impl LaunchShape {
+    /// A grid with a zero extent launches nothing.
+    pub fn is_empty(&self) -> bool {
+        self.grid.contains(&0)
+    }
+}
+
+/// The device limits a launch must respect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLimits {
+    pub max_block: [u32; 3],
+    pub max_grid: [u32; 3],
+    pub max_threads_per_block: u32,
+    pub shared_per_block: u32,
+    pub shared_per_block_optin: u32,
+}
+
+/// The compiled kernel's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelLimits {
+    pub max_threads_per_block: u32,
+    pub static_shared: u32,
+}
+
+fn extents(what: &str, values: &[i64]) -> Result<Vec<u64>, LaunchError> {
+    if values.is_empty() || values.len() > 3 {
+        return Err(LaunchError::Invalid(format!(
+            "{what} must have 1 to 3 dimensions, got {}",
+            values.len()
+        )));
+    }
+    values
+        .iter()
+        .map(|&v| {
+            u64::try_from(v).map_err(|_| {
+                LaunchError::Invalid(format!("{what} must be non-negative, got {values:?}"))
+            })
+        })
+        .collect()
+}
+
+/// Validates a block shape (1 to 3 positive extents, at most 1024 threads).
+pub fn block_shape(block: &[i64]) -> Result<Vec<u32>, LaunchError> {
+    let dims = extents("block", block)?;
+    if dims.contains(&0) {
+        return Err(LaunchError::Invalid(format!(
+            "block sizes must be positive, got {block:?}"
+        )));
+    }
+    let threads: u64 = dims.iter().product();
+    if threads > 1024 {
+        return Err(LaunchError::Invalid(format!(
+            "a block has at most 1024 threads, got {block:?} ({threads} threads)"
+        )));
+    }
+    Ok(dims.into_iter().map(|d| d as u32).collect())
+}
+
+fn pad3(values: &[u64]) -> Result<[u32; 3], LaunchError> {
+    let mut out = [1u32; 3];
+    for (o, &v) in out.iter_mut().zip(values) {
+        *o = u32::try_from(v).map_err(|_| {
+            LaunchError::Invalid(format!("grid extent {v} exceeds the 32-bit range"))
+        })?;
+    }
+    Ok(out)
+}
+
+/// The grid and block of a launch. Exactly one of `n_threads` and `grid` must be given;
+/// `grid = ceil(n_threads / block)` per axis. A 1-D block with N-D `n_threads` becomes
+/// `(b, 1, ...)`.
+pub fn launch_shape(
+    n_threads: Option<&[i64]>,
+    grid: Option<&[i64]>,
+    block: &[u32],
+) -> Result<LaunchShape, LaunchError> {
+    let block64: Vec<u64> = block.iter().map(|&b| b as u64).collect();
+    match (n_threads, grid) {
+        (Some(_), Some(_)) | (None, None) => Err(LaunchError::Ambiguous(
+            "pass exactly one of n_threads and grid".into(),
+        )),
+        (None, Some(grid)) => {
+            let g = extents("grid", grid)?;
+            Ok(LaunchShape {
+                grid: pad3(&g)?,
+                block: pad3(&block64)?,
+            })
+        }
+        (Some(n), None) => {
+            let n = extents("n_threads", n)?;
+            let mut b = block64.clone();
+            if b.len() != n.len() {
+                if b.len() == 1 {
+                    b.resize(n.len(), 1);
+                } else {
+                    return Err(LaunchError::Invalid(format!(
+                        "n_threads {n:?} and block {block:?} have different numbers of dimensions"
+                    )));
+                }
+            }
+            let g: Vec<u64> = n.iter().zip(&b).map(|(n, b)| n.div_ceil(*b)).collect();
+            Ok(LaunchShape {
+                grid: pad3(&g)?,
+                block: pad3(&b)?,
+            })
+        }
+    }
+}
+
+/// Checks a launch against the device's and the kernel's limits.
+pub fn validate(
+    kernel: &str,
+    shape: &LaunchShape,
+    shared_mem: u32,
+    device: &DeviceLimits,
+    limits: &KernelLimits,
+) -> Result<(), LaunchError> {
+    for axis in 0..3 {
+        if shape.block[axis] > device.max_block[axis] {
+            return Err(LaunchError::Invalid(format!(
+                "{kernel}: block[{axis}]={} exceeds the {} limit",
+                shape.block[axis], device.max_block[axis]
+            )));
+        }
+        if shape.grid[axis] > device.max_grid[axis] {
+            return Err(LaunchError::Invalid(format!(
+                "{kernel}: grid[{axis}]={} exceeds the {} limit",
+                shape.grid[axis], device.max_grid[axis]
+            )));
+        }
+    }
+    let threads: u64 = shape.block.iter().map(|&b| b as u64).product();
+    let max = device
+        .max_threads_per_block
+        .min(limits.max_threads_per_block);
+    if threads > max as u64 {
+        return Err(LaunchError::Invalid(format!(
+            "{kernel}: block {:?} has {threads} threads, exceeding the {max} device/kernel limit",
+            shape.block
+        )));
+    }
+    let shared_limit = device.shared_per_block.max(device.shared_per_block_optin) as u64;
+    let shared = limits.static_shared as u64 + shared_mem as u64;
+    if shared > shared_limit {
+        return Err(LaunchError::Invalid(format!(
+            "{kernel}: static shared memory {} + shared_mem={shared_mem} exceeds the \
+             {shared_limit} bytes a block can have",
+            limits.static_shared
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn n_threads_rounds_up_and_pads_a_1d_block() {
+        let s = launch_shape(Some(&[1000]), None, &[128]).expect("shape");
+        assert_eq!(s.grid, [8, 1, 1]);
+        assert_eq!(s.block, [128, 1, 1]);
+        let s = launch_shape(Some(&[100, 7]), None, &[32]).expect("shape");
+        assert_eq!(s.grid, [4, 7, 1]);
+        assert_eq!(s.block, [32, 1, 1]);
+    }
+
+    #[test]
+    fn exactly_one_of_n_threads_and_grid() {
+        assert_eq!(
+            launch_shape(None, None, &[128]),
+            Err(LaunchError::Ambiguous(
+                "pass exactly one of n_threads and grid".into()
+            ))
+        );
+        assert!(launch_shape(Some(&[1]), Some(&[1]), &[128]).is_err());
+    }
+
+    #[test]
+    fn bad_shapes_are_refused() {
+        assert!(launch_shape(Some(&[-1]), None, &[128]).is_err());
+        assert!(launch_shape(Some(&[1, 2, 3, 4]), None, &[128]).is_err());
+        assert!(launch_shape(Some(&[8]), None, &[8, 8]).is_err());
+        assert!(block_shape(&[0]).is_err());
+        assert!(block_shape(&[64, 32]).is_err());
+        assert_eq!(block_shape(&[32, 32]).expect("ok"), vec![32, 32]);
+    }
+
+    #[test]
+    fn empty_grid_launches_nothing() {
+        let s = launch_shape(Some(&[0]), None, &[128]).expect("shape");
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn limits_are_enforced() {
+        let device = DeviceLimits {
+            max_block: [1024, 1024, 64],
+            max_grid: [u32::MAX, 65535, 65535],
+            max_threads_per_block: 1024,
+            shared_per_block: 48 * 1024,
+            shared_per_block_optin: 227 * 1024,
+        };
+        let kernel = KernelLimits {
+            max_threads_per_block: 256,
+            static_shared: 4096,
+        };
+        let ok = LaunchShape {
+            grid: [10, 1, 1],
+            block: [256, 1, 1],
+        };
+        assert!(validate("k", &ok, 0, &device, &kernel).is_ok());
+        let too_many = LaunchShape {
+            block: [512, 1, 1],
+            ..ok
+        };
+        let msg = validate("k", &too_many, 0, &device, &kernel)
+            .expect_err("limit")
+            .to_string();
+        assert!(
+            msg.contains("exceeding the 256 device/kernel limit"),
+            "{msg}"
+        );
+        let deep = LaunchShape {
+            block: [1, 1, 65],
+            ..ok
+        };
+        let msg = validate("k", &deep, 0, &device, &kernel)
+            .expect_err("limit")
+            .to_string();
+        assert!(msg.contains("block[2]=65 exceeds the 64 limit"), "{msg}");
+        let msg = validate("k", &ok, 227 * 1024, &device, &kernel)
+            .expect_err("shared")
+            .to_string();
+        assert!(
+            msg.contains("static shared memory 4096 + shared_mem=232448"),
+            "{msg}"
+        );
+    }
+}
