@@ -45,6 +45,15 @@ pub struct OpenedNvrtc {
     pub builtins: Option<OpenedLibrary>,
 }
 
+/// A loader error with its cause (libloading's `Display` alone says only "dlopen failed").
+pub(crate) fn describe_load_error(err: &libloading::Error) -> String {
+    use std::error::Error as _;
+    match err.source() {
+        Some(source) => format!("{err}: {source}"),
+        None => err.to_string(),
+    }
+}
+
 /// Opens the CUDA driver library.
 pub fn open_driver() -> Result<OpenedLibrary, CudaError> {
     let mut attempts = Vec::new();
@@ -58,7 +67,10 @@ pub fn open_driver() -> Result<OpenedLibrary, CudaError> {
                     library,
                 })
             }
-            Err(err) => attempts.push(format!("{name} (system library search): {err}")),
+            Err(err) => attempts.push(format!(
+                "{name} (system library search): {}",
+                describe_load_error(&err)
+            )),
         }
     }
     Err(CudaError::LibraryNotFound {
@@ -206,7 +218,9 @@ pub fn open_nvrtc(search: &NvrtcSearch) -> Result<OpenedNvrtc, CudaError> {
                         });
                         break;
                     }
-                    Err(err) => attempts.push(format!("{}: {err}", path.display())),
+                    Err(err) => {
+                        attempts.push(format!("{}: {}", path.display(), describe_load_error(&err)))
+                    }
                 }
             }
             // SAFETY: opening NVRTC runs only its initialisers, which have no preconditions.
@@ -220,7 +234,11 @@ pub fn open_nvrtc(search: &NvrtcSearch) -> Result<OpenedNvrtc, CudaError> {
                         builtins,
                     })
                 }
-                Err(err) => attempts.push(format!("{}: {err}", candidate.display())),
+                Err(err) => attempts.push(format!(
+                    "{}: {}",
+                    candidate.display(),
+                    describe_load_error(&err)
+                )),
             }
         }
         if !any {
@@ -244,7 +262,10 @@ pub fn open_nvrtc(search: &NvrtcSearch) -> Result<OpenedNvrtc, CudaError> {
                         builtins: None,
                     })
                 }
-                Err(err) => attempts.push(format!("{name} (system library search): {err}")),
+                Err(err) => attempts.push(format!(
+                    "{name} (system library search): {}",
+                    describe_load_error(&err)
+                )),
             }
         }
     }

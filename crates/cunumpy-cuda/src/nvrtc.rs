@@ -465,6 +465,32 @@ mod tests {
         assert!(choose_target(&[75, 80], (6, 1)).is_none());
     }
 
+    /// A real shared library that is not NVRTC: found, opened, then refused for its missing
+    /// symbols, with an error naming the file and the symbol.
+    #[test]
+    fn a_library_without_nvrtc_symbols_is_an_error() {
+        let Some(libm) = [
+            "/lib/x86_64-linux-gnu/libm.so.6",
+            "/usr/lib64/libm.so.6",
+            "/lib64/libm.so.6",
+        ]
+        .iter()
+        .map(std::path::Path::new)
+        .find(|p| p.exists()) else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(libm, dir.path().join("libnvrtc.so.12")).unwrap();
+        let err = match Nvrtc::load(&NvrtcSearch::only(vec![dir.path().to_path_buf()])) {
+            Ok(_) => panic!("libm accepted as NVRTC"),
+            Err(err) => err,
+        };
+        assert!(matches!(err, CudaError::MissingSymbol { .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("libnvrtc.so.12"), "{text}");
+        assert!(text.contains("nvrtcVersion"), "{text}");
+    }
+
     #[test]
     fn arch_options_are_recognised() {
         assert!(selects_arch("-arch=sm_80"));

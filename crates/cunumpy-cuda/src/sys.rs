@@ -98,7 +98,7 @@ unsafe fn symbol<T: Copy>(lib: &Library, path: &str, name: &str) -> Result<T, Cu
         Err(err) => Err(CudaError::MissingSymbol {
             library: path.to_string(),
             symbol: name.to_string(),
-            reason: err.to_string(),
+            reason: crate::loader::describe_load_error(&err),
         }),
     }
 }
