@@ -441,10 +441,89 @@ const ELF_MAGIC: &[u8] = b"\x7fELF";
 const FATBIN_MAGIC: &[u8] = &[0x50, 0xed, 0x55, 0xba];
 const JIT_LOG_BYTES: usize = 16 * 1024;
 
+fn read_u16(b: &[u8], at: usize) -> Option<u64> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?) as u64)
+}
+
+fn read_u32(b: &[u8], at: usize) -> Option<u64> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as u64)
+}
+
+fn read_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// `Some(())` when every region an ELF64 image declares lies within it.
+fn elf_in_bounds(b: &[u8]) -> Option<()> {
+    const EHDR: u64 = 64;
+    const SHT_NOBITS: u64 = 8;
+    let len = b.len() as u64;
+    // 64-bit, little-endian.
+    if b.get(4) != Some(&2) || b.get(5) != Some(&1) || len < EHDR {
+        return None;
+    }
+    let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
+    let (phoff, shoff) = (read_u64(b, 0x20)?, read_u64(b, 0x28)?);
+    let (phentsize, phnum) = (read_u16(b, 0x36)?, read_u16(b, 0x38)?);
+    let (shentsize, shnum) = (read_u16(b, 0x3a)?, read_u16(b, 0x3c)?);
+    if phnum > 0 && (phentsize < 56 || !fits(phoff, phentsize * phnum)) {
+        return None;
+    }
+    if shnum > 0 && (shentsize < 64 || !fits(shoff, shentsize * shnum)) {
+        return None;
+    }
+    for i in 0..phnum {
+        let at = usize::try_from(phoff + i * phentsize).ok()?;
+        if !fits(read_u64(b, at + 0x08)?, read_u64(b, at + 0x20)?) {
+            return None;
+        }
+    }
+    for i in 0..shnum {
+        let at = usize::try_from(shoff + i * shentsize).ok()?;
+        if read_u32(b, at + 4)? != SHT_NOBITS
+            && !fits(read_u64(b, at + 0x18)?, read_u64(b, at + 0x20)?)
+        {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// `Some(())` when a fatbin's header and declared payload lie within it.
+fn fatbin_in_bounds(b: &[u8]) -> Option<()> {
+    let header = read_u16(b, 6)?;
+    let size = read_u64(b, 8)?;
+    (header >= 16 && header.checked_add(size)? <= b.len() as u64).then_some(())
+}
+
+/// Checks that a binary image's declared regions lie within it (see [`Module::load`]).
+pub fn check_image_bounds(image: &[u8]) -> Result<(), CudaError> {
+    let ok = if image.starts_with(ELF_MAGIC) {
+        elf_in_bounds(image).is_some()
+    } else if image.starts_with(FATBIN_MAGIC) {
+        fatbin_in_bounds(image).is_some()
+    } else {
+        true
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(CudaError::InvalidArgument(format!(
+            "the module image ({} bytes) is truncated or not a valid 64-bit CUBIN/fatbin",
+            image.len()
+        )))
+    }
+}
+
 impl Module {
     /// Loads a CUBIN, fatbin or PTX image into the calling thread's current context (see
     /// [`Driver::ensure_context`]). A PTX image need not be NUL-terminated. The JIT error log,
     /// when the driver gives one, is in the error.
+    ///
+    /// `cuModuleLoadData` takes no length, so before the driver sees a binary image its
+    /// headers are checked to lie within `image`: an ELF's header, program and section header
+    /// tables and every section's bytes; a fatbin's header and declared size. A truncated
+    /// image is an error here rather than an out-of-bounds read in the driver.
     pub fn load(image: &[u8]) -> Result<Module, CudaError> {
         Module::load_with(Driver::get()?, image)
     }
@@ -456,6 +535,7 @@ impl Module {
                 "cannot load an empty module image".to_string(),
             ));
         }
+        check_image_bounds(image)?;
         let is_binary = image.starts_with(ELF_MAGIC) || image.starts_with(FATBIN_MAGIC);
         let owned;
         let image = if !is_binary && image.last() != Some(&0) {
@@ -925,5 +1005,84 @@ impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: the event came from cuEventCreate and is destroyed only here.
         let _ = unsafe { (self.driver.fns.cuEventDestroy_v2)(self.raw as CUevent) };
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A minimal ELF64 image: header, one program header, two section headers, 16 data bytes.
+    fn tiny_elf() -> Vec<u8> {
+        let mut b = vec![0u8; 64 + 56 + 2 * 64 + 16];
+        b[..4].copy_from_slice(ELF_MAGIC);
+        b[4] = 2;
+        b[5] = 1;
+        b[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+        b[0x28..0x30].copy_from_slice(&120u64.to_le_bytes()); // e_shoff
+        b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        b[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes());
+        b[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        b[0x3c..0x3e].copy_from_slice(&2u16.to_le_bytes());
+        // Program header: offset 248, size 16.
+        b[64 + 0x08..64 + 0x10].copy_from_slice(&248u64.to_le_bytes());
+        b[64 + 0x20..64 + 0x28].copy_from_slice(&16u64.to_le_bytes());
+        // Section 1: PROGBITS at 248, 16 bytes.
+        let s1 = 120 + 64;
+        b[s1 + 4..s1 + 8].copy_from_slice(&1u32.to_le_bytes());
+        b[s1 + 0x18..s1 + 0x20].copy_from_slice(&248u64.to_le_bytes());
+        b[s1 + 0x20..s1 + 0x28].copy_from_slice(&16u64.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn intact_images_pass() {
+        assert!(check_image_bounds(&tiny_elf()).is_ok());
+        assert!(check_image_bounds(b".version 8.0\n.target sm_90\n").is_ok());
+        let mut fatbin = FATBIN_MAGIC.to_vec();
+        fatbin.extend_from_slice(&1u16.to_le_bytes());
+        fatbin.extend_from_slice(&16u16.to_le_bytes());
+        fatbin.extend_from_slice(&4u64.to_le_bytes());
+        fatbin.extend_from_slice(&[0; 4]);
+        assert!(check_image_bounds(&fatbin).is_ok());
+        fatbin.pop();
+        assert!(check_image_bounds(&fatbin).is_err());
+    }
+
+    /// Real ELF64 files made by real toolchains pass (a CUBIN is one too).
+    #[test]
+    fn real_elf_files_pass() {
+        let exe = std::env::current_exe().unwrap();
+        for path in [
+            exe.as_path(),
+            std::path::Path::new("/lib/x86_64-linux-gnu/libm.so.6"),
+        ] {
+            if let Ok(bytes) = std::fs::read(path) {
+                assert!(check_image_bounds(&bytes).is_ok(), "{}", path.display());
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_or_lying_elf_is_refused() {
+        let elf = tiny_elf();
+        for cut in [4, 63, 64, 120, 200, elf.len() - 1] {
+            assert!(check_image_bounds(&elf[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut big_section = elf.clone();
+        let s1 = 120 + 64;
+        big_section[s1 + 0x20..s1 + 0x28].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(check_image_bounds(&big_section).is_err());
+        let mut nobits = big_section.clone();
+        nobits[s1 + 4..s1 + 8].copy_from_slice(&8u32.to_le_bytes());
+        assert!(
+            check_image_bounds(&nobits).is_ok(),
+            "NOBITS sections occupy no file bytes"
+        );
+        let mut elf32 = elf.clone();
+        elf32[4] = 1;
+        assert!(check_image_bounds(&elf32).is_err());
+        assert!(check_image_bounds(b"\x7fELF garbage").is_err());
     }
 }

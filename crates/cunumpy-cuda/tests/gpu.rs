@@ -381,6 +381,10 @@ fn launch_errors_name_the_kernel() {
     assert!(module.function("no_such_kernel").is_err());
     assert!(matches!(
         Module::load(b"\x7fELF garbage"),
+        Err(CudaError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Module::load(b".version 99.0\n.target sm_90\nthis is not ptx\n"),
         Err(CudaError::ModuleLoad { .. })
     ));
 }
