@@ -58,6 +58,11 @@ impl KernelCache {
         KernelCache { dir: dir.into() }
     }
 
+    /// The default folder: see [`default_dir`].
+    pub fn default_dir() -> Option<PathBuf> {
+        default_dir()
+    }
+
     /// A cache in [`default_dir`], when one can be determined.
     pub fn at_default_dir() -> Option<Self> {
         default_dir().map(KernelCache::new)

@@ -90,8 +90,8 @@ pub struct NvrtcSearch {
 }
 
 impl NvrtcSearch {
-    /// The standard search: wheel folders under `python_paths`, then the CUDA toolkit folders
-    /// named by the environment, then the system library search.
+    /// The standard search: wheel folders under the absolute `python_paths`, then the CUDA
+    /// toolkit folders named by the environment, then the system library search.
     pub fn standard(python_paths: &[PathBuf]) -> Self {
         Self::standard_with_env(
             python_paths,
@@ -108,7 +108,9 @@ impl NvrtcSearch {
         usr_local: &Path,
     ) -> Self {
         let mut dirs: Vec<PathBuf> = Vec::new();
-        for entry in python_paths {
+        // Relative entries (`''` is the working directory) are skipped: a library is never
+        // loaded from a folder that depends on where the process happens to run.
+        for entry in python_paths.iter().filter(|p| p.is_absolute()) {
             for sub in PYTHON_NVRTC_SUBDIRS {
                 dirs.push(entry.join(sub));
             }
@@ -287,7 +289,11 @@ mod tests {
             std::fs::create_dir(usr_local.path().join(v)).unwrap();
         }
         let search = NvrtcSearch::standard_with_env(
-            &[PathBuf::from("/site")],
+            &[
+                PathBuf::from("/site"),
+                PathBuf::from(""),
+                PathBuf::from("rel"),
+            ],
             |name| match name {
                 "CUDA_HOME" => Some(OsString::from("/opt/cuda")),
                 _ => None,
