@@ -1,12 +1,10 @@
 //! Finding `__global__` declarations in a token stream: the kernel's name, its parameter list,
 //! its template header and its return type.
 
-use std::collections::HashMap;
-
 use super::lexer::{bracket_matches, tokenize, TokKind, Token};
 
 /// Specifiers that may stand among a kernel's declaration specifiers and mean nothing to us.
-const SPECIFIERS: [&str; 10] = [
+const SPECIFIERS: [&str; 9] = [
     "static",
     "inline",
     "__inline__",
@@ -16,7 +14,6 @@ const SPECIFIERS: [&str; 10] = [
     "constexpr",
     "__device__builtin__",
     "__host__",
-    "__global__",
 ];
 
 /// Attribute-like specifiers followed by a parenthesised argument list.
@@ -38,16 +35,14 @@ pub(crate) const BUILTIN_TYPE_WORDS: [&str; 11] = [
 
 /// How far the declaration scans go, in tokens: they stop there instead of walking a huge,
 /// broken input (what lies further is not a declaration specifier anyway).
-const SCAN_LIMIT: usize = 512;
+const SCAN_LIMIT: usize = 256;
 /// The longest template header looked at, in tokens.
 const TEMPLATE_HEADER_LIMIT: usize = 4096;
 
-/// A tokenized source with its bracket pairs and template headers.
+/// A tokenized source with its bracket pairs.
 pub(crate) struct Source {
     pub tokens: Vec<Token>,
     matches: Vec<Option<usize>>,
-    /// Index of a template header's closing `>` → index of its opening `<`.
-    template_ends: HashMap<usize, usize>,
 }
 
 /// One `__global__` declaration or definition.
@@ -70,23 +65,7 @@ impl Source {
     pub(crate) fn new(source: &str) -> Source {
         let tokens = tokenize(source);
         let matches = bracket_matches(&tokens);
-        let mut s = Source {
-            tokens,
-            matches,
-            template_ends: HashMap::new(),
-        };
-        if s.tokens.iter().any(|t| t.is_ident("__global__")) {
-            let mut ends = HashMap::new();
-            for (i, t) in s.tokens.iter().enumerate() {
-                if t.is_ident("template") && s.tok(i + 1).is_some_and(|n| n.is_punct("<")) {
-                    if let Some(end) = s.skip_angles(i + 1, TEMPLATE_HEADER_LIMIT) {
-                        ends.insert(end, i + 1);
-                    }
-                }
-            }
-            s.template_ends = ends;
-        }
-        s
+        Source { tokens, matches }
     }
 
     pub(crate) fn tok(&self, i: usize) -> Option<&Token> {
@@ -130,6 +109,34 @@ impl Source {
         None
     }
 
+    /// If the `>` at `close` ends a template header `template < … >`, the index of its `<`.
+    fn template_header_ending_at(&self, close: usize) -> Option<usize> {
+        let mut depth = 0usize;
+        let mut i = close;
+        for _ in 0..TEMPLATE_HEADER_LIMIT {
+            let t = self.tok(i)?;
+            if t.kind == TokKind::Punct {
+                match t.text.as_str() {
+                    ">" => depth += 1,
+                    "<" => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            let before = self.tok(i.checked_sub(1)?)?;
+                            return before.is_ident("template").then_some(i);
+                        }
+                    }
+                    ")" | "]" => i = self.matching(i)?,
+                    ";" | "{" | "}" | "(" | "[" => return None,
+                    _ => {}
+                }
+            } else if t.is_ident("__global__") {
+                return None;
+            }
+            i = i.checked_sub(1)?;
+        }
+        None
+    }
+
     /// Every `__global__` declaration, in source order.
     pub(crate) fn kernel_decls(&self) -> Vec<KernelDecl> {
         self.tokens
@@ -151,7 +158,10 @@ impl Source {
                 TokKind::Str => j += 1,
                 TokKind::Ident => {
                     let next = self.tok(j + 1);
-                    if SPECIFIERS.contains(&t.text.as_str()) {
+                    if t.text == "__global__" {
+                        // The next declaration began: this one had no name.
+                        return None;
+                    } else if SPECIFIERS.contains(&t.text.as_str()) {
                         j += 1;
                     } else if ATTRIBUTES.contains(&t.text.as_str())
                         && next.is_some_and(|n| n.is_punct("("))
@@ -249,7 +259,7 @@ impl Source {
             match t.kind {
                 TokKind::Str => k = i,
                 TokKind::Ident => {
-                    if t.text == "template" {
+                    if t.text == "template" || t.text == "__global__" {
                         break;
                     }
                     if BUILTIN_TYPE_WORDS.contains(&t.text.as_str()) {
@@ -258,9 +268,7 @@ impl Source {
                     k = i;
                 }
                 TokKind::Punct if t.text == ">" => {
-                    if let Some(&open) = self.template_ends.get(&i) {
-                        template = Some((open, i));
-                    }
+                    template = self.template_header_ending_at(i).map(|open| (open, i));
                     break;
                 }
                 TokKind::Punct if t.text == ")" => {
