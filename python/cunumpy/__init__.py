@@ -35,7 +35,7 @@ from ._conversions import (
 
 __version__: str = _core.__version__
 
-from . import cuda, exceptions, profiling  # noqa: E402  (public submodules)
+from . import cuda, exceptions, kernels, profiling  # noqa: E402  (public submodules)
 
 __all__ = [
     "MIN_CUPY_VERSION",
@@ -51,6 +51,7 @@ __all__ = [
     "get_backend",
     "is_cpu",
     "is_gpu",
+    "kernels",
     "profiling",
     "same_backend",
     "set_backend",

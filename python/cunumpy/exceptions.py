@@ -12,6 +12,15 @@ __all__ = [
     "BackendUnavailableError",
     "MixedBackendError",
     "CupyUnavailableError",
+    "CudaSignatureError",
+    "KernelArgumentTypeError",
+    "KernelArgumentValueError",
+    "KernelArgumentOverflowError",
+    "LaunchShapeError",
+    "LaunchShapeTypeError",
+    "CudaCompileError",
+    "CudaRuntimeError",
+    "CudaUnavailableError",
 ]
 
 
@@ -33,3 +42,45 @@ class MixedBackendError(CunumpyError, TypeError):
 
 class CupyUnavailableError(CunumpyError, ImportError):
     """CuPy was needed (for example by ``to_cupy``) but is not installed or sees no GPU."""
+
+
+class CudaSignatureError(CunumpyError, ValueError):
+    """A CUDA kernel's signature cannot be checked (unknown type, reference, no such kernel...)."""
+
+
+class KernelArgumentTypeError(CunumpyError, TypeError):
+    """A kernel argument has the wrong kind, dtype, layout or count."""
+
+
+class KernelArgumentValueError(CunumpyError, ValueError):
+    """A kernel argument's value cannot be passed exactly (or lives on another device)."""
+
+
+class KernelArgumentOverflowError(CunumpyError, OverflowError):
+    """A scalar kernel argument is out of the range of its C type."""
+
+
+class LaunchShapeError(CunumpyError, ValueError):
+    """A launch shape (grid, block, shared memory) is invalid or exceeds a device limit."""
+
+
+class LaunchShapeTypeError(CunumpyError, TypeError):
+    """The launch shape is missing or ambiguous (give exactly one of n_threads and grid)."""
+
+
+class CudaCompileError(CunumpyError, RuntimeError):
+    """NVRTC rejected a kernel. Attributes: ``kernel``, ``log``, ``options``, ``source``
+    (numbered lines)."""
+
+    kernel: str
+    log: str
+    options: list[str]
+    source: str
+
+
+class CudaRuntimeError(CunumpyError, RuntimeError):
+    """A CUDA driver call, a launch, or the kernel itself failed."""
+
+
+class CudaUnavailableError(CunumpyError, RuntimeError):
+    """The CUDA driver or NVRTC cannot be loaded on this machine."""

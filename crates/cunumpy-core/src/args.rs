@@ -93,6 +93,33 @@ impl LaunchBuffer {
         }
     }
 
+    /// A buffer for an unchecked launch (`check_signature=False`): each value's bytes as given.
+    pub fn from_raw_values(values: &[Vec<u8>]) -> LaunchBuffer {
+        let firsts: Vec<usize> = values
+            .iter()
+            .scan(0usize, |next, v| {
+                let first = *next;
+                *next += v.len().div_ceil(16).max(1);
+                Some(first)
+            })
+            .collect();
+        let n_slots = values.iter().map(|v| v.len().div_ceil(16).max(1)).sum();
+        let mut buffer = LaunchBuffer {
+            slots: vec![Slot::default(); n_slots],
+            pointers: Vec::with_capacity(values.len()),
+        };
+        for (value, first) in values.iter().zip(&firsts) {
+            buffer.write(*first, value);
+        }
+        let base = buffer.slots.as_mut_ptr();
+        for first in firsts {
+            buffer
+                .pointers
+                .push(base.wrapping_add(first).cast::<c_void>());
+        }
+        buffer
+    }
+
     /// The `void** kernelParams` of `cuLaunchKernel`: valid while `self` is alive and not
     /// modified.
     pub fn params(&mut self) -> *mut *mut c_void {

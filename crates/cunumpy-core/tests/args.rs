@@ -364,3 +364,20 @@ fn argument_count_is_checked_and_pointers_point_at_slots() {
     let unknown_struct = signature(vec![("p", "Q p", ParamKind::Struct { name: "Q".into() })]);
     assert!(ArgPlan::new(&unknown_struct, &|_| None).is_err());
 }
+
+#[test]
+fn raw_buffers_hold_each_value_in_its_own_slot() {
+    let values = vec![
+        7u64.to_le_bytes().to_vec(),
+        vec![1u8; 40],
+        3i32.to_le_bytes().to_vec(),
+    ];
+    let mut buffer = cunumpy_core::args::LaunchBuffer::from_raw_values(&values);
+    let params = buffer.params();
+    // SAFETY: three entries, each pointing into `buffer`'s 16-byte aligned slots.
+    unsafe {
+        assert_eq!(*(*params).cast::<u64>(), 7);
+        assert_eq!(*(*params.add(1)).cast::<[u8; 40]>(), [1u8; 40]);
+        assert_eq!(*(*params.add(2)).cast::<i32>(), 3);
+    }
+}

@@ -2,11 +2,17 @@
 
 use pyo3::prelude::*;
 
+mod arrays;
+mod errors;
+mod kernel;
 mod ledger;
+mod source;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     ledger::register(m)?;
+    source::register(m)?;
+    m.add_class::<kernel::KernelLauncher>()?;
     Ok(())
 }

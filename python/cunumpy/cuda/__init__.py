@@ -10,8 +10,30 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import _backend
+from ._debug import cuda_debug, get_cuda_debug, set_cuda_debug
+from ._source import (
+    DEBUG_OPTIONS,
+    CudaParameter,
+    ctype_of,
+    cuda_include_dir,
+    cuda_kernel_names,
+    include_hash,
+    parse_cuda_signature,
+    resolve_includes,
+)
 
 __all__ = [
+    "DEBUG_OPTIONS",
+    "CudaParameter",
+    "ctype_of",
+    "cuda_debug",
+    "cuda_include_dir",
+    "cuda_kernel_names",
+    "get_cuda_debug",
+    "include_hash",
+    "parse_cuda_signature",
+    "resolve_includes",
+    "set_cuda_debug",
     "device_count",
     "set_device",
     "memory_info",

@@ -1,0 +1,96 @@
+"""µs per launch of a 1-thread kernel: cunumpy CudaKernel (checks on) vs CuPy RawKernel (no
+checks) vs raw driver launches in a Rust loop (the floor), measured in one process.
+
+Prints JSON. Needs a GPU: `python benches/launch_overhead.py [--launches N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+SOURCE = r"""
+extern "C" __global__ void touch(double* x, int n) {
+    if (threadIdx.x == 0 && n < 0) x[0] = 1.0;
+}
+"""
+
+
+def best_us(run, launches: int, repeats: int) -> float:
+    """Best (lowest) µs per launch over `repeats` timed loops of `launches` launches."""
+    best = float("inf")
+    for _ in range(repeats):
+        best = min(best, run(launches) / launches * 1e6)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--launches", type=int, default=20000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--device", default="gpu")
+    opts = parser.parse_args()
+
+    import cupy
+
+    import cunumpy as xp
+
+    x = cupy.zeros(4, dtype=np.float64)
+    stream = cupy.cuda.get_current_stream()
+    kernel = xp.kernels.CudaKernel(SOURCE, "touch", block_size=1)
+    raw = cupy.RawKernel(SOURCE, "touch")
+    n = np.int32(1)
+
+    def cunumpy_loop(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            kernel(x, 1, n_threads=1)
+        stream.synchronize()
+        return time.perf_counter() - start
+
+    def cupy_loop(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            raw((1,), (1,), (x, n))
+        stream.synchronize()
+        return time.perf_counter() - start
+
+    def floor_loop(count: int) -> float:
+        return kernel._raw_launch_loop(x, 1, n_launches=count, n_threads=1)
+
+    def stream_lookup(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            cupy.cuda.get_current_stream().ptr  # noqa: B018 - the cost being measured
+        return time.perf_counter() - start
+
+    for warm in (cunumpy_loop, cupy_loop, floor_loop):
+        warm(200)
+    results = {}
+    # Interleave the three paths so drift affects all of them alike.
+    for _ in range(3):
+        for name, loop in (
+            ("floor_us", floor_loop),
+            ("cunumpy_us", cunumpy_loop),
+            ("cupy_rawkernel_us", cupy_loop),
+        ):
+            value = best_us(loop, opts.launches, opts.repeats)
+            results[name] = min(results.get(name, value), value)
+    results["stream_lookup_us"] = best_us(stream_lookup, opts.launches, 3)
+    out = {
+        "benchmark": "launch_overhead",
+        "device": xp.backend_info()["device"],
+        "launches_per_loop": opts.launches,
+        **{k: round(v, 3) for k, v in results.items()},
+        "ratio_vs_floor": round(results["cunumpy_us"] / results["floor_us"], 3),
+        "ratio_vs_cupy_rawkernel": round(results["cunumpy_us"] / results["cupy_rawkernel_us"], 3),
+        "targets": {"ratio_vs_floor": 1.25, "ratio_vs_cupy_rawkernel": 0.7},
+    }
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,281 @@
+//! Reading Python objects into the core's argument values: CuPy arrays by a fast path,
+//! anything with `__cuda_array_interface__` by the protocol, Python and NumPy scalars.
+
+use cunumpy_core::args::{Scalar, ScalarSource};
+use cunumpy_core::dtype::DType;
+use pyo3::exceptions::PyOverflowError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyTuple, PyType};
+
+/// What kind of object an argument is, decided once per argument.
+pub enum Object {
+    Scalar(Scalar, ScalarSource),
+    Device(DeviceInfo),
+    Host(String),
+    Struct(String, Vec<u8>),
+    Other(String),
+}
+
+/// A device array's facts, owned.
+pub struct DeviceInfo {
+    pub ptr: u64,
+    pub dtype: Result<DType, String>,
+    pub shape: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub c_contiguous: bool,
+    pub device: Option<i32>,
+}
+
+struct NumpyTypes {
+    ndarray: Py<PyType>,
+    generic: Py<PyType>,
+    dtypes: Vec<(Py<PyAny>, DType)>,
+}
+
+static NUMPY: PyOnceLock<NumpyTypes> = PyOnceLock::new();
+static CUPY_NDARRAY: PyOnceLock<Option<Py<PyType>>> = PyOnceLock::new();
+
+fn numpy(py: Python<'_>) -> PyResult<&NumpyTypes> {
+    NUMPY.get_or_try_init(py, || {
+        let np = py.import("numpy")?;
+        let dtype = np.getattr("dtype")?;
+        let mut dtypes = Vec::new();
+        for d in DType::ALL {
+            dtypes.push((dtype.call1((d.name(),))?.unbind(), d));
+        }
+        Ok(NumpyTypes {
+            ndarray: np.getattr("ndarray")?.cast_into::<PyType>()?.unbind(),
+            generic: np.getattr("generic")?.cast_into::<PyType>()?.unbind(),
+            dtypes,
+        })
+    })
+}
+
+/// CuPy's ndarray type, once CuPy has been imported by someone (never imports it).
+fn cupy_ndarray(py: Python<'_>) -> Option<&Bound<'_, PyType>> {
+    if let Some(found) = CUPY_NDARRAY.get(py) {
+        return found.as_ref().map(|t| t.bind(py));
+    }
+    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
+    let cupy = modules.get_item("cupy").ok()?;
+    let ndarray = cupy
+        .getattr("ndarray")
+        .ok()
+        .and_then(|t| t.cast_into::<PyType>().ok())
+        .map(Bound::unbind);
+    let _ = CUPY_NDARRAY.set(py, ndarray);
+    CUPY_NDARRAY.get(py)?.as_ref().map(|t| t.bind(py))
+}
+
+/// Whether `obj` is a CuPy array (exact type first: the common case costs one compare).
+pub fn is_cupy_array(obj: &Bound<'_, PyAny>) -> bool {
+    match cupy_ndarray(obj.py()) {
+        Some(t) => obj.get_type().is(t) || obj.is_instance(t).unwrap_or(false),
+        None => false,
+    }
+}
+
+/// Maps a NumPy dtype object to a [`DType`] (identity first, then by name).
+pub fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<Result<DType, String>> {
+    let np = numpy(obj.py())?;
+    for (d, dtype) in &np.dtypes {
+        if obj.is(d.bind(obj.py())) {
+            return Ok(Ok(*dtype));
+        }
+    }
+    let native: bool = obj.getattr(intern!(obj.py(), "isnative"))?.extract()?;
+    let name: String = obj.str()?.extract()?;
+    if !native {
+        return Ok(Err(format!("{name} (non-native byte order)")));
+    }
+    Ok(DType::from_name(&name).ok_or(name))
+}
+
+fn typestr_dtype(typestr: &str) -> Result<DType, String> {
+    let order = typestr.chars().next().unwrap_or('|');
+    let body = typestr.get(1..).unwrap_or("");
+    if order == '>' {
+        return Err(format!("{typestr} (big-endian)"));
+    }
+    let dtype = match body {
+        "b1" => DType::Bool,
+        "i1" => DType::Int8,
+        "u1" => DType::UInt8,
+        "i2" => DType::Int16,
+        "u2" => DType::UInt16,
+        "i4" => DType::Int32,
+        "u4" => DType::UInt32,
+        "i8" => DType::Int64,
+        "u8" => DType::UInt64,
+        "f4" => DType::Float32,
+        "f8" => DType::Float64,
+        "c8" => DType::Complex64,
+        "c16" => DType::Complex128,
+        _ => return Err(typestr.to_string()),
+    };
+    Ok(dtype)
+}
+
+fn c_strides(shape: &[i64], itemsize: i64) -> Vec<i64> {
+    let mut strides = vec![itemsize; shape.len()];
+    for axis in (0..shape.len().saturating_sub(1)).rev() {
+        strides[axis] = strides[axis + 1] * shape[axis + 1].max(1);
+    }
+    strides
+}
+
+/// Reads a CuPy array; `full` also reads shape and strides (views need them).
+fn read_cupy(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<DeviceInfo> {
+    let py = obj.py();
+    let data = obj.getattr(intern!(py, "data"))?;
+    let ptr: u64 = data.getattr(intern!(py, "ptr"))?.extract()?;
+    let device: i32 = data.getattr(intern!(py, "device_id"))?.extract()?;
+    let dtype = dtype_of(&obj.getattr(intern!(py, "dtype"))?)?;
+    let c_contiguous = obj.getattr(intern!(py, "_c_contiguous"))?.is_truthy()?;
+    let (shape, strides) = if full {
+        (
+            obj.getattr(intern!(py, "shape"))?.extract()?,
+            obj.getattr(intern!(py, "strides"))?.extract()?,
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    Ok(DeviceInfo {
+        ptr,
+        dtype,
+        shape,
+        strides,
+        c_contiguous,
+        device: Some(device),
+    })
+}
+
+/// Reads `__cuda_array_interface__` (PyTorch tensors, Numba arrays, ...).
+fn read_interface(iface: &Bound<'_, PyAny>) -> PyResult<DeviceInfo> {
+    let py = iface.py();
+    let iface = iface.cast::<PyDict>()?;
+    let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+        iface.get_item(key)?.ok_or_else(|| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "__cuda_array_interface__ has no {key}"
+            ))
+        })
+    };
+    let shape: Vec<i64> = get("shape")?.extract()?;
+    let typestr: String = get("typestr")?.extract()?;
+    let data = get("data")?;
+    let data = data.cast::<PyTuple>()?;
+    let ptr: u64 = data.get_item(0)?.extract()?;
+    let dtype = typestr_dtype(&typestr);
+    let itemsize = dtype.as_ref().map_or(1, |d| d.itemsize() as i64);
+    let expected = c_strides(&shape, itemsize);
+    let (strides, c_contiguous) = match iface.get_item(intern!(py, "strides"))? {
+        Some(s) if !s.is_none() => {
+            let s: Vec<i64> = s.extract()?;
+            let c = s
+                .iter()
+                .zip(&expected)
+                .zip(&shape)
+                .all(|((a, b), n)| a == b || *n <= 1);
+            (s, c)
+        }
+        _ => (expected, true),
+    };
+    Ok(DeviceInfo {
+        ptr,
+        dtype,
+        shape,
+        strides,
+        c_contiguous,
+        device: None,
+    })
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    let t = obj.get_type();
+    let module = t
+        .module()
+        .map(|m| m.to_string())
+        .unwrap_or_else(|_| "builtins".into());
+    let name = t.name().map(|n| n.to_string()).unwrap_or_default();
+    if module == "builtins" {
+        name
+    } else {
+        format!("{module}.{name}")
+    }
+}
+
+fn python_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    if obj.is_exact_instance_of::<PyFloat>() {
+        return Ok(Some(Scalar::Float(obj.extract()?)));
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return match obj.extract::<i128>() {
+            Ok(v) => Ok(Some(Scalar::Int(v))),
+            Err(_) => Err(PyOverflowError::new_err(format!(
+                "the integer {obj} does not fit any C integer type"
+            ))),
+        };
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return Ok(Some(Scalar::Float(obj.extract()?)));
+    }
+    if let Ok(c) = obj.cast::<PyComplex>() {
+        return Ok(Some(Scalar::Complex(c.real(), c.imag())));
+    }
+    Ok(None)
+}
+
+/// Classifies an argument. `full` asks for the shape and strides of device arrays.
+pub fn read_object(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<Object> {
+    let py = obj.py();
+    if let Some(s) = python_scalar(obj)? {
+        return Ok(Object::Scalar(s, ScalarSource::Python));
+    }
+    if is_cupy_array(obj) {
+        return Ok(Object::Device(read_cupy(obj, full)?));
+    }
+    let np = numpy(py)?;
+    if obj.is_instance(np.generic.bind(py))? {
+        let dtype = dtype_of(&obj.getattr(intern!(py, "dtype"))?)?;
+        let item = obj.call_method0(intern!(py, "item"))?;
+        return Ok(match (dtype, python_scalar(&item)?) {
+            (Ok(d), Some(s)) => Object::Scalar(s, ScalarSource::NumPy(d)),
+            (Err(name), _) => Object::Other(format!("numpy scalar of dtype {name}")),
+            (Ok(d), None) => Object::Other(format!("numpy scalar of dtype {d}")),
+        });
+    }
+    if obj.is_instance(np.ndarray.bind(py))? {
+        return Ok(Object::Host(type_name(obj)));
+    }
+    if let Ok(iface) = obj.getattr(intern!(py, "__cuda_array_interface__")) {
+        return Ok(Object::Device(read_interface(&iface)?));
+    }
+    if let Ok(method) = obj.getattr(intern!(py, "__cuda_struct__")) {
+        let (name, bytes): (String, Vec<u8>) = method.call0()?.extract()?;
+        return Ok(Object::Struct(name, bytes));
+    }
+    if obj.hasattr(intern!(py, "__array_interface__"))? {
+        return Ok(Object::Host(type_name(obj)));
+    }
+    Ok(Object::Other(type_name(obj)))
+}
+
+/// The shape of an array-like argument (anything with `.shape` and `.dtype`), for inferring
+/// `n_threads`.
+pub fn array_shape(obj: &Bound<'_, PyAny>) -> Option<Vec<i64>> {
+    let py = obj.py();
+    if python_scalar(obj).ok().flatten().is_some() {
+        return None;
+    }
+    if obj.hasattr(intern!(py, "dtype")).ok()? {
+        return obj.getattr(intern!(py, "shape")).ok()?.extract().ok();
+    }
+    let iface = obj.getattr(intern!(py, "__cuda_array_interface__")).ok()?;
+    iface.get_item("shape").ok()?.extract().ok()
+}

@@ -1,0 +1,72 @@
+//! The one place Rust errors become Python exceptions. The classes are defined in
+//! `cunumpy.exceptions` so they can also inherit `TypeError`, `ValueError`, ...
+
+use cunumpy_core::args::{ArgError, ArgErrorKind};
+use cunumpy_core::launch::LaunchError;
+use cunumpy_core::parser::SignatureError;
+use cunumpy_cuda::CudaError;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// An instance of `cunumpy.exceptions.<class_name>(message)`.
+pub fn raise(py: Python<'_>, class_name: &str, message: String) -> PyErr {
+    match py
+        .import("cunumpy.exceptions")
+        .and_then(|m| m.getattr(class_name))
+    {
+        Ok(class) => match class.call1((message.clone(),)) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(err) => err,
+        },
+        Err(_) => PyRuntimeError::new_err(message),
+    }
+}
+
+pub fn arg_error(py: Python<'_>, err: ArgError) -> PyErr {
+    let class = match err.kind {
+        ArgErrorKind::Type => "KernelArgumentTypeError",
+        ArgErrorKind::Value => "KernelArgumentValueError",
+        ArgErrorKind::Overflow => "KernelArgumentOverflowError",
+    };
+    raise(py, class, err.message)
+}
+
+pub fn launch_error(py: Python<'_>, err: LaunchError) -> PyErr {
+    match err {
+        LaunchError::Ambiguous(m) => raise(py, "LaunchShapeTypeError", m),
+        LaunchError::Invalid(m) => raise(py, "LaunchShapeError", m),
+    }
+}
+
+pub fn signature_error(py: Python<'_>, err: SignatureError) -> PyErr {
+    raise(py, "CudaSignatureError", err.to_string())
+}
+
+/// CUDA errors: compile errors keep the log, options and numbered source as attributes.
+pub fn cuda_error(py: Python<'_>, kernel: &str, err: CudaError) -> PyErr {
+    if let Some(compile) = err.as_compile_error() {
+        let message = format!("kernel '{kernel}' does not compile: {compile}");
+        let exc = raise(py, "CudaCompileError", message);
+        let value = exc.value(py);
+        let attrs = PyDict::new(py);
+        let _ = attrs.set_item("kernel", kernel);
+        let _ = attrs.set_item("log", &compile.log);
+        let _ = attrs.set_item("options", compile.options.clone());
+        let _ = attrs.set_item("source", &compile.numbered_source);
+        for (k, v) in attrs.iter() {
+            if let Ok(name) = k.extract::<String>() {
+                let _ = value.setattr(name.as_str(), v);
+            }
+        }
+        return exc;
+    }
+    match err {
+        CudaError::LibraryNotFound { .. } | CudaError::MissingSymbol { .. } => raise(
+            py,
+            "CudaUnavailableError",
+            format!("cannot use CUDA for kernel '{kernel}': {err}"),
+        ),
+        other => raise(py, "CudaRuntimeError", format!("kernel '{kernel}': {other}")),
+    }
+}

@@ -1,0 +1,644 @@
+//! `KernelLauncher`: the Rust half of `cunumpy.kernels.CudaKernel` (its `__call__` is the
+//! launch path: flatten, check and pack arguments, compile once per device, launch).
+
+use crate::arrays::{self, Object};
+use crate::errors;
+use cunumpy_core::args::{Arg, ArgPlan, DeviceArray, LaunchBuffer};
+use cunumpy_core::includes::resolve_includes;
+use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
+use cunumpy_core::ledger::{Event, EventKind, Ledger};
+use cunumpy_core::parser;
+use cunumpy_cuda::{
+    compile_cached, CompileRequest, CudaError, Driver, Function, KernelCache, Module, Nvrtc,
+};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a kernel is, fixed at construction.
+struct Config {
+    name: String,
+    expression: String,
+    source: String,
+    options: Vec<String>,
+    include_dirs: Vec<PathBuf>,
+    source_dir: Option<PathBuf>,
+    shipped_dir: PathBuf,
+    block: Vec<u32>,
+    plan: Option<ArgPlan>,
+}
+
+/// A kernel compiled and loaded for one device.
+struct Loaded {
+    device: i32,
+    function: Function,
+    kernel_limits: KernelLimits,
+    device_limits: DeviceLimits,
+    dynamic_shared_allowed: AtomicU32,
+    from_cache: bool,
+}
+
+/// How `n_threads` is inferred when neither it nor `grid` is given.
+#[derive(Clone)]
+enum NThreadsFrom {
+    Auto,
+    FirstArray,
+    LastAxis,
+    Disabled,
+    Callable(Arc<Py<PyAny>>),
+}
+
+#[pyclass(subclass, module = "cunumpy._core", name = "KernelLauncher")]
+pub struct KernelLauncher {
+    config: OnceLock<Config>,
+    loaded: Mutex<Vec<Arc<Loaded>>>,
+    n_threads_from: Mutex<NThreadsFrom>,
+    debug: AtomicBool,
+    check_finite: AtomicBool,
+}
+
+/// `sys.path` entries, where NVRTC's pip wheel may live.
+fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
+    py.import("sys")
+        .and_then(|s| s.getattr("path"))
+        .and_then(|p| p.extract::<Vec<String>>())
+        .map(|v| v.into_iter().map(PathBuf::from).collect())
+        .unwrap_or_default()
+}
+
+/// CuPy's current stream (0, the legacy default stream, when CuPy is not imported).
+fn current_stream(py: Python<'_>) -> PyResult<usize> {
+    static GET_STREAM: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+    let getter = GET_STREAM.get_or_init(py, || {
+        let modules = py.import("sys").ok()?.getattr("modules").ok()?;
+        let cupy = modules.get_item("cupy").ok()?;
+        Some(cupy.getattr("cuda").ok()?.getattr("get_current_stream").ok()?.unbind())
+    });
+    match getter {
+        Some(get) => get.bind(py).call0()?.getattr(intern!(py, "ptr"))?.extract(),
+        None => Ok(0),
+    }
+}
+
+fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let py = obj.py();
+    if let Ok(raw) = obj.extract::<usize>() {
+        return Ok(raw);
+    }
+    for attr in [intern!(py, "ptr"), intern!(py, "cuda_stream")] {
+        if let Ok(raw) = obj.getattr(attr).and_then(|v| v.extract::<usize>()) {
+            return Ok(raw);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "stream must be a CuPy stream, an object with .ptr or .cuda_stream, or a raw handle \
+         (int), got {}",
+        obj.get_type().name()?
+    )))
+}
+
+fn dims(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<i64>>> {
+    let Some(obj) = obj else { return Ok(None) };
+    if obj.is_none() {
+        return Ok(None);
+    }
+    if let Ok(v) = obj.extract::<i64>() {
+        return Ok(Some(vec![v]));
+    }
+    obj.extract::<Vec<i64>>().map(Some).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be an int or a tuple of 1 to 3 ints, got {}",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+/// Expands argument objects (`__cuda_args__()`) into their values.
+fn flatten<'py>(args: &Bound<'py, PyTuple>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let py = args.py();
+    let mut out = Vec::with_capacity(args.len());
+    for arg in args.iter() {
+        let plain = arg.is_instance_of::<pyo3::types::PyFloat>()
+            || arg.is_instance_of::<pyo3::types::PyInt>()
+            || arrays::is_cupy_array(&arg);
+        if !plain {
+            if let Ok(method) = arg.get_type().getattr(intern!(py, "__cuda_args__")) {
+                let values = method.call1((&arg,))?;
+                for v in values.try_iter()? {
+                    out.push(v?);
+                }
+                continue;
+            }
+        }
+        out.push(arg);
+    }
+    Ok(out)
+}
+
+fn device_limits(driver: &Driver, device: i32) -> Result<DeviceLimits, CudaError> {
+    static CACHE: Mutex<Vec<(i32, DeviceLimits, (u32, u32))>> = Mutex::new(Vec::new());
+    if let Some((_, l, _)) = lock(&CACHE).iter().find(|(d, _, _)| *d == device) {
+        return Ok(*l);
+    }
+    let info = driver.device_info(device)?;
+    let limits = DeviceLimits {
+        max_block: info.max_block_dims,
+        max_grid: info.max_grid_dims,
+        max_threads_per_block: info.max_threads_per_block,
+        shared_per_block: info.shared_mem_per_block,
+        shared_per_block_optin: info.shared_mem_per_block_optin,
+    };
+    lock(&CACHE).push((device, limits, info.compute_capability));
+    Ok(limits)
+}
+
+impl KernelLauncher {
+    fn config(&self) -> PyResult<&Config> {
+        self.config.get().ok_or_else(|| {
+            PyRuntimeError::new_err("the kernel was not configured (call _configure first)")
+        })
+    }
+
+    /// The calling thread's device, making the primary context of device 0 current on a
+    /// thread that has none.
+    fn launch_device(driver: &Driver) -> Result<i32, CudaError> {
+        if driver.current_context()?.is_none() {
+            driver.ensure_context(0)?;
+        }
+        driver.current_device()
+    }
+
+    fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<Loaded>> {
+        if let Some(l) = lock(&self.loaded).iter().find(|l| l.device == device) {
+            return Ok(l.clone());
+        }
+        let config = self.config()?;
+        let paths = python_paths(py);
+        let result = py.detach(|| compile_and_load(config, device, &paths));
+        let loaded = Arc::new(result.map_err(|e| errors::cuda_error(py, &config.name, e))?);
+        let mut all = lock(&self.loaded);
+        if let Some(l) = all.iter().find(|l| l.device == device) {
+            return Ok(l.clone());
+        }
+        all.push(loaded.clone());
+        Ok(loaded)
+    }
+
+    fn pack(
+        &self,
+        py: Python<'_>,
+        config: &Config,
+        args: &[Bound<'_, PyAny>],
+        device: i32,
+    ) -> PyResult<LaunchBuffer> {
+        let Some(plan) = &config.plan else {
+            return pack_unchecked(config, args);
+        };
+        plan.check_count(args.len())
+            .map_err(|e| errors::arg_error(py, e))?;
+        let mut buffer = plan.new_buffer();
+        for (i, obj) in args.iter().enumerate() {
+            let full = matches!(
+                plan.kind(i),
+                Some(cunumpy_core::signature::ParamKind::View { .. })
+            );
+            let object = arrays::read_object(obj, full)?;
+            let arg = match &object {
+                Object::Scalar(s, src) => Arg::Scalar(*s, *src),
+                Object::Device(info) => {
+                    Arg::DeviceArray(DeviceArray {
+                        ptr: info.ptr,
+                        dtype: info.dtype.as_ref().copied().map_err(String::as_str),
+                        shape: &info.shape,
+                        strides: &info.strides,
+                        c_contiguous: info.c_contiguous,
+                        device: info.device.unwrap_or(device),
+                    })
+                }
+                Object::Host(t) => Arg::HostArray { type_name: t },
+                Object::Struct(name, bytes) => Arg::Struct { name, bytes },
+                Object::Other(t) => Arg::Other { type_name: t },
+            };
+            plan.pack(i, &arg, device, &mut buffer)
+                .map_err(|e| errors::arg_error(py, e))?;
+        }
+        Ok(buffer)
+    }
+
+    fn infer_n_threads(
+        &self,
+        py: Python<'_>,
+        args: &[Bound<'_, PyAny>],
+        original: &Bound<'_, PyTuple>,
+        block_dims: usize,
+    ) -> PyResult<Option<Vec<i64>>> {
+        let rule = lock(&self.n_threads_from).clone();
+        let first = || args.iter().find_map(|a| arrays::array_shape(a).filter(|s| !s.is_empty()));
+        let missing = || {
+            errors::raise(
+                py,
+                "LaunchShapeTypeError",
+                format!(
+                    "{}: inferring n_threads needs an array argument; pass n_threads= or grid=",
+                    self.config.get().map_or("kernel", |c| c.name.as_str())
+                ),
+            )
+        };
+        Ok(match rule {
+            NThreadsFrom::Disabled => None,
+            NThreadsFrom::Callable(f) => dims(Some(&f.call1(py, (original,))?.into_bound(py)), "n_threads")?,
+            NThreadsFrom::FirstArray => Some(vec![first().ok_or_else(missing)?[0]]),
+            NThreadsFrom::LastAxis => {
+                let shape = first().ok_or_else(missing)?;
+                Some(vec![*shape.last().unwrap_or(&0)])
+            }
+            NThreadsFrom::Auto => {
+                let shape = first().ok_or_else(missing)?;
+                if shape.len() < block_dims {
+                    return Err(errors::raise(
+                        py,
+                        "LaunchShapeError",
+                        format!(
+                            "cannot infer {block_dims}D n_threads from the first array's shape \
+                             {shape:?}; pass n_threads="
+                        ),
+                    ));
+                }
+                Some(shape[..block_dims].to_vec())
+            }
+        })
+    }
+
+    fn record_launch(py: Python<'_>, name: &str, shape: &LaunchShape) {
+        let site = py
+            .import("cunumpy._where")
+            .and_then(|m| m.getattr("call_site"))
+            .and_then(|f| f.call0())
+            .and_then(|s| s.extract::<String>())
+            .unwrap_or_else(|_| "<unknown>:0".into());
+        Ledger::global().record(Event {
+            kind: EventKind::Launch,
+            description: format!(
+                "kernel '{name}' grid {:?} block {:?}",
+                shape.grid, shape.block
+            ),
+            site,
+            nbytes: None,
+            blocking: false,
+            implicit: false,
+        });
+    }
+}
+
+fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<LaunchBuffer> {
+    let mut values = Vec::with_capacity(args.len());
+    for (i, obj) in args.iter().enumerate() {
+        let bytes = match arrays::read_object(obj, false)? {
+            Object::Device(info) => info.ptr.to_le_bytes().to_vec(),
+            Object::Scalar(s, _) => match s {
+                cunumpy_core::args::Scalar::Bool(b) => vec![b as u8],
+                cunumpy_core::args::Scalar::Int(v) => (v as i64).to_le_bytes().to_vec(),
+                cunumpy_core::args::Scalar::Float(x) => x.to_le_bytes().to_vec(),
+                cunumpy_core::args::Scalar::Complex(re, im) => {
+                    let mut b = re.to_le_bytes().to_vec();
+                    b.extend(im.to_le_bytes());
+                    b
+                }
+            },
+            Object::Struct(_, bytes) => bytes,
+            Object::Host(t) | Object::Other(t) => {
+                return Err(PyTypeError::new_err(format!(
+                    "{}(): argument {i} is {t}, which an unchecked launch cannot pass; arrays \
+                     are never copied to the device",
+                    config.name
+                )))
+            }
+        };
+        values.push(bytes);
+    }
+    Ok(LaunchBuffer::from_raw_values(&values))
+}
+
+fn compile_and_load(config: &Config, device: i32, python_paths: &[PathBuf]) -> Result<Loaded, CudaError> {
+    let driver = Driver::get()?;
+    driver.ensure_context(device)?;
+    let info = driver.device_info(device)?;
+    let nvrtc = Nvrtc::get_or_load(python_paths)?;
+    let headers = resolve_includes(
+        &config.source,
+        config.source_dir.as_deref(),
+        &config.include_dirs,
+        std::slice::from_ref(&config.shipped_dir),
+    );
+    let cache = KernelCache::at_default_dir();
+    let expressions = vec![config.expression.clone()];
+    let program = format!("{}.cu", config.name);
+    let compiled = compile_cached(
+        nvrtc,
+        cache.as_ref(),
+        &CompileRequest {
+            source: &config.source,
+            program_name: &program,
+            options: &config.options,
+            name_expressions: &expressions,
+            headers: &headers,
+            arch: info.compute_capability,
+        },
+    )?;
+    let module = Module::load(&compiled.compiled.image)?;
+    let lowered = compiled
+        .compiled
+        .lowered_name(&config.expression)
+        .unwrap_or(&config.expression)
+        .to_string();
+    let function = module.function(&lowered)?;
+    let attributes = function.attributes()?;
+    Ok(Loaded {
+        device,
+        kernel_limits: KernelLimits {
+            max_threads_per_block: attributes.max_threads_per_block,
+            static_shared: attributes.static_shared_bytes,
+        },
+        device_limits: device_limits(driver, device)?,
+        dynamic_shared_allowed: AtomicU32::new(attributes.max_dynamic_shared_bytes),
+        function,
+        from_cache: compiled.hit,
+    })
+}
+
+#[pymethods]
+impl KernelLauncher {
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
+        KernelLauncher {
+            config: OnceLock::new(),
+            loaded: Mutex::new(Vec::new()),
+            n_threads_from: Mutex::new(NThreadsFrom::Auto),
+            debug: AtomicBool::new(false),
+            check_finite: AtomicBool::new(false),
+        }
+    }
+
+    /// Sets what the kernel is (once). `structs` maps struct names to their byte sizes.
+    #[pyo3(signature = (source, name, *, options, include_dirs, source_dir, shipped_dir, block, structs, template_args, check_signature))]
+    #[allow(clippy::too_many_arguments)]
+    fn _configure(
+        &self,
+        py: Python<'_>,
+        source: String,
+        name: String,
+        options: Vec<String>,
+        include_dirs: Vec<PathBuf>,
+        source_dir: Option<PathBuf>,
+        shipped_dir: PathBuf,
+        block: Vec<i64>,
+        structs: Vec<(String, usize)>,
+        template_args: Option<Vec<String>>,
+        check_signature: bool,
+    ) -> PyResult<String> {
+        let block = launch::block_shape(&block).map_err(|e| errors::launch_error(py, e))?;
+        let (plan, expression) = if check_signature {
+            let names: Vec<String> = structs.iter().map(|(n, _)| n.clone()).collect();
+            let signature =
+                parser::parse_signature(&source, &name, &names, template_args.as_deref())
+                    .map_err(|e| errors::signature_error(py, e))?;
+            let size_of = |n: &str| structs.iter().find(|(s, _)| s == n).map(|(_, size)| *size);
+            let plan = ArgPlan::new(&signature, &size_of).map_err(|e| errors::arg_error(py, e))?;
+            (Some(plan), signature.expression)
+        } else {
+            let expression = match &template_args {
+                Some(t) if !t.is_empty() => format!("{name}<{}>", t.join(", ")),
+                _ => name.clone(),
+            };
+            (None, expression)
+        };
+        let config = Config {
+            name,
+            expression: expression.clone(),
+            source,
+            options,
+            include_dirs,
+            source_dir,
+            shipped_dir,
+            block,
+            plan,
+        };
+        self.config
+            .set(config)
+            .map_err(|_| PyRuntimeError::new_err("the kernel is configured already"))?;
+        Ok(expression)
+    }
+
+    /// The launch path.
+    #[pyo3(signature = (*args, n_threads=None, grid=None, block=None, shared_mem=0, stream=None))]
+    fn __call__(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        n_threads: Option<&Bound<'_, PyAny>>,
+        grid: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+        shared_mem: i64,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.borrow();
+        let config = this.config()?;
+        let flat = flatten(args)?;
+
+        // 1. the launch shape
+        let block_dims = match dims(block, "block")? {
+            Some(b) => launch::block_shape(&b).map_err(|e| errors::launch_error(py, e))?,
+            None => config.block.clone(),
+        };
+        let mut n = dims(n_threads, "n_threads")?;
+        let g = dims(grid, "grid")?;
+        if n.is_none() && g.is_none() {
+            n = this.infer_n_threads(py, &flat, args, block_dims.len())?;
+        }
+        let shape = launch::launch_shape(n.as_deref(), g.as_deref(), &block_dims)
+            .map_err(|e| errors::launch_error(py, e))?;
+        let shared = u32::try_from(shared_mem).map_err(|_| {
+            PyValueError::new_err(format!(
+                "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
+                config.name
+            ))
+        })?;
+
+        // 2. the arguments: checked before anything is compiled, on any machine
+        let driver = Driver::get();
+        let device = match &driver {
+            Ok(d) => Self::launch_device(d).map_err(|e| errors::cuda_error(py, &config.name, e))?,
+            Err(_) => 0,
+        };
+        let mut buffer = this.pack(py, config, &flat, device)?;
+        if shape.is_empty() {
+            return Ok(());
+        }
+        let driver = driver.map_err(|e| errors::cuda_error(py, &config.name, e))?;
+
+        // 3. compile once per device, check limits, launch
+        let loaded = this.loaded_for(py, device)?;
+        launch::validate(&config.name, &shape, shared, &loaded.device_limits, &loaded.kernel_limits)
+            .map_err(|e| errors::launch_error(py, e))?;
+        if shared > loaded.dynamic_shared_allowed.load(Ordering::Relaxed) {
+            loaded
+                .function
+                .set_max_dynamic_shared(shared)
+                .map_err(|e| errors::cuda_error(py, &config.name, e))?;
+            loaded.dynamic_shared_allowed.store(shared, Ordering::Relaxed);
+        }
+        let stream = match stream {
+            Some(s) if !s.is_none() => stream_handle(s)?,
+            _ => current_stream(py)?,
+        };
+        // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
+        // as the caller asked), lives until the call returns, and cuLaunchKernel copies the
+        // values; the stream handle comes from CuPy or the caller.
+        unsafe {
+            loaded
+                .function
+                .launch(shape.grid, shape.block, shared, stream, buffer.params())
+        }
+        .map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        if Ledger::global().is_recording() {
+            Self::record_launch(py, &config.name, &shape);
+        }
+        if this.debug.load(Ordering::Relaxed) {
+            // SAFETY: `stream` is the handle the launch just used.
+            let handle = unsafe { cunumpy_cuda::StreamHandle::from_raw(stream) };
+            driver.synchronize_stream(handle).map_err(|e| {
+                let e = e.in_launch(&config.name, shape.grid, shape.block, shared);
+                errors::raise(
+                    py,
+                    "CudaRuntimeError",
+                    format!(
+                        "CUDA error after launching kernel '{}' with grid {:?} and block {:?}: {e}",
+                        config.name, shape.grid, shape.block
+                    ),
+                )
+            })?;
+        }
+        if this.check_finite.load(Ordering::Relaxed) {
+            drop(this);
+            slf.call_method1(intern!(py, "_check_finite_outputs"), (PyList::new(py, &flat)?,))?;
+        }
+        Ok(())
+    }
+
+    /// Compiles (or loads from the disk cache) for the current device; True on a cache hit.
+    fn _compile(&self, py: Python<'_>) -> PyResult<bool> {
+        let config = self.config()?;
+        let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        let device = Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        Ok(self.loaded_for(py, device)?.from_cache)
+    }
+
+    /// Drops the current device's compiled kernel.
+    fn _forget_compiled(&self) {
+        let device = Driver::get()
+            .ok()
+            .and_then(|d| d.current_device().ok());
+        if let Some(device) = device {
+            lock(&self.loaded).retain(|l| l.device != device);
+        }
+    }
+
+    #[getter]
+    fn is_compiled(&self) -> bool {
+        let device = Driver::get_if_loaded().and_then(|d| d.current_device().ok());
+        device.is_some_and(|dev| lock(&self.loaded).iter().any(|l| l.device == dev))
+    }
+
+    #[getter]
+    fn expression(&self) -> PyResult<String> {
+        Ok(self.config()?.expression.clone())
+    }
+
+    fn _set_n_threads_from(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let rule = if value.is_none() {
+            NThreadsFrom::Disabled
+        } else if let Ok(s) = value.extract::<String>() {
+            match s.as_str() {
+                "auto" => NThreadsFrom::Auto,
+                "first_array" => NThreadsFrom::FirstArray,
+                "last_axis" => NThreadsFrom::LastAxis,
+                _ => return Err(bad_rule(py)),
+            }
+        } else if value.is_callable() {
+            NThreadsFrom::Callable(Arc::new(value.clone().unbind()))
+        } else {
+            return Err(bad_rule(py));
+        };
+        *lock(&self.n_threads_from) = rule;
+        Ok(())
+    }
+
+    fn _set_flags(&self, debug: bool, check_finite: bool) {
+        self.debug.store(debug, Ordering::Relaxed);
+        self.check_finite.store(check_finite, Ordering::Relaxed);
+    }
+
+    /// Packs the arguments as a launch would, without launching (works without a GPU).
+    #[pyo3(signature = (*args))]
+    fn _check_args(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<usize> {
+        let config = self.config()?;
+        let flat = flatten(args)?;
+        let device = Driver::get_if_loaded()
+            .and_then(|d| d.current_device().ok())
+            .unwrap_or(0);
+        self.pack(py, config, &flat, device)?;
+        Ok(flat.len())
+    }
+
+    /// The benchmark floor: `n` launches of this kernel in a tight Rust loop (arguments
+    /// packed once), then one synchronize. Returns the seconds taken.
+    #[pyo3(signature = (*args, n_launches, n_threads=1))]
+    fn _raw_launch_loop(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        n_launches: u64,
+        n_threads: i64,
+    ) -> PyResult<f64> {
+        let config = self.config()?;
+        let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        let device = Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        let flat = flatten(args)?;
+        let mut buffer = self.pack(py, config, &flat, device)?;
+        let loaded = self.loaded_for(py, device)?;
+        let shape = launch::launch_shape(Some(&[n_threads]), None, &config.block)
+            .map_err(|e| errors::launch_error(py, e))?;
+        let stream = current_stream(py)?;
+        // SAFETY: as in `__call__`: a buffer packed from the signature, alive for the loop.
+        let elapsed = unsafe {
+            loaded.function.raw_launch_loop(
+                shape.grid,
+                shape.block,
+                0,
+                stream,
+                buffer.params(),
+                n_launches,
+            )
+        }
+        .map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        Ok(elapsed.as_secs_f64())
+    }
+}
+
+fn bad_rule(py: Python<'_>) -> PyErr {
+    errors::raise(
+        py,
+        "LaunchShapeTypeError",
+        "n_threads_from must be callable, 'auto', 'first_array', 'last_axis' or None".into(),
+    )
+}

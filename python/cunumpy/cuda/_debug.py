@@ -1,0 +1,31 @@
+"""The global CUDA debug switch (``CUNUMPY_CUDA_DEBUG``, ``set_cuda_debug``, ``cuda_debug``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+_TRUE = {"1", "true", "yes", "on"}
+_state = {"debug": os.environ.get("CUNUMPY_CUDA_DEBUG", "").strip().lower() in _TRUE}
+
+
+def set_cuda_debug(enabled: bool) -> None:
+    """Debug mode for kernels created or compiled from now on: ``-lineinfo
+    -DCUNUMPY_BOUNDS_CHECK`` and a synchronize after each launch."""
+    _state["debug"] = bool(enabled)
+
+
+def get_cuda_debug() -> bool:
+    return _state["debug"]
+
+
+@contextlib.contextmanager
+def cuda_debug(enabled: bool = True) -> Iterator[None]:
+    """Debug mode for kernels created inside the block."""
+    previous = _state["debug"]
+    _state["debug"] = bool(enabled)
+    try:
+        yield
+    finally:
+        _state["debug"] = previous

@@ -1,0 +1,5 @@
+"""The kernel layer: CUDA C kernels with checked launches (more building blocks follow)."""
+
+from ._cuda_kernel import CudaKernel, CudaKernelVariants
+
+__all__ = ["CudaKernel", "CudaKernelVariants"]

@@ -1,0 +1,305 @@
+"""``CudaKernel``: a CUDA C kernel whose every launch is checked against its C signature.
+
+The checks, the packing, the NVRTC compile (with a disk cache) and the launch through the CUDA
+driver run in Rust (``_core.KernelLauncher``); this class adds construction from files,
+properties and the optional NaN/inf scan.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .. import _core
+from ..cuda._debug import get_cuda_debug
+from ..cuda._source import (
+    DEBUG_OPTIONS,
+    CudaParameter,
+    cuda_include_dir,
+    cuda_kernel_names,
+    parse_cuda_signature,
+    struct_name,
+    template_arg_texts,
+)
+
+__all__ = ["CudaKernel", "CudaKernelVariants"]
+
+
+def _struct_entry(struct: Any) -> tuple[str, int]:
+    """(name, byte size) of a struct type: a ``CudaStruct`` or anything with ``name`` and
+    ``itemsize`` (or a NumPy structured ``dtype``)."""
+    size = getattr(struct, "itemsize", None)
+    if size is None and hasattr(struct, "dtype"):
+        size = struct.dtype.itemsize
+    if size is None:
+        raise TypeError(f"structs= entries need a name and a byte size, got {struct!r}")
+    return struct_name(struct), int(size)
+
+
+def _block_tuple(block_size: Any) -> tuple[int, ...]:
+    if isinstance(block_size, int):
+        return (block_size,)
+    return tuple(int(b) for b in block_size)
+
+
+class CudaKernel(_core.KernelLauncher):
+    """A CUDA C ``__global__`` function, launched with checked arguments.
+
+    ``kernel(*args, n_threads=None, grid=None, block=None, shared_mem=0, stream=None)``
+    checks every argument against the parsed signature (dtype, C-contiguity, device, scalar
+    range and exactness), never copies arrays, compiles once per device with NVRTC (cached on
+    disk, keyed by the source, options, included headers, NVRTC version and architecture) and
+    launches on CuPy's current stream unless ``stream`` is given. ``n_threads`` defaults to
+    the leading axes of the first array argument (see ``n_threads_from``).
+    """
+
+    def __init__(
+        self,
+        source: str,
+        name: str,
+        *,
+        block_size: int | Sequence[int] = 128,
+        options: Sequence[str] = (),
+        include_dirs: Sequence[str | os.PathLike[str]] = (),
+        source_dir: str | os.PathLike[str] | None = None,
+        structs: Sequence[Any] = (),
+        template_args: Any = None,
+        check_signature: bool = True,
+        debug: bool | None = None,
+        n_threads_from: Any = "auto",
+        check_finite: bool = False,
+    ) -> None:
+        self._name = name
+        self._source = source
+        self._block = _block_tuple(block_size)
+        self._given_options = tuple(options)
+        self._include_dirs = tuple(str(d) for d in include_dirs)
+        self._source_dir = None if source_dir is None else str(source_dir)
+        self._structs = tuple(structs)
+        self._template_args = template_args
+        self._debug = debug
+        self._check_finite = bool(check_finite)
+        self._signature: list[CudaParameter] | None = None
+        self._check = bool(check_signature)
+        self.compiled_from_cache: bool | None = None
+        include_options = [f"-I{d}" for d in self._include_dirs]
+        shipped = cuda_include_dir()
+        self._options = (*self._given_options, *include_options, f"-I{shipped}")
+        compile_options = list(self._options)
+        if self.debug_active():
+            compile_options += [o for o in DEBUG_OPTIONS if o not in compile_options]
+        self._expression = self._configure(
+            source,
+            name,
+            options=compile_options,
+            include_dirs=[*([self._source_dir] if self._source_dir else []), *self._include_dirs],
+            source_dir=self._source_dir,
+            shipped_dir=shipped,
+            block=list(self._block),
+            structs=[_struct_entry(s) for s in self._structs],
+            template_args=template_arg_texts(template_args),
+            check_signature=self._check,
+        )
+        self.n_threads_from = n_threads_from
+        self._set_flags(self.debug_active(), self._check_finite)
+
+    # -- construction from files ---------------------------------------------------------------
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        name: str | None = None,
+        *,
+        suffix: str = "_cuda.cu",
+        **kwargs: Any,
+    ) -> CudaKernel:
+        """The kernel ``name`` (default: the file name minus ``suffix``) of a ``.cu`` file; the
+        file's folder is searched first for quoted includes."""
+        path = Path(path)
+        if name is None:
+            if not path.name.endswith(suffix):
+                raise ValueError(f"{path} does not end with {suffix!r}; pass the kernel name")
+            name = path.name[: -len(suffix)]
+        kwargs["include_dirs"] = (str(path.parent), *kwargs.get("include_dirs", ()))
+        kwargs.setdefault("source_dir", str(path.parent))
+        return cls(path.read_text(), name, **kwargs)
+
+    @classmethod
+    def all_from_file(cls, path: str | os.PathLike[str], **kwargs: Any) -> dict[str, CudaKernel]:
+        """One kernel per ``__global__`` function of the file, in source order."""
+        path = Path(path)
+        names = cuda_kernel_names(path.read_text())
+        if not names:
+            raise ValueError(f"no __global__ function found in {path}")
+        return {n: cls.from_file(path, n, **kwargs) for n in names}
+
+    # -- compiling ---------------------------------------------------------------------------
+    def compile(self) -> CudaKernel:
+        """Compiles for the current device now (or loads the disk cache); returns ``self``."""
+        self.compiled_from_cache = self._compile()
+        return self
+
+    def recompile(self) -> CudaKernel:
+        """Forgets the current device's compiled kernel and compiles again."""
+        self._forget_compiled()
+        return self.compile()
+
+    def check_args(self, *args: Any) -> None:
+        """Checks arguments exactly as a launch would, without launching (no GPU needed)."""
+        self._check_args(*args)
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    @property
+    def block_size(self) -> int | tuple[int, ...]:
+        return self._block[0] if len(self._block) == 1 else self._block
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options as given plus ``-I`` for the include folders and the shipped headers."""
+        return self._options
+
+    @property
+    def include_dirs(self) -> tuple[str, ...]:
+        return self._include_dirs
+
+    @property
+    def source_dir(self) -> str | None:
+        return self._source_dir
+
+    @property
+    def structs(self) -> tuple[Any, ...]:
+        return self._structs
+
+    @property
+    def template_args(self) -> Any:
+        return self._template_args
+
+    @property
+    def debug(self) -> bool | None:
+        return self._debug
+
+    def debug_active(self) -> bool:
+        """``debug`` if given, else the global setting (``CUNUMPY_CUDA_DEBUG``)."""
+        return get_cuda_debug() if self._debug is None else bool(self._debug)
+
+    @property
+    def signature(self) -> list[CudaParameter] | None:
+        """The parsed parameters, or ``None`` with ``check_signature=False``."""
+        if self._check and self._signature is None:
+            self._signature = parse_cuda_signature(
+                self._source,
+                self._name,
+                structs=self._structs,
+                template_args=self._template_args,
+            )
+        return self._signature
+
+    @property
+    def check_finite(self) -> bool:
+        return self._check_finite
+
+    @check_finite.setter
+    def check_finite(self, value: bool) -> None:
+        self._check_finite = bool(value)
+        self._set_flags(self.debug_active(), self._check_finite)
+
+    @property
+    def n_threads_from(self) -> Any:
+        return self._n_threads_from
+
+    @n_threads_from.setter
+    def n_threads_from(self, value: Any) -> None:
+        self._set_n_threads_from(value)
+        self._n_threads_from = value
+
+    def __repr__(self) -> str:
+        return f"CudaKernel(name={self._name!r}, block_size={self.block_size!r})"
+
+    # -- the NaN/inf scan (check_finite=True) --------------------------------------------------
+    def _check_finite_outputs(self, args: list[Any]) -> None:
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+        for i, a in enumerate(args):
+            if isinstance(a, cupy.ndarray) and a.dtype.kind in "fc" and a.size:
+                if not bool(cupy.isfinite(a).all()):
+                    raise FloatingPointError(
+                        f"kernel {self._name!r} left a NaN or inf in argument {i} "
+                        f"(dtype {a.dtype}, shape {a.shape})"
+                    )
+
+
+class CudaKernelVariants:
+    """Kernels made on demand by ``factory(*key)`` and cached per key (for example one
+    kernel per dtype or template argument)."""
+
+    def __init__(self, factory: Callable[..., CudaKernel]) -> None:
+        self._factory = factory
+        self._kernels: dict[tuple[Hashable, ...], CudaKernel] = {}
+
+    def get(self, *key: Hashable) -> CudaKernel:
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._factory(*key)
+            if not isinstance(kernel, CudaKernel):
+                raise TypeError(
+                    f"the variant factory must return a CudaKernel, got {type(kernel).__name__}"
+                )
+            self._kernels[key] = kernel
+        return kernel
+
+    def keys(self) -> list[tuple[Hashable, ...]]:
+        return list(self._kernels)
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+    def __iter__(self) -> Iterator[tuple[Hashable, ...]]:
+        return iter(list(self._kernels))
+
+    def compile_all(self, keys: Sequence[Any] = (), *, jobs: int | None = 1) -> list[Any]:
+        """Creates the given keys and compiles every variant, ``jobs`` at a time (compiles
+        release the GIL). Every variant is tried; all failures are raised together."""
+        for key in keys:
+            self.get(*(key if isinstance(key, tuple) else (key,)))
+        return compile_kernels(dict(self._kernels), jobs=jobs)
+
+
+def compile_kernels(kernels: dict[Any, CudaKernel], *, jobs: int | None = 1) -> list[Any]:
+    """Compiles every kernel; raises one ``CudaCompileError`` listing every failure."""
+    from ..exceptions import CudaCompileError
+
+    if jobs is None:
+        jobs = os.cpu_count() or 1
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+
+    def attempt(item: tuple[Any, CudaKernel]) -> tuple[Any, BaseException | None]:
+        key, kernel = item
+        try:
+            kernel.compile()
+        except Exception as exc:  # collected and reported together below
+            return key, exc
+        return key, None
+
+    if jobs == 1:
+        results = [attempt(item) for item in kernels.items()]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(attempt, kernels.items()))
+    failures = [(key, exc) for key, exc in results if exc is not None]
+    if failures:
+        text = "\n\n".join(f"{key!r}: {exc}" for key, exc in failures)
+        raise CudaCompileError(f"{len(failures)} of {len(kernels)} kernel(s) failed:\n\n{text}")
+    return [key for key, _ in results]
