@@ -1,0 +1,1303 @@
+// cunumpy-emu prelude: CUDA C compiled as host C++ and run on the CPU.
+//
+// This header is prepended (by the cunumpy-emu crate) to a kernel's source. It is ONE translation
+// unit: everything here is defined in the header.
+//
+// Execution model
+// - A launch walks the grid block by block. One block runs entirely on one host thread (a
+//   "worker"); blocks may run on several workers at once (opt-in, `workers > 1`).
+// - Loop mode (kernels with no barrier and no warp intrinsic): the threads of a block run one
+//   after the other in plain nested loops; the kernel is called directly and can be inlined.
+// - Fiber mode (kernels that use __syncthreads, __syncwarp, shuffles, votes, ...; or any kernel
+//   under a shuffle seed): every thread of the block is a fiber with its own stack. A scheduler
+//   on the worker's own stack switches between them. Barriers and warp operations are rendezvous
+//   points: a fiber that arrives parks itself; the last one to arrive releases the others.
+// - Context switch: a hand-written switch on x86-64 (callee-saved registers, MXCSR and the x87
+//   control word; no signal-mask system call), ucontext elsewhere.
+// - `__shared__` is `static thread_local`: all fibers of a block run on the same host thread and
+//   so see one instance; blocks running at the same time run on different host threads and so
+//   see different instances. `extern __shared__` arrays are rewritten (by the crate) to point into
+//   a per-worker buffer of `shared_mem` bytes. Shared memory is not cleared between blocks.
+// - Errors (__trap, failed assert, out-of-bounds access, deadlock) end the launch with a message;
+//   they never end the process.
+#pragma once
+#ifndef CUNUMPY_EMU_PRELUDE
+#define CUNUMPY_EMU_PRELUDE 1
+#define CUNUMPY_EMULATION 1
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cfloat>
+#include <climits>
+#include <cmath>
+
+#include <csetjmp>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <limits>
+#include <math.h>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+#include <sys/mman.h>
+#include <unistd.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+// ---------------------------------------------------------------- qualifiers
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static thread_local
+#define __grid_constant__
+#define CUNUMPY_EMU_HIDDEN __attribute__((visibility("hidden")))
+
+// ---------------------------------------------------------------- vector types
+#define CNE_V1(N, T, A) struct __attribute__((aligned(A))) N { T x; }; \
+  inline N make_##N(T x) { N r; r.x = x; return r; }
+#define CNE_V2(N, T, A) struct __attribute__((aligned(A))) N { T x, y; }; \
+  inline N make_##N(T x, T y) { N r; r.x = x; r.y = y; return r; }
+#define CNE_V3(N, T) struct N { T x, y, z; }; \
+  inline N make_##N(T x, T y, T z) { N r; r.x = x; r.y = y; r.z = z; return r; }
+#define CNE_V4(N, T, A) struct __attribute__((aligned(A))) N { T x, y, z, w; }; \
+  inline N make_##N(T x, T y, T z, T w) { N r; r.x = x; r.y = y; r.z = z; r.w = w; return r; }
+#define CNE_VEC(P, T) CNE_V1(P##1, T, sizeof(T)) CNE_V2(P##2, T, 2 * sizeof(T)) CNE_V3(P##3, T) \
+  CNE_V4(P##4, T, (4 * sizeof(T) > 16 ? 16 : 4 * sizeof(T)))
+CNE_VEC(char, signed char)
+CNE_VEC(uchar, unsigned char)
+CNE_VEC(short, short)
+CNE_VEC(ushort, unsigned short)
+CNE_VEC(int, int)
+CNE_VEC(uint, unsigned int)
+CNE_VEC(long, long)
+CNE_VEC(ulong, unsigned long)
+CNE_VEC(longlong, long long)
+CNE_VEC(ulonglong, unsigned long long)
+CNE_VEC(float, float)
+CNE_VEC(double, double)
+#undef CNE_VEC
+#undef CNE_V1
+#undef CNE_V2
+#undef CNE_V3
+#undef CNE_V4
+
+struct dim3 {
+  unsigned int x, y, z;
+  constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+// ---------------------------------------------------------------- built-in variables
+// Per host thread; in fiber mode the scheduler writes them before it switches into a fiber.
+thread_local uint3 threadIdx;
+thread_local uint3 blockIdx;
+thread_local dim3 blockDim;
+thread_local dim3 gridDim;
+static constexpr int warpSize = 32;
+
+namespace cunumpy_emu {
+
+// ---------------------------------------------------------------- errors
+enum fault_code : int { ok = 0, fault_trap = 1, fault_bounds = 2, fault_assert = 3, fault_deadlock = 4, fault_other = 5, fault_invalid = 6 };
+
+struct kernel_error {
+  int code;
+  std::string message;
+};
+
+thread_local const char* tl_kernel = "?";
+thread_local std::string tl_last_print;   // the last line printf wrote on this host thread
+thread_local std::jmp_buf* tl_jump = nullptr;  // where a failed assert lands
+thread_local kernel_error tl_pending;          // the error carried by that jump
+
+inline std::string where() {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "thread (%u,%u,%u) of block (%u,%u,%u)", threadIdx.x, threadIdx.y,
+                threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z);
+  return buf;
+}
+
+[[noreturn]] inline void raise(int code, const std::string& what) {
+  std::string msg = std::string("kernel '") + tl_kernel + "': " + what + " in " + where();
+  if (!tl_last_print.empty()) msg += "; its last printf output: \"" + tl_last_print + "\"";
+  throw kernel_error{code, msg};
+}
+
+// ---------------------------------------------------------------- fibers
+#if defined(__x86_64__)
+extern "C" CUNUMPY_EMU_HIDDEN void cunumpy_emu_switch(void** save_sp, void* to_sp);
+extern "C" CUNUMPY_EMU_HIDDEN void cunumpy_emu_fiber_start();
+asm(R"(
+.text
+.p2align 4
+.globl cunumpy_emu_switch
+.hidden cunumpy_emu_switch
+.type cunumpy_emu_switch,@function
+cunumpy_emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+.size cunumpy_emu_switch, .-cunumpy_emu_switch
+.p2align 4
+.globl cunumpy_emu_fiber_start
+.hidden cunumpy_emu_fiber_start
+.type cunumpy_emu_fiber_start,@function
+cunumpy_emu_fiber_start:
+    movq %r12, %rdi
+    callq *%r13
+    ud2
+.size cunumpy_emu_fiber_start, .-cunumpy_emu_fiber_start
+)");
+#endif
+
+enum class fstate : unsigned char { runnable, at_barrier, at_warp, done };
+
+struct fiber {
+  void* sp = nullptr;
+#if !defined(__x86_64__)
+  ucontext_t uc;
+#endif
+  uint3 tid{};
+  unsigned lin = 0;
+  fstate st = fstate::runnable;
+  unsigned long long result = 0;
+  std::jmp_buf jump;
+};
+
+enum warp_op : int { op_sync, op_shfl, op_up, op_down, op_xor, op_ballot, op_match_any, op_reduce_add,
+                     op_reduce_min_u, op_reduce_max_u, op_reduce_min_s, op_reduce_max_s, op_reduce_and,
+                     op_reduce_or, op_reduce_xor };
+
+struct warp_group {
+  unsigned mask = 0, arrived = 0;
+  int op = 0, width = 32;
+  unsigned long long vals[32];
+  int args[32];
+};
+
+struct warp_state {
+  unsigned live = 0;  // lanes that exist and have not returned
+  std::vector<warp_group> open;
+};
+
+// Fiber stacks: one mapping, one guard page below each stack. Kept per host thread.
+struct stack_pool {
+  char* base = nullptr;
+  size_t each = 0, count = 0, mapped = 0;
+  ~stack_pool() { release(); }
+  void release() {
+    if (base) munmap(base, mapped);
+    base = nullptr;
+    count = 0;
+  }
+  bool ensure(size_t n, size_t size) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size = (size + page - 1) / page * page;
+    if (base && n <= count && size == each - page) return true;
+    release();
+    each = size + page;
+    mapped = each * n;
+    void* m = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return false;
+    base = static_cast<char*>(m);
+    count = n;
+    for (size_t i = 0; i < n; i++) mprotect(base + i * each, page, PROT_NONE);
+    return true;
+  }
+  char* top(size_t i) const { return base + (i + 1) * each; }
+};
+
+struct sched;
+thread_local sched* tl_sched = nullptr;  // null in loop mode
+
+struct sched {
+  std::vector<fiber> fibers;
+  std::vector<unsigned> queue;  // ring buffer of runnable fibers
+  size_t q_head = 0, q_len = 0;
+  std::vector<warp_state> warps;
+  fiber* cur = nullptr;
+  void* main_sp = nullptr;
+#if !defined(__x86_64__)
+  ucontext_t main_uc;
+#endif
+  unsigned n_live = 0, n_at_barrier = 0, n_at_warp = 0;
+  int barrier_acc = 0, barrier_result = 0, barrier_kind = 0;
+  bool shuffle = false;
+  unsigned long long rng = 0;
+  bool failed = false;
+  kernel_error error;
+  void (*body)(void*) = nullptr;
+  void* ctx = nullptr;
+
+  unsigned long long next_random() {
+    unsigned long long z = (rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  void push(unsigned i) {
+    queue[(q_head + q_len) % queue.size()] = i;
+    q_len++;
+  }
+  unsigned pop() {
+    if (shuffle && q_len > 1) {
+      size_t k = next_random() % q_len;
+      size_t at = (q_head + k) % queue.size();
+      std::swap(queue[at], queue[q_head]);
+    }
+    unsigned i = queue[q_head];
+    q_head = (q_head + 1) % queue.size();
+    q_len--;
+    return i;
+  }
+  void fail(const kernel_error& e) {
+    if (!failed) {
+      failed = true;
+      error = e;
+    }
+  }
+  // Leave the current fiber and run the scheduler.
+  void to_scheduler() {
+#if defined(__x86_64__)
+    cunumpy_emu_switch(&cur->sp, main_sp);
+#else
+    swapcontext(&cur->uc, &main_uc);
+#endif
+  }
+  void wake(unsigned i) {
+    fibers[i].st = fstate::runnable;
+    push(i);
+  }
+};
+
+inline void fiber_finish(sched* s);
+
+inline void fiber_main(void* arg) {
+  sched* s = static_cast<sched*>(arg);
+  fiber* f = s->cur;
+  if (setjmp(f->jump) == 0) {
+    try {
+      s->body(s->ctx);
+    } catch (const kernel_error& e) {
+      s->fail(e);
+    } catch (const std::exception& e) {
+      s->fail(kernel_error{fault_other, std::string("kernel '") + tl_kernel + "': C++ exception: " + e.what()});
+    } catch (...) {
+      s->fail(kernel_error{fault_other, std::string("kernel '") + tl_kernel + "': unknown C++ exception"});
+    }
+  } else {
+    s->fail(tl_pending);
+  }
+  fiber_finish(s);
+  for (;;) s->to_scheduler();  // never resumed
+}
+
+#if !defined(__x86_64__)
+inline void fiber_entry_uc(unsigned hi, unsigned lo) {
+  fiber_main(reinterpret_cast<void*>((static_cast<uintptr_t>(hi) << 32) | lo));
+}
+#endif
+
+// Warp operations: a lane deposits its value; the last lane of the group computes every lane's
+// result and wakes the others.
+inline void complete_group(sched* s, unsigned w, warp_group& g) {
+  const unsigned long long* v = g.vals;
+  unsigned long long ballot = 0;
+  for (unsigned l = 0; l < 32; l++)
+    if ((g.arrived >> l & 1u) && v[l] != 0) ballot |= 1ull << l;
+  for (unsigned l = 0; l < 32; l++) {
+    if (!(g.arrived >> l & 1u)) continue;
+    unsigned wd = (unsigned)g.width, a = (unsigned)g.args[l];
+    long src = l;
+    unsigned long long r = v[l];
+    switch (g.op) {
+      case op_sync: r = 0; break;
+      case op_shfl: src = (long)((l & ~(wd - 1)) + (a & (wd - 1))); break;
+      case op_up: src = ((l & (wd - 1)) < a) ? (long)l : (long)l - (long)a; break;
+      case op_down: src = ((l & (wd - 1)) + a >= wd) ? (long)l : (long)(l + a); break;
+      case op_xor: {
+        unsigned t = l ^ a;
+        src = (t >= (l / wd + 1) * wd || t > 31) ? (long)l : (long)t;
+        break;
+      }
+      case op_ballot: r = ballot; break;
+      case op_match_any: {
+        unsigned m = 0;
+        for (unsigned k = 0; k < 32; k++)
+          if ((g.arrived >> k & 1u) && v[k] == v[l]) m |= 1u << k;
+        r = m;
+        break;
+      }
+      default: {
+        unsigned long long acc = 0;
+        bool first = true;
+        for (unsigned k = 0; k < 32; k++) {
+          if (!(g.arrived >> k & 1u)) continue;
+          unsigned long long x = v[k];
+          if (first) { acc = x; first = false; continue; }
+          switch (g.op) {
+            case op_reduce_add: acc = (unsigned)(acc + x); break;
+            case op_reduce_min_u: acc = std::min((unsigned)acc, (unsigned)x); break;
+            case op_reduce_max_u: acc = std::max((unsigned)acc, (unsigned)x); break;
+            case op_reduce_min_s: acc = (unsigned)std::min((int)acc, (int)x); break;
+            case op_reduce_max_s: acc = (unsigned)std::max((int)acc, (int)x); break;
+            case op_reduce_and: acc &= x; break;
+            case op_reduce_or: acc |= x; break;
+            default: acc ^= x; break;
+          }
+        }
+        r = acc;
+        break;
+      }
+    }
+    if (g.op >= op_shfl && g.op <= op_xor) r = (src >= 0 && src < 32 && (g.arrived >> src & 1u)) ? v[src] : v[l];
+    fiber& f = s->fibers[w * 32 + l];
+    f.result = r;
+    if (f.st == fstate::at_warp) {
+      s->n_at_warp--;
+      s->wake(w * 32 + l);
+    }
+  }
+}
+
+inline void check_groups(sched* s, unsigned w) {
+  warp_state& ws = s->warps[w];
+  for (size_t i = 0; i < ws.open.size();) {
+    warp_group& g = ws.open[i];
+    unsigned expected = g.mask & ws.live;
+    if ((g.arrived & expected) == expected) {
+      warp_group done = g;
+      ws.open.erase(ws.open.begin() + (long)i);
+      complete_group(s, w, done);
+    } else {
+      i++;
+    }
+  }
+}
+
+inline void fiber_finish(sched* s) {
+  fiber* f = s->cur;
+  f->st = fstate::done;
+  s->n_live--;
+  unsigned w = f->lin / 32, l = f->lin % 32;
+  s->warps[w].live &= ~(1u << l);
+  check_groups(s, w);
+}
+
+[[noreturn]] inline void no_scheduler(const char* what) {
+  raise(fault_other, std::string("it called ") + what +
+                         " but runs in loop mode (cunumpy-emu found no barrier or warp intrinsic in its "
+                         "source; launch with force_fibers)");
+}
+
+inline unsigned long long warp_exchange(int op, unsigned mask, unsigned long long value, int arg, int width) {
+  sched* s = tl_sched;
+  if (!s) {
+    if (blockDim.x * blockDim.y * blockDim.z == 1 && (mask & 1u)) {
+      warp_group g;
+      g.mask = g.arrived = 1u;
+      g.op = op;
+      g.width = width;
+      g.vals[0] = value;
+      g.args[0] = arg;
+      // A one-thread block: compute the result directly.
+      unsigned long long ballot = value != 0;
+      if (op == op_ballot) return ballot;
+      if (op == op_match_any) return 1;
+      if (op >= op_shfl && op <= op_xor) return value;
+      return op == op_sync ? 0 : value;
+    }
+    no_scheduler("a warp intrinsic");
+  }
+  fiber* f = s->cur;
+  unsigned w = f->lin / 32, l = f->lin % 32, bit = 1u << l;
+  if (!(mask & bit)) raise(fault_invalid, "a warp intrinsic was called with a mask that does not contain the calling lane");
+  if (width <= 0 || width > 32 || (width & (width - 1))) raise(fault_invalid, "a shuffle width must be a power of two up to 32");
+  warp_state& ws = s->warps[w];
+  warp_group* g = nullptr;
+  for (auto& o : ws.open)
+    if (o.mask == mask && !(o.arrived & bit)) { g = &o; break; }
+  if (!g) {
+    ws.open.emplace_back();
+    g = &ws.open.back();
+    g->mask = mask;
+    g->op = op;
+    g->width = width;
+  } else if (g->op != op || g->width != width) {
+    raise(fault_invalid, "lanes of one warp met at different warp intrinsics with the same mask");
+  }
+  g->vals[l] = value;
+  g->args[l] = arg;
+  g->arrived |= bit;
+  f->st = fstate::at_warp;
+  s->n_at_warp++;
+  check_groups(s, w);  // completes the group when this lane is the last one
+  if (f->st == fstate::at_warp) s->to_scheduler();
+  return f->result;
+}
+
+inline int block_barrier(int kind, int pred) {
+  sched* s = tl_sched;
+  if (!s) {
+    if (blockDim.x * blockDim.y * blockDim.z == 1) return kind == 1 ? (pred != 0) : (pred != 0);
+    no_scheduler("__syncthreads()");
+  }
+  fiber* f = s->cur;
+  s->barrier_acc += pred != 0;
+  s->barrier_kind = kind;
+  f->st = fstate::at_barrier;
+  s->n_at_barrier++;
+  s->to_scheduler();
+  return s->barrier_result;
+}
+
+// In shuffle mode: a chance to let another thread of the block run (called at accesses through
+// pointer parameters), so read-modify-write races between threads show up.
+inline void maybe_yield() {
+  sched* s = tl_sched;
+  if (s && s->shuffle && (s->next_random() & 1u)) {
+    s->cur->st = fstate::runnable;
+    s->push((unsigned)(s->cur - s->fibers.data()));
+    s->to_scheduler();
+  }
+}
+
+// ---------------------------------------------------------------- checked pointer parameters
+struct param_info {
+  const char* kernel;
+  const char* name;
+  int index;
+  bool bounded;
+  unsigned long long bytes;
+  const char* base;
+};
+
+[[noreturn]] inline void out_of_bounds(const param_info* info, long long byte_off, size_t elem) {
+  char buf[400];
+  long long idx = byte_off >= 0 ? byte_off / (long long)elem : -((-byte_off + (long long)elem - 1) / (long long)elem);
+  std::snprintf(buf, sizeof buf,
+                "out-of-bounds access through pointer parameter %d '%s': element index %lld (byte offset %lld, "
+                "element size %zu) but the buffer has %llu bytes (%llu elements)",
+                info->index, info->name, idx, byte_off, elem, info->bytes, info->bytes / (unsigned long long)elem);
+  raise(fault_bounds, buf);
+}
+
+template <class T>
+struct ptr {
+  T* p;
+  const param_info* info;
+  using element_type = T;
+
+  T* check(long long i) const {
+    T* q = p + i;
+    if (info && info->bounded) {
+      long long off = (long long)(reinterpret_cast<const char*>(q) - info->base);
+      if (off < 0 || (unsigned long long)off + sizeof(T) > info->bytes) out_of_bounds(info, off, sizeof(T));
+    }
+    return q;
+  }
+  T* raw() const { return p; }
+  operator T*() const { return p; }
+  template <class U, class = std::enable_if_t<!std::is_same_v<std::remove_cv_t<U>, std::remove_cv_t<T>>>>
+  explicit operator U*() const { return (U*)p; }
+  template <class I, class = std::enable_if_t<std::is_integral_v<I> || std::is_enum_v<I>>>
+  T& operator[](I i) const {
+    maybe_yield();
+    return *check((long long)i);
+  }
+  T& operator*() const {
+    maybe_yield();
+    return *check(0);
+  }
+  T* operator->() const { return check(0); }
+  template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+  ptr operator+(I i) const { return ptr{p + (long long)i, info}; }
+  template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+  friend ptr operator+(I i, const ptr& q) { return ptr{q.p + (long long)i, q.info}; }
+  template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+  ptr operator-(I i) const { return ptr{p - (long long)i, info}; }
+  friend std::ptrdiff_t operator-(const ptr& a, const ptr& b) { return a.p - b.p; }
+  friend std::ptrdiff_t operator-(const ptr& a, const T* b) { return a.p - b; }
+  friend std::ptrdiff_t operator-(const T* a, const ptr& b) { return a - b.p; }
+  template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+  ptr& operator+=(I i) { p += (long long)i; return *this; }
+  template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+  ptr& operator-=(I i) { p -= (long long)i; return *this; }
+  ptr& operator++() { ++p; return *this; }
+  ptr operator++(int) { ptr r = *this; ++p; return r; }
+  ptr& operator--() { --p; return *this; }
+  ptr operator--(int) { ptr r = *this; --p; return r; }
+  template <class U>
+  ptr<U> as() const { return ptr<U>{reinterpret_cast<U*>(p), info}; }
+};
+
+template <class T> struct is_ptr : std::false_type {};
+template <class T> struct is_ptr<ptr<T>> : std::true_type {};
+
+// A pointer parameter in a checked build: `ptr<T>`, or `void*` unchanged.
+template <class T>
+using checked_param_t = std::conditional_t<std::is_void_v<T>, T*, ptr<T>>;
+
+// `reinterpret_cast` in a checked build: a checked pointer cast to another pointer type stays
+// checked against the same buffer.
+template <class To, class From>
+inline decltype(auto) reinterpret_cast_(From&& f) {
+  using F = std::remove_cv_t<std::remove_reference_t<From>>;
+  if constexpr (is_ptr<F>::value) {
+    if constexpr (std::is_pointer_v<To> && !std::is_void_v<std::remove_pointer_t<To>>) {
+      return f.template as<std::remove_pointer_t<To>>();
+    } else {
+      return reinterpret_cast<To>(f.p);
+    }
+  } else {
+    return reinterpret_cast<To>(std::forward<From>(f));
+  }
+}
+
+// ---------------------------------------------------------------- dynamic shared memory
+thread_local unsigned char* tl_dyn_shared = nullptr;
+template <class T>
+inline T* dynamic_shared() { return reinterpret_cast<T*>(tl_dyn_shared); }
+// `extern __shared__ T name[];` at namespace scope becomes one of these.
+template <class T>
+struct dynamic_shared_ref {
+  operator T*() const { return dynamic_shared<T>(); }
+  template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+  T& operator[](I i) const { return dynamic_shared<T>()[i]; }
+};
+
+}  // namespace cunumpy_emu
+
+// ---------------------------------------------------------------- synchronization
+inline void __syncthreads() { cunumpy_emu::block_barrier(0, 0); }
+inline int __syncthreads_count(int p) { return cunumpy_emu::block_barrier(1, p); }
+inline int __syncthreads_and(int p) { return cunumpy_emu::block_barrier(2, p); }
+inline int __syncthreads_or(int p) { return cunumpy_emu::block_barrier(3, p); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { cunumpy_emu::warp_exchange(cunumpy_emu::op_sync, mask, 0, 0, 32); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __nanosleep(unsigned) {}
+inline unsigned __activemask() {
+  cunumpy_emu::sched* s = cunumpy_emu::tl_sched;
+  if (!s) return 1u;
+  return s->warps[s->cur->lin / 32].live;
+}
+inline unsigned __lanemask_lt() {
+  unsigned l = cunumpy_emu::tl_sched ? cunumpy_emu::tl_sched->cur->lin % 32 : 0;
+  return (1u << l) - 1u;
+}
+
+namespace cunumpy_emu {
+template <class T>
+inline unsigned long long to_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp shuffles move values of up to 8 bytes");
+  unsigned long long b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <class T>
+inline T from_bits(unsigned long long b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
+}  // namespace cunumpy_emu
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T var, int src, int width = 32) {
+  return cunumpy_emu::from_bits<T>(cunumpy_emu::warp_exchange(cunumpy_emu::op_shfl, mask, cunumpy_emu::to_bits(var), src, width));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return cunumpy_emu::from_bits<T>(cunumpy_emu::warp_exchange(cunumpy_emu::op_up, mask, cunumpy_emu::to_bits(var), (int)delta, width));
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return cunumpy_emu::from_bits<T>(cunumpy_emu::warp_exchange(cunumpy_emu::op_down, mask, cunumpy_emu::to_bits(var), (int)delta, width));
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
+  return cunumpy_emu::from_bits<T>(cunumpy_emu::warp_exchange(cunumpy_emu::op_xor, mask, cunumpy_emu::to_bits(var), lane_mask, width));
+}
+inline unsigned __ballot_sync(unsigned mask, int pred) {
+  return (unsigned)cunumpy_emu::warp_exchange(cunumpy_emu::op_ballot, mask, pred != 0, 0, 32);
+}
+inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
+inline int __all_sync(unsigned mask, int pred) {
+  unsigned b = __ballot_sync(mask, 1);  // which lanes take part
+  return __ballot_sync(mask, pred) == b;
+}
+inline int __uni_sync(unsigned mask, int pred) {
+  unsigned b = __ballot_sync(mask, pred);
+  return b == 0 || b == __ballot_sync(mask, 1);
+}
+template <class T>
+inline unsigned __match_any_sync(unsigned mask, T value) {
+  return (unsigned)cunumpy_emu::warp_exchange(cunumpy_emu::op_match_any, mask, cunumpy_emu::to_bits(value), 0, 32);
+}
+template <class T>
+inline unsigned __match_all_sync(unsigned mask, T value, int* pred) {
+  unsigned same = __match_any_sync(mask, value);
+  unsigned all = __ballot_sync(mask, 1);
+  *pred = same == all;
+  return same == all ? all : 0u;
+}
+#define CNE_REDUCE(NAME, T, OP) \
+  inline T NAME(unsigned mask, T value) { \
+    return (T)(unsigned)cunumpy_emu::warp_exchange(cunumpy_emu::OP, mask, (unsigned)value, 0, 32); }
+CNE_REDUCE(__reduce_add_sync, unsigned, op_reduce_add)
+CNE_REDUCE(__reduce_add_sync, int, op_reduce_add)
+CNE_REDUCE(__reduce_min_sync, unsigned, op_reduce_min_u)
+CNE_REDUCE(__reduce_min_sync, int, op_reduce_min_s)
+CNE_REDUCE(__reduce_max_sync, unsigned, op_reduce_max_u)
+CNE_REDUCE(__reduce_max_sync, int, op_reduce_max_s)
+CNE_REDUCE(__reduce_and_sync, unsigned, op_reduce_and)
+CNE_REDUCE(__reduce_or_sync, unsigned, op_reduce_or)
+CNE_REDUCE(__reduce_xor_sync, unsigned, op_reduce_xor)
+#undef CNE_REDUCE
+
+// ---------------------------------------------------------------- atomics
+// GCC atomic built-ins on the target address: atomic with respect to other host threads.
+#define CNE_RMW(NAME, T, BUILTIN) \
+  inline T NAME(T* a, T v) { return BUILTIN(a, v, __ATOMIC_RELAXED); }
+#define CNE_INT_ATOMICS(T) \
+  CNE_RMW(atomicAdd, T, __atomic_fetch_add) \
+  CNE_RMW(atomicSub, T, __atomic_fetch_sub) \
+  CNE_RMW(atomicAnd, T, __atomic_fetch_and) \
+  CNE_RMW(atomicOr, T, __atomic_fetch_or) \
+  CNE_RMW(atomicXor, T, __atomic_fetch_xor) \
+  CNE_RMW(atomicExch, T, __atomic_exchange_n) \
+  inline T atomicCAS(T* a, T compare, T v) { \
+    __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
+    return compare; } \
+  inline T atomicMin(T* a, T v) { \
+    T old = __atomic_load_n(a, __ATOMIC_RELAXED); \
+    while (v < old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
+    return old; } \
+  inline T atomicMax(T* a, T v) { \
+    T old = __atomic_load_n(a, __ATOMIC_RELAXED); \
+    while (v > old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
+    return old; }
+CNE_INT_ATOMICS(int)
+CNE_INT_ATOMICS(unsigned int)
+CNE_INT_ATOMICS(unsigned long long)
+CNE_INT_ATOMICS(long long)
+CNE_INT_ATOMICS(unsigned long)
+CNE_INT_ATOMICS(long)
+#undef CNE_INT_ATOMICS
+#undef CNE_RMW
+inline unsigned short atomicCAS(unsigned short* a, unsigned short compare, unsigned short v) {
+  __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return compare;
+}
+inline unsigned atomicInc(unsigned* a, unsigned limit) {
+  unsigned old = __atomic_load_n(a, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(a, &old, old >= limit ? 0u : old + 1u, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  return old;
+}
+inline unsigned atomicDec(unsigned* a, unsigned limit) {
+  unsigned old = __atomic_load_n(a, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(a, &old, (old == 0 || old > limit) ? limit : old - 1u, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  return old;
+}
+namespace cunumpy_emu {
+template <class F, class U, class Op>
+inline F float_rmw(F* a, F v, Op op) {
+  U* ua = reinterpret_cast<U*>(a);
+  U old = __atomic_load_n(ua, __ATOMIC_RELAXED);
+  for (;;) {
+    F f;
+    std::memcpy(&f, &old, sizeof f);
+    F n = op(f, v);
+    U nu;
+    std::memcpy(&nu, &n, sizeof nu);
+    if (__atomic_compare_exchange_n(ua, &old, nu, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return f;
+  }
+}
+}  // namespace cunumpy_emu
+inline float atomicAdd(float* a, float v) { return cunumpy_emu::float_rmw<float, unsigned>(a, v, [](float x, float y) { return x + y; }); }
+inline double atomicAdd(double* a, double v) { return cunumpy_emu::float_rmw<double, unsigned long long>(a, v, [](double x, double y) { return x + y; }); }
+inline float atomicSub(float* a, float v) { return cunumpy_emu::float_rmw<float, unsigned>(a, v, [](float x, float y) { return x - y; }); }
+inline double atomicSub(double* a, double v) { return cunumpy_emu::float_rmw<double, unsigned long long>(a, v, [](double x, double y) { return x - y; }); }
+inline float atomicMin(float* a, float v) { return cunumpy_emu::float_rmw<float, unsigned>(a, v, [](float x, float y) { return std::fmin(x, y); }); }
+inline float atomicMax(float* a, float v) { return cunumpy_emu::float_rmw<float, unsigned>(a, v, [](float x, float y) { return std::fmax(x, y); }); }
+inline double atomicMin(double* a, double v) { return cunumpy_emu::float_rmw<double, unsigned long long>(a, v, [](double x, double y) { return std::fmin(x, y); }); }
+inline double atomicMax(double* a, double v) { return cunumpy_emu::float_rmw<double, unsigned long long>(a, v, [](double x, double y) { return std::fmax(x, y); }); }
+inline float atomicExch(float* a, float v) { return cunumpy_emu::float_rmw<float, unsigned>(a, v, [](float, float y) { return y; }); }
+inline double atomicExch(double* a, double v) { return cunumpy_emu::float_rmw<double, unsigned long long>(a, v, [](double, double y) { return y; }); }
+// Atomics through a checked pointer parameter (`atomicAdd(p + i, v)`): check, then the plain one.
+#define CNE_CHECKED_ATOMIC(NAME) \
+  template <class T, class... R> \
+  inline auto NAME(const cunumpy_emu::ptr<T>& p, R... r) -> decltype(NAME(p.raw(), r...)) { \
+    return NAME(p.check(0), r...); }
+CNE_CHECKED_ATOMIC(atomicAdd)
+CNE_CHECKED_ATOMIC(atomicSub)
+CNE_CHECKED_ATOMIC(atomicAnd)
+CNE_CHECKED_ATOMIC(atomicOr)
+CNE_CHECKED_ATOMIC(atomicXor)
+CNE_CHECKED_ATOMIC(atomicExch)
+CNE_CHECKED_ATOMIC(atomicCAS)
+CNE_CHECKED_ATOMIC(atomicMin)
+CNE_CHECKED_ATOMIC(atomicMax)
+CNE_CHECKED_ATOMIC(atomicInc)
+CNE_CHECKED_ATOMIC(atomicDec)
+#undef CNE_CHECKED_ATOMIC
+
+// ---------------------------------------------------------------- loads, bits, conversions
+template <class T>
+inline T __ldg(const T* p) { return *p; }
+template <class T>
+inline T __ldg(const cunumpy_emu::ptr<T>& p) { return *p; }
+#define CNE_LOADS(NAME) \
+  template <class T> inline T NAME(const T* p) { return *p; } \
+  template <class T> inline T NAME(const cunumpy_emu::ptr<T>& p) { return *p; }
+CNE_LOADS(__ldcg)
+CNE_LOADS(__ldca)
+CNE_LOADS(__ldcs)
+CNE_LOADS(__ldlu)
+CNE_LOADS(__ldcv)
+#undef CNE_LOADS
+template <class T>
+inline void __stcg(T* p, T v) { *p = v; }
+template <class T>
+inline void __stcs(T* p, T v) { *p = v; }
+template <class T>
+inline void __stwt(T* p, T v) { *p = v; }
+
+namespace cunumpy_emu {
+template <class To, class From>
+inline To bits(From f) {
+  static_assert(sizeof(To) == sizeof(From), "bit cast of different sizes");
+  To t;
+  std::memcpy(&t, &f, sizeof t);
+  return t;
+}
+}  // namespace cunumpy_emu
+inline int __float_as_int(float x) { return cunumpy_emu::bits<int>(x); }
+inline unsigned __float_as_uint(float x) { return cunumpy_emu::bits<unsigned>(x); }
+inline float __int_as_float(int x) { return cunumpy_emu::bits<float>(x); }
+inline float __uint_as_float(unsigned x) { return cunumpy_emu::bits<float>(x); }
+inline long long __double_as_longlong(double x) { return cunumpy_emu::bits<long long>(x); }
+inline double __longlong_as_double(long long x) { return cunumpy_emu::bits<double>(x); }
+inline int __double2hiint(double x) { return (int)(cunumpy_emu::bits<unsigned long long>(x) >> 32); }
+inline int __double2loint(double x) { return (int)(unsigned)cunumpy_emu::bits<unsigned long long>(x); }
+inline double __hiloint2double(int hi, int lo) {
+  return cunumpy_emu::bits<double>(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo);
+}
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; i++) r |= ((x >> i) & 1u) << (31 - i);
+  return r;
+}
+inline unsigned long long __brevll(unsigned long long x) {
+  return ((unsigned long long)__brev((unsigned)x) << 32) | __brev((unsigned)(x >> 32));
+}
+inline int __mul24(int a, int b) { return (int)((long long)(a << 8 >> 8) * (b << 8 >> 8)); }
+inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
+  unsigned long long v = ((unsigned long long)hi << 32) | lo;
+  return (unsigned)((v << (s & 31)) >> 32);
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
+  unsigned long long v = ((unsigned long long)hi << 32) | lo;
+  return (unsigned)(v >> (s & 31));
+}
+inline int __float2int_rn(float x) { return (int)std::nearbyint(x); }
+inline int __float2int_rz(float x) { return (int)x; }
+inline int __float2int_rd(float x) { return (int)std::floor(x); }
+inline int __float2int_ru(float x) { return (int)std::ceil(x); }
+inline unsigned __float2uint_rn(float x) { return (unsigned)std::nearbyint(x); }
+inline unsigned __float2uint_rz(float x) { return (unsigned)x; }
+inline long long __float2ll_rn(float x) { return (long long)std::nearbyint(x); }
+inline long long __float2ll_rz(float x) { return (long long)x; }
+inline int __double2int_rn(double x) { return (int)std::nearbyint(x); }
+inline int __double2int_rz(double x) { return (int)x; }
+inline int __double2int_rd(double x) { return (int)std::floor(x); }
+inline int __double2int_ru(double x) { return (int)std::ceil(x); }
+inline long long __double2ll_rn(double x) { return (long long)std::nearbyint(x); }
+inline long long __double2ll_rz(double x) { return (long long)x; }
+inline float __double2float_rn(double x) { return (float)x; }
+inline double __int2double_rn(int x) { return (double)x; }
+inline float __int2float_rn(int x) { return (float)x; }
+inline float __uint2float_rn(unsigned x) { return (float)x; }
+inline double __ll2double_rn(long long x) { return (double)x; }
+inline float __ll2float_rn(long long x) { return (float)x; }
+
+// ---------------------------------------------------------------- math
+// <math.h> (the C++ one) already brings the float overloads of std:: into the global namespace.
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float rcbrtf(float x) { return 1.0f / std::cbrt(x); }
+inline double rcbrt(double x) { return 1.0 / std::cbrt(x); }
+namespace cunumpy_emu {
+template <class F>
+inline F sinpi_(F x) {
+  if (!std::isfinite(x)) return x - x;
+  F n = std::nearbyint(x * 2);  // x = n/2 + y with |y| <= 1/4
+  F y = x - n / 2;
+  long long q = (long long)std::fmod(n, (F)4);
+  if (q < 0) q += 4;
+  F pi = (F)3.141592653589793238462643383279502884L;
+  F r;
+  switch (q) {
+    case 0: r = std::sin(pi * y); break;
+    case 1: r = std::cos(pi * y); break;
+    case 2: r = -std::sin(pi * y); break;
+    default: r = -std::cos(pi * y); break;
+  }
+  if (r == 0) r = std::copysign((F)0, x);
+  return r;
+}
+template <class F>
+inline F cospi_(F x) {
+  if (!std::isfinite(x)) return x - x;
+  return sinpi_<F>(std::fabs(x) + (F)0.5);
+}
+}  // namespace cunumpy_emu
+inline double sinpi(double x) { return cunumpy_emu::sinpi_(x); }
+inline float sinpif(float x) { return cunumpy_emu::sinpi_(x); }
+inline double cospi(double x) { return cunumpy_emu::cospi_(x); }
+inline float cospif(float x) { return cunumpy_emu::cospi_(x); }
+inline float sinpi(float x) { return sinpif(x); }
+inline float cospi(float x) { return cospif(x); }
+inline float rsqrt(float x) { return rsqrtf(x); }
+inline void sincospi(double x, double* s, double* c) { *s = sinpi(x); *c = cospi(x); }
+inline void sincospif(float x, float* s, float* c) { *s = sinpif(x); *c = cospif(x); }
+inline double normcdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+inline float normcdff(float x) { return 0.5f * std::erfc(-x / std::sqrt(2.0f)); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float fdividef(float a, float b) { return a / b; }
+inline float __expf(float x) { return std::exp(x); }
+inline float __exp10f(float x) { return std::pow(10.0f, x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __log2f(float x) { return std::log2(x); }
+inline float __log10f(float x) { return std::log10(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline float __tanf(float x) { return std::tan(x); }
+inline float __powf(float a, float b) { return std::pow(a, b); }
+inline void __sincosf(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
+inline float __saturatef(float x) { return x != x ? 0.0f : std::fmin(std::fmax(x, 0.0f), 1.0f); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float __fsqrt_rn(float x) { return std::sqrt(x); }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __frsqrt_rn(float x) { return 1.0f / std::sqrt(x); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double __dsqrt_rn(double x) { return std::sqrt(x); }
+inline double __drcp_rn(double x) { return 1.0 / x; }
+
+// min/max as CUDA's overload set: the usual arithmetic conversions, and fmin/fmax semantics
+// (NaN-ignoring) for floating-point operands.
+template <class A, class B, class = std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>>>
+inline std::common_type_t<A, B> min(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  if constexpr (std::is_floating_point_v<C>) return std::fmin((C)a, (C)b);
+  else return (C)b < (C)a ? (C)b : (C)a;
+}
+template <class A, class B, class = std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>>>
+inline std::common_type_t<A, B> max(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  if constexpr (std::is_floating_point_v<C>) return std::fmax((C)a, (C)b);
+  else return (C)a < (C)b ? (C)b : (C)a;
+}
+inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned umax(unsigned a, unsigned b) { return a < b ? b : a; }
+inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+inline long long llmax(long long a, long long b) { return a < b ? b : a; }
+inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a < b ? b : a; }
+
+// ---------------------------------------------------------------- trap, printf, assert, clock
+[[noreturn]] inline void __trap() { cunumpy_emu::raise(cunumpy_emu::fault_trap, "it called __trap()"); }
+[[noreturn]] inline void __brkpt() { cunumpy_emu::raise(cunumpy_emu::fault_trap, "it called __brkpt()"); }
+
+__attribute__((format(printf, 1, 2))) inline int cunumpy_emu_device_printf(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::fputs(buf, stdout);
+  std::string line(buf);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (!line.empty()) cunumpy_emu::tl_last_print = line;
+  return n;
+}
+#define printf cunumpy_emu_device_printf
+
+// A failed assert() calls glibc's __assert_fail, declared noexcept: this hidden definition
+// jumps back to the launcher instead of aborting the process.
+extern "C" CUNUMPY_EMU_HIDDEN void __assert_fail(const char* expr, const char* file, unsigned line, const char* fn) noexcept {
+  char buf[600];
+  std::snprintf(buf, sizeof buf, "assertion `%s` failed at %s:%u (%s)", expr, file, line, fn);
+  std::string msg = std::string("kernel '") + cunumpy_emu::tl_kernel + "': " + buf + " in " + cunumpy_emu::where();
+  cunumpy_emu::tl_pending = cunumpy_emu::kernel_error{cunumpy_emu::fault_assert, msg};
+  if (cunumpy_emu::tl_jump) std::longjmp(*cunumpy_emu::tl_jump, 1);
+  std::abort();
+}
+
+inline long long clock64() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+inline unsigned long long __globaltimer() { return (unsigned long long)clock64(); }
+
+// ---------------------------------------------------------------- the launcher
+namespace cunumpy_emu {
+
+static constexpr unsigned long long ABI = 1;
+
+// Must match `LaunchConfig` in the cunumpy-emu crate (src/library.rs).
+struct launch_config {
+  unsigned long long abi;
+  const unsigned long long* bounds;  // byte length per parameter; ~0 = not checked
+  size_t n_bounds;
+  unsigned long long seed;
+  int shuffle;
+  int force_fibers;
+  unsigned workers;
+  size_t stack_size;
+};
+
+struct launch_state {
+  const char* kernel;
+  dim3 grid, block;
+  size_t shared_mem;
+  const launch_config* cfg;
+  bool fibers;
+  void (*loop_block)(void*);  // runs every thread of the current block in order
+  void (*fiber_body)(void*);  // runs one thread
+  void* args;
+  std::atomic<unsigned long long> next_block{0};
+  std::atomic<bool> stop{false};
+  std::mutex err_mutex;
+  bool failed = false;
+  kernel_error error;
+  void fail(const kernel_error& e) {
+    std::lock_guard<std::mutex> g(err_mutex);
+    if (!failed) {
+      failed = true;
+      error = e;
+    }
+    stop = true;
+  }
+};
+
+thread_local stack_pool tl_stacks;
+thread_local std::vector<unsigned char> tl_shared_buf;
+thread_local sched tl_sched_storage;  // reused by every fiber-mode block on this host thread
+
+inline void set_block(unsigned long long b, const launch_state& L) {
+  blockIdx.x = (unsigned)(b % L.grid.x);
+  blockIdx.y = (unsigned)((b / L.grid.x) % L.grid.y);
+  blockIdx.z = (unsigned)(b / ((unsigned long long)L.grid.x * L.grid.y));
+}
+
+inline void run_block_fibers(launch_state& L, sched& s, unsigned long long block_lin) {
+  const unsigned n = L.block.x * L.block.y * L.block.z;
+  s.fibers.resize(n);
+  s.queue.assign(n, 0);
+  s.q_head = s.q_len = 0;
+  s.warps.assign((n + 31) / 32, warp_state{});
+  s.n_live = n;
+  s.n_at_barrier = s.n_at_warp = 0;
+  s.barrier_acc = 0;
+  s.failed = false;
+  s.shuffle = L.cfg->shuffle != 0;
+  s.rng = L.cfg->seed ^ (0xD1B54A32D192ED03ull * (block_lin + 1));
+  s.body = L.fiber_body;
+  s.ctx = L.args;
+  for (unsigned i = 0; i < n; i++) {
+    fiber& f = s.fibers[i];
+    f.lin = i;
+    f.tid = uint3{i % L.block.x, (i / L.block.x) % L.block.y, i / (L.block.x * L.block.y)};
+    f.st = fstate::runnable;
+    s.warps[i / 32].live |= 1u << (i % 32);
+    char* top = tl_stacks.top(i);
+#if defined(__x86_64__)
+    uintptr_t t = reinterpret_cast<uintptr_t>(top) & ~static_cast<uintptr_t>(15);
+    unsigned long long* sp = reinterpret_cast<unsigned long long*>(t) - 8;
+    sp[0] = 0x1F80ull | (0x037Full << 32);  // MXCSR, x87 control word
+    sp[1] = 0;                                // r15
+    sp[2] = 0;                                // r14
+    sp[3] = reinterpret_cast<unsigned long long>(&fiber_main);  // r13: the function
+    sp[4] = reinterpret_cast<unsigned long long>(&s);           // r12: its argument
+    sp[5] = 0;                                                  // rbx
+    sp[6] = 0;                                                  // rbp
+    sp[7] = reinterpret_cast<unsigned long long>(&cunumpy_emu_fiber_start);
+    f.sp = sp;
+#else
+    getcontext(&f.uc);
+    f.uc.uc_stack.ss_sp = top - (tl_stacks.each - (size_t)sysconf(_SC_PAGESIZE));
+    f.uc.uc_stack.ss_size = tl_stacks.each - (size_t)sysconf(_SC_PAGESIZE);
+    f.uc.uc_link = nullptr;
+    uintptr_t a = reinterpret_cast<uintptr_t>(&s);
+    makecontext(&f.uc, reinterpret_cast<void (*)()>(&fiber_entry_uc), 2, (unsigned)(a >> 32), (unsigned)a);
+#endif
+    s.push(i);
+  }
+  sched* saved = tl_sched;
+  tl_sched = &s;
+  for (;;) {
+    if (s.failed) break;
+    if (s.q_len == 0) {
+      if (s.n_live == 0) break;
+      if (s.n_at_barrier == s.n_live) {
+        int acc = s.barrier_acc;
+        switch (s.barrier_kind) {
+          case 1: s.barrier_result = acc; break;
+          case 2: s.barrier_result = acc == (int)s.n_live; break;
+          case 3: s.barrier_result = acc != 0; break;
+          default: s.barrier_result = 0; break;
+        }
+        s.barrier_acc = 0;
+        s.n_at_barrier = 0;
+        for (unsigned i = 0; i < n; i++)
+          if (s.fibers[i].st == fstate::at_barrier) s.wake(i);
+        continue;
+      }
+      char buf[300];
+      std::snprintf(buf, sizeof buf,
+                    "kernel '%s': deadlock in block (%u,%u,%u): %u thread(s) wait at __syncthreads(), %u at a "
+                    "warp intrinsic whose other lanes never arrive (%u of %u threads still running)",
+                    L.kernel, blockIdx.x, blockIdx.y, blockIdx.z, s.n_at_barrier, s.n_at_warp, s.n_live, n);
+      s.fail(kernel_error{fault_deadlock, buf});
+      break;
+    }
+    unsigned i = s.pop();
+    fiber& f = s.fibers[i];
+    if (f.st != fstate::runnable) continue;
+    s.cur = &f;
+    threadIdx = f.tid;
+    tl_jump = &f.jump;
+#if defined(__x86_64__)
+    cunumpy_emu_switch(&s.main_sp, f.sp);
+#else
+    swapcontext(&s.main_uc, &f.uc);
+#endif
+  }
+  tl_sched = saved;
+  tl_jump = nullptr;
+  if (s.failed) throw s.error;
+}
+
+inline void run_blocks(launch_state& L) {
+  const unsigned long long total = (unsigned long long)L.grid.x * L.grid.y * L.grid.z;
+  const unsigned n = L.block.x * L.block.y * L.block.z;
+  blockDim = L.block;
+  gridDim = L.grid;
+  tl_kernel = L.kernel;
+  tl_last_print.clear();
+  if (tl_shared_buf.size() < L.shared_mem + 256) tl_shared_buf.resize(L.shared_mem + 256);
+  uintptr_t sb = reinterpret_cast<uintptr_t>(tl_shared_buf.data());
+  tl_dyn_shared = reinterpret_cast<unsigned char*>((sb + 255) & ~static_cast<uintptr_t>(255));
+  sched* s = nullptr;
+  if (L.fibers) {
+    if (!tl_stacks.ensure(n, L.cfg->stack_size ? L.cfg->stack_size : 256 * 1024))
+      throw kernel_error{fault_other, std::string("kernel '") + L.kernel + "': cannot map fiber stacks"};
+    s = &tl_sched_storage;
+  }
+  std::jmp_buf jb;
+  for (;;) {
+    if (L.stop.load(std::memory_order_relaxed)) return;
+    unsigned long long b = L.next_block.fetch_add(1, std::memory_order_relaxed);
+    if (b >= total) return;
+    set_block(b, L);
+    if (s) {
+      run_block_fibers(L, *s, b);
+    } else {
+      tl_jump = &jb;
+      if (setjmp(jb) == 0) {
+        L.loop_block(L.args);
+        tl_jump = nullptr;
+      } else {
+        tl_jump = nullptr;
+        throw tl_pending;
+      }
+    }
+  }
+}
+
+inline void worker(launch_state& L) {
+  try {
+    run_blocks(L);
+  } catch (const kernel_error& e) {
+    L.fail(e);
+  } catch (const std::exception& e) {
+    L.fail(kernel_error{fault_other, std::string("kernel '") + L.kernel + "': C++ exception: " + e.what()});
+  } catch (...) {
+    L.fail(kernel_error{fault_other, std::string("kernel '") + L.kernel + "': unknown C++ exception"});
+  }
+  tl_jump = nullptr;
+}
+
+template <class F> struct fn_traits;
+template <class... A> struct fn_traits<void (*)(A...)> { using args = std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...>; };
+template <class... A> struct fn_traits<void (*)(A...) noexcept> { using args = std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...>; };
+
+template <class T>
+struct unpack {
+  static T get(void* p, param_info*) {
+    static_assert(std::is_trivially_copyable_v<T>, "kernel parameters must be trivially copyable");
+    alignas(T) unsigned char buf[sizeof(T)];
+    std::memcpy(buf, p, sizeof(T));
+    return *std::launder(reinterpret_cast<T*>(buf));
+  }
+};
+template <class T>
+struct unpack<ptr<T>> {
+  static ptr<T> get(void* p, param_info* info) {
+    T* raw;
+    std::memcpy(&raw, p, sizeof raw);
+    info->base = reinterpret_cast<const char*>(raw);
+    return ptr<T>{raw, info};
+  }
+};
+
+template <auto K, class Tuple, size_t... I>
+inline void call(const Tuple& t, std::index_sequence<I...>) {
+  K(std::get<I>(t)...);  // each thread gets its own copy of every argument
+}
+
+template <auto K>
+struct launcher {
+  using args_t = typename fn_traits<decltype(K)>::args;
+  static constexpr size_t N = std::tuple_size_v<args_t>;
+  using seq = std::make_index_sequence<N>;
+
+  static void thread_body(void* a) { call<K>(*static_cast<const args_t*>(a), seq{}); }
+  static void block_body(void* a) {
+    const args_t& t = *static_cast<const args_t*>(a);
+    const unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
+    for (unsigned z = 0; z < bz; z++)
+      for (unsigned y = 0; y < by; y++) {
+        threadIdx.y = y;
+        threadIdx.z = z;
+        for (unsigned x = 0; x < bx; x++) {
+          threadIdx.x = x;
+          call<K>(t, seq{});
+        }
+      }
+  }
+  template <size_t... I>
+  static args_t build(void** params, param_info* infos, std::index_sequence<I...>) {
+    return args_t{unpack<std::tuple_element_t<I, args_t>>::get(params[I], &infos[I])...};
+  }
+
+  static int launch(const char* kernel, const char* const* names, size_t n_names, void** params,
+                    const unsigned grid[3], const unsigned block[3], size_t shared_mem, const launch_config* cfg,
+                    bool uses_sync, char* err, size_t err_len) {
+    auto report = [&](const kernel_error& e) {
+      if (err && err_len) std::snprintf(err, err_len, "%s", e.message.c_str());
+      std::fflush(stdout);
+      return e.code ? e.code : (int)fault_other;
+    };
+    try {
+      if (!cfg || cfg->abi != ABI) return report(kernel_error{fault_invalid, "cunumpy-emu: launch ABI mismatch"});
+      param_info infos[N + 1];
+      for (size_t i = 0; i < N; i++) {
+        infos[i].kernel = kernel;
+        infos[i].name = i < n_names ? names[i] : "?";
+        infos[i].index = (int)i;
+        infos[i].bounded = cfg->bounds && i < cfg->n_bounds && cfg->bounds[i] != ~0ull;
+        infos[i].bytes = infos[i].bounded ? cfg->bounds[i] : 0;
+        infos[i].base = nullptr;  // set by unpack<ptr<T>> from the pointer's value
+      }
+      if (N > 0 && !params) return report(kernel_error{fault_invalid, std::string("kernel '") + kernel + "': params is null"});
+      args_t args = build(params, infos, seq{});
+      launch_state L;
+      L.kernel = kernel;
+      L.grid = dim3(grid[0], grid[1], grid[2]);
+      L.block = dim3(block[0], block[1], block[2]);
+      L.shared_mem = shared_mem;
+      L.cfg = cfg;
+      L.fibers = uses_sync || cfg->force_fibers || cfg->shuffle;
+      L.loop_block = &block_body;
+      L.fiber_body = &thread_body;
+      L.args = &args;
+      unsigned long long total = (unsigned long long)grid[0] * grid[1] * grid[2];
+      unsigned workers = cfg->workers ? cfg->workers : 1;
+      if (workers > total) workers = (unsigned)total;
+      if (workers <= 1) {
+        worker(L);
+      } else {
+        std::vector<std::thread> pool;
+        for (unsigned w = 1; w < workers; w++) pool.emplace_back([&L] { worker(L); });
+        worker(L);
+        for (auto& t : pool) t.join();
+      }
+      std::fflush(stdout);
+      if (L.failed) return report(L.error);
+      return 0;
+    } catch (const kernel_error& e) {
+      return report(e);
+    } catch (const std::exception& e) {
+      return report(kernel_error{fault_other, std::string("kernel '") + kernel + "': " + e.what()});
+    } catch (...) {
+      return report(kernel_error{fault_other, std::string("kernel '") + kernel + "': unknown C++ exception"});
+    }
+  }
+};
+
+}  // namespace cunumpy_emu
+#endif  // CUNUMPY_EMU_PRELUDE

@@ -1,0 +1,320 @@
+//! A loaded emulation library and the launch.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use libloading::Library;
+
+use crate::compiler::{build, BuildInputs, KernelInfo, Variant};
+use crate::error::{EmuError, Fault};
+
+/// Must match `cunumpy_emu::ABI` in the prelude.
+const ABI: u64 = 1;
+
+/// Must match `cunumpy_emu::launch_config` in the prelude.
+#[repr(C)]
+struct LaunchConfig {
+    abi: u64,
+    bounds: *const u64,
+    n_bounds: usize,
+    seed: u64,
+    shuffle: c_int,
+    force_fibers: c_int,
+    workers: c_uint,
+    stack_size: usize,
+}
+
+type LaunchFn = unsafe extern "C" fn(
+    *mut *mut c_void,
+    *const c_uint,
+    *const c_uint,
+    usize,
+    *const LaunchConfig,
+    *mut c_char,
+    usize,
+) -> c_int;
+type AbiFn = unsafe extern "C" fn() -> u64;
+type CountFn = unsafe extern "C" fn() -> c_uint;
+
+/// Where a library came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// The compiler ran.
+    Compiled,
+    /// A library with the same key was found in the disk cache (and its hash checked out).
+    DiskHit,
+}
+
+/// One loaded library: the handle and the functions taken from it (valid while it lives).
+pub(crate) struct Loaded {
+    launch: LaunchFn,
+    n_params: u32,
+    path: PathBuf,
+    outcome: CacheOutcome,
+    _lib: Library,
+}
+
+impl Loaded {
+    pub(crate) fn open(
+        path: &Path,
+        kernel: &str,
+        outcome: CacheOutcome,
+    ) -> Result<Loaded, EmuError> {
+        let load_err = |message: String| EmuError::Load {
+            kernel: kernel.to_string(),
+            path: path.display().to_string(),
+            message,
+        };
+        // SAFETY: the library was built by this crate from the prelude, the user's source and a
+        // generated launcher (or found under a key over exactly those inputs, with its SHA-256
+        // checked); loading it runs only the static initialisers of that code.
+        let lib = unsafe { Library::new(path) }.map_err(|e| load_err(e.to_string()))?;
+        // SAFETY: the prelude defines these symbols with exactly these C signatures.
+        let (launch, abi, count) = unsafe {
+            let launch = *lib
+                .get::<LaunchFn>(b"cunumpy_emu_launch\0")
+                .map_err(|e| load_err(e.to_string()))?;
+            let abi = *lib
+                .get::<AbiFn>(b"cunumpy_emu_abi\0")
+                .map_err(|e| load_err(e.to_string()))?;
+            let count = *lib
+                .get::<CountFn>(b"cunumpy_emu_param_count\0")
+                .map_err(|e| load_err(e.to_string()))?;
+            (launch, abi, count)
+        };
+        // SAFETY: both functions take no arguments and only return a constant.
+        let (abi, n_params) = unsafe { (abi(), count()) };
+        if abi != ABI {
+            return Err(load_err(format!(
+                "launcher ABI {abi}, this crate speaks {ABI}"
+            )));
+        }
+        Ok(Loaded {
+            launch,
+            n_params,
+            path: path.to_path_buf(),
+            outcome,
+            _lib: lib,
+        })
+    }
+}
+
+/// Options of one emulated launch.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchOptions {
+    /// Run the threads of each block as fibers in an order drawn from this seed (per block),
+    /// switching threads at random at every access through a pointer parameter as well as at
+    /// barriers, so that a kernel with a race gives seed-dependent results. Uses the checked
+    /// build (compiled on first use).
+    pub shuffle_seed: Option<u64>,
+    /// Byte length of the buffer behind each parameter, by parameter index (`None`: not
+    /// checked; entries for non-pointer parameters are ignored). When set, the launch uses the
+    /// checked build and an access outside a range fails with [`Fault::OutOfBounds`], naming
+    /// the kernel, the parameter and the index.
+    pub bounds: Option<Vec<Option<usize>>>,
+    /// Host threads that run blocks at the same time (0 or 1: one, the caller's). Results of
+    /// race-free kernels do not depend on it; the order of floating-point atomics does.
+    pub workers: usize,
+    /// Run as fibers even when the source shows no barrier or warp intrinsic.
+    pub force_fibers: bool,
+    /// Stack size of each fiber in bytes (0: 256 KiB). Stacks are reserved, not committed.
+    pub stack_size: usize,
+}
+
+/// A kernel compiled for the CPU, ready to launch.
+///
+/// It is `Send + Sync`: launches from several threads at once are allowed (each runs on its
+/// own thread with its own `__shared__` storage), as on concurrent streams; like there, they
+/// share the kernel's `__device__` globals.
+pub struct EmuLibrary {
+    inputs: BuildInputs,
+    info: KernelInfo,
+    plain: Loaded,
+    checked: OnceLock<Result<Loaded, EmuError>>,
+}
+
+impl std::fmt::Debug for EmuLibrary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmuLibrary")
+            .field("kernel", &self.inputs.expression)
+            .field("path", &self.plain.path)
+            .field("uses_sync", &self.info.uses_sync)
+            .finish()
+    }
+}
+
+impl EmuLibrary {
+    pub(crate) fn new(inputs: BuildInputs, plain: Loaded, info: KernelInfo) -> EmuLibrary {
+        EmuLibrary {
+            inputs,
+            info,
+            plain,
+            checked: OnceLock::new(),
+        }
+    }
+
+    /// The kernel expression this library launches.
+    pub fn kernel(&self) -> &str {
+        &self.inputs.expression
+    }
+
+    /// The number of kernel parameters (from the compiled kernel's type).
+    pub fn param_count(&self) -> usize {
+        self.plain.n_params as usize
+    }
+
+    /// The parameter names found in the source (empty when the kernel's declaration was not
+    /// found, for example behind a macro).
+    pub fn param_names(&self) -> &[String] {
+        &self.info.param_names
+    }
+
+    /// Whether the source (or an included header) uses barriers or warp intrinsics, so that
+    /// the threads of a block run as fibers.
+    pub fn uses_fibers(&self) -> bool {
+        self.info.uses_sync
+    }
+
+    /// Whether the plain build was compiled or found in the disk cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.plain.outcome
+    }
+
+    /// The plain build's library file (gone already when no cache directory was given).
+    pub fn library_path(&self) -> &Path {
+        &self.plain.path
+    }
+
+    /// Builds the checked variant now (it is otherwise built by the first launch that needs
+    /// it: one with `bounds` or `shuffle_seed`).
+    pub fn prepare_checked(&self) -> Result<CacheOutcome, EmuError> {
+        match self.checked_build() {
+            Ok(l) => Ok(l.outcome),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    fn checked_build(&self) -> &Result<Loaded, EmuError> {
+        self.checked
+            .get_or_init(|| build(&self.inputs, Variant::Checked).map(|(l, _)| l))
+    }
+
+    fn invalid(&self, message: impl Into<String>) -> EmuError {
+        EmuError::InvalidLaunch {
+            kernel: self.inputs.expression.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Launches the kernel on the CPU: `grid` blocks of `block` threads, with `shared_mem`
+    /// bytes of dynamic shared memory per block. Returns when every thread has finished, or
+    /// with the first fault ([`EmuError::Kernel`]); the process is never taken down by a
+    /// fault the emulator can see (`__trap`, `assert`, a checked out-of-bounds access, a
+    /// deadlock).
+    ///
+    /// # Safety
+    /// `params` is the argument buffer `cuLaunchKernel` takes: an array of
+    /// [`param_count`](Self::param_count) pointers, where `params[i]` points at the value of
+    /// parameter `i` laid out as the C type of that parameter (a pointer parameter: at a `T*`
+    /// holding a host address; a scalar: at the scalar; a struct by value: at its bytes). Every
+    /// pointer the kernel dereferences must be valid host memory for what the kernel does with
+    /// it, except accesses that fall outside the ranges declared in `options.bounds`, which are
+    /// caught. No other thread may write that memory during the launch. A kernel that
+    /// corrupts memory through an unchecked pointer, or overflows a fiber stack, crashes the
+    /// process as it would on the host.
+    pub unsafe fn launch(
+        &self,
+        params: *mut *mut c_void,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem: usize,
+        options: &LaunchOptions,
+    ) -> Result<(), EmuError> {
+        if grid.contains(&0) || block.contains(&0) {
+            return Err(self.invalid(format!(
+                "grid {grid:?} and block {block:?} must have no zero dimension"
+            )));
+        }
+        let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
+        if threads > 1024 {
+            return Err(self.invalid(format!(
+                "a block of {block:?} has {threads} threads; CUDA allows at most 1024"
+            )));
+        }
+        if grid[1] > 65535 || grid[2] > 65535 || grid[0] > i32::MAX as u32 {
+            return Err(self.invalid(format!("grid {grid:?} exceeds CUDA's limits")));
+        }
+        if params.is_null() && self.plain.n_params > 0 {
+            return Err(self.invalid("params is null but the kernel has parameters"));
+        }
+        if let Some(b) = &options.bounds {
+            if b.len() > self.plain.n_params as usize {
+                return Err(self.invalid(format!(
+                    "bounds for {} parameters, but the kernel has {}",
+                    b.len(),
+                    self.plain.n_params
+                )));
+            }
+        }
+        let loaded = if options.bounds.is_some() || options.shuffle_seed.is_some() {
+            match self.checked_build() {
+                Ok(l) => l,
+                Err(e) => return Err(e.clone()),
+            }
+        } else {
+            &self.plain
+        };
+        let bounds: Vec<u64> = options
+            .bounds
+            .iter()
+            .flatten()
+            .map(|b| b.map_or(u64::MAX, |n| n as u64))
+            .collect();
+        let config = LaunchConfig {
+            abi: ABI,
+            bounds: if bounds.is_empty() {
+                std::ptr::null()
+            } else {
+                bounds.as_ptr()
+            },
+            n_bounds: bounds.len(),
+            seed: options.shuffle_seed.unwrap_or(0),
+            shuffle: c_int::from(options.shuffle_seed.is_some()),
+            force_fibers: c_int::from(options.force_fibers),
+            workers: options.workers.min(1024) as c_uint,
+            stack_size: options.stack_size,
+        };
+        let mut err = vec![0u8; 4096];
+        // SAFETY: the caller upholds the contract on `params` (see `# Safety`); the grid, block
+        // and config arrays live until the call returns, and `err` is writable for its length.
+        // The launcher catches every C++ exception, so none unwinds into Rust.
+        let code = unsafe {
+            (loaded.launch)(
+                params,
+                grid.as_ptr(),
+                block.as_ptr(),
+                shared_mem,
+                &config,
+                err.as_mut_ptr().cast::<c_char>(),
+                err.len(),
+            )
+        };
+        if code == 0 {
+            return Ok(());
+        }
+        let end = err.iter().position(|&b| b == 0).unwrap_or(err.len());
+        let mut message = String::from_utf8_lossy(&err[..end]).into_owned();
+        if message.is_empty() {
+            message = format!("kernel '{}' failed (code {code})", self.inputs.expression);
+        }
+        if code == 6 && message.contains("ABI") {
+            return Err(self.invalid(message));
+        }
+        Err(EmuError::Kernel {
+            kernel: self.inputs.expression.clone(),
+            fault: Fault::from_code(code),
+            message,
+        })
+    }
+}
