@@ -43,10 +43,9 @@
 #include <exception>
 #include <limits>
 #include <math.h>
-#include <mutex>
 #include <new>
 #include <string>
-#include <thread>
+#include <pthread.h>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -1030,15 +1029,16 @@ struct launch_state {
   void* args;
   std::atomic<unsigned long long> next_block{0};
   std::atomic<bool> stop{false};
-  std::mutex err_mutex;
+  std::atomic_flag err_lock = ATOMIC_FLAG_INIT;
   bool failed = false;
   kernel_error error;
   void fail(const kernel_error& e) {
-    std::lock_guard<std::mutex> g(err_mutex);
+    while (err_lock.test_and_set(std::memory_order_acquire)) {}
     if (!failed) {
       failed = true;
       error = e;
     }
+    err_lock.clear(std::memory_order_release);
     stop = true;
   }
 };
@@ -1058,7 +1058,11 @@ inline void run_block_fibers(launch_state& L, sched& s, unsigned long long block
   s.fibers.resize(n);
   s.queue.assign(n, 0);
   s.q_head = s.q_len = 0;
-  s.warps.assign((n + 31) / 32, warp_state{});
+  s.warps.resize((n + 31) / 32);
+  for (auto& w : s.warps) {
+    w.live = 0;
+    w.open.clear();
+  }
   s.n_live = n;
   s.n_at_barrier = s.n_at_warp = 0;
   s.barrier_acc = 0;
@@ -1281,10 +1285,17 @@ struct launcher {
       if (workers <= 1) {
         worker(L);
       } else {
-        std::vector<std::thread> pool;
-        for (unsigned w = 1; w < workers; w++) pool.emplace_back([&L] { worker(L); });
+        std::vector<pthread_t> pool;
+        auto entry = [](void* l) -> void* {
+          worker(*static_cast<launch_state*>(l));
+          return nullptr;
+        };
+        for (unsigned w = 1; w < workers; w++) {
+          pthread_t t;
+          if (pthread_create(&t, nullptr, entry, &L) == 0) pool.push_back(t);
+        }
         worker(L);
-        for (auto& t : pool) t.join();
+        for (pthread_t t : pool) pthread_join(t, nullptr);
       }
       std::fflush(stdout);
       if (L.failed) return report(L.error);

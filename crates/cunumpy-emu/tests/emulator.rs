@@ -163,6 +163,26 @@ fn block_reduction_with_shared_memory_and_barriers() {
     };
     run(&lib, &mut args, 40, 256, 0, &two).expect("launch");
     assert_eq!(out, out2);
+
+    let n = 100_000usize;
+    let mut x = vec![1.0f64; n];
+    let mut out = vec![0.0f64; n.div_ceil(256)];
+    let mut args = Args::default().buf(&mut x).buf(&mut out).val(n as i32);
+    let t = Instant::now();
+    run(
+        &lib,
+        &mut args,
+        n.div_ceil(256) as u32,
+        256,
+        0,
+        &LaunchOptions::default(),
+    )
+    .expect("launch");
+    println!(
+        "EMU-TIMING 1e5-thread block reduction (9 barriers per thread): {:.2} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(out[0], 256.0);
 }
 
 const WARP: &str = r#"
