@@ -1,0 +1,1052 @@
+//! The CPU executor: runs a [`Plan`] on host arrays with rayon. Each kernel's program is
+//! interpreted over blocks of `BLOCK` elements (one op over a whole block at a time, with the
+//! op table's monomorphised slice loops), so no temporary is ever larger than a block.
+//! Reductions are parallel and deterministic: the work is cut into fixed chunks that do not
+//! depend on the thread count, and the chunks' partial results are combined in a fixed
+//! pairwise tree.
+
+use crate::elem::{cast_into, cast_sv, with_elem, Column, Data, DataMut, Elem, Operand, Sv};
+use crate::error::{FusionError, Result};
+use crate::graph::ReduceKind;
+use crate::ops::{CpuKernel, K1, K2, K3};
+use crate::plan::{Body, LeafSrc, Operand as PlanOperand, Plan, Program, RedBody, RegKind};
+use cunumpy_core::dtype::{DType, DTypeKind};
+use rayon::prelude::*;
+
+/// Elements evaluated per op call.
+pub const BLOCK: usize = 2048;
+/// Elements per parallel task of an elementwise kernel.
+const TASK: usize = 8 * BLOCK;
+/// Elements per parallel task of a reduction (fixed: results do not depend on thread count).
+const RED_CHUNK: usize = 16 * BLOCK;
+
+/// A read-only host array: C-contiguous data and its shape.
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayRef<'a> {
+    pub data: Data<'a>,
+    pub shape: &'a [usize],
+}
+
+impl<'a> ArrayRef<'a> {
+    pub fn new(data: impl Into<Data<'a>>, shape: &'a [usize]) -> Self {
+        ArrayRef {
+            data: data.into(),
+            shape,
+        }
+    }
+}
+
+/// A writable host array: C-contiguous data and its shape.
+#[derive(Debug)]
+pub struct ArrayMut<'a> {
+    pub data: DataMut<'a>,
+    pub shape: &'a [usize],
+}
+
+impl<'a> ArrayMut<'a> {
+    pub fn new(data: impl Into<DataMut<'a>>, shape: &'a [usize]) -> Self {
+        ArrayMut {
+            data: data.into(),
+            shape,
+        }
+    }
+}
+
+macro_rules! from_slices {
+    ($($t:ty => $v:ident),*) => {
+        $(
+            impl<'a> From<&'a [$t]> for Data<'a> {
+                fn from(s: &'a [$t]) -> Self { Data::$v(s) }
+            }
+            impl<'a> From<&'a Vec<$t>> for Data<'a> {
+                fn from(s: &'a Vec<$t>) -> Self { Data::$v(s) }
+            }
+            impl<'a> From<&'a mut [$t]> for DataMut<'a> {
+                fn from(s: &'a mut [$t]) -> Self { DataMut::$v(s) }
+            }
+            impl<'a> From<&'a mut Vec<$t>> for DataMut<'a> {
+                fn from(s: &'a mut Vec<$t>) -> Self { DataMut::$v(s) }
+            }
+        )*
+    };
+}
+from_slices!(bool => Bool, i8 => Int8, u8 => UInt8, i16 => Int16, u16 => UInt16, i32 => Int32,
+    u32 => UInt32, i64 => Int64, u64 => UInt64, f32 => Float32, f64 => Float64);
+
+/// The value of a scalar parameter at call time; converted to the declared dtype.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarValue {
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+}
+
+impl ScalarValue {
+    fn to_sv(self, dtype: DType) -> Option<Sv> {
+        let v = match self {
+            ScalarValue::Bool(b) => Sv::Bool(b),
+            ScalarValue::Int(i) => Sv::Int64(i),
+            ScalarValue::UInt(u) => Sv::UInt64(u),
+            ScalarValue::Float(f) => Sv::Float64(f),
+        };
+        cast_sv(v, dtype)
+    }
+}
+
+fn internal(what: &str) -> FusionError {
+    FusionError::Arguments {
+        what: format!("cpu executor: {what}"),
+        expected: "a consistent plan".into(),
+        got: "a mismatch".into(),
+    }
+}
+
+/// Where each leaf's data comes from during one kernel.
+struct Env<'a> {
+    inputs: Vec<Data<'a>>,
+    outputs: Vec<Option<Data<'a>>>,
+    buffers: Vec<Option<Data<'a>>>,
+    reduced: Vec<Data<'a>>,
+    scalars: &'a [Sv],
+}
+
+impl<'a> Env<'a> {
+    fn data(&self, src: LeafSrc) -> Option<Data<'a>> {
+        match src {
+            LeafSrc::Input(i) => self.inputs.get(i).copied(),
+            LeafSrc::Output(i) => self.outputs.get(i).copied().flatten(),
+            LeafSrc::Buffer(b) => self.buffers.get(b).copied().flatten(),
+            LeafSrc::Reduced(j) => self.reduced.get(j).copied(),
+            LeafSrc::Scalar(_) => None,
+        }
+    }
+}
+
+/// The state of one register for the current block.
+#[derive(Clone, Copy)]
+enum RegState<'a> {
+    Splat(Sv),
+    Borrowed(Data<'a>),
+    /// In the scratch column of the register.
+    Col,
+}
+
+/// Per-thread scratch: one column per register.
+struct Scratch {
+    cols: Vec<Column>,
+}
+
+impl Scratch {
+    fn new(n: usize) -> Self {
+        Scratch {
+            cols: vec![Column::default(); n],
+        }
+    }
+}
+
+/// A program prepared for one space: dims and each leaf's strides over them.
+struct Prepared<'p> {
+    prog: &'p Program,
+    dims: Vec<usize>,
+    strides: Vec<Vec<usize>>,
+    contiguous: Vec<usize>,
+}
+
+impl<'p> Prepared<'p> {
+    fn new(prog: &'p Program, dims: &[usize], perm: Option<&[usize]>) -> Self {
+        let (dims, strides) = match perm {
+            None => (
+                dims.to_vec(),
+                prog.regs
+                    .iter()
+                    .map(|r| match &r.kind {
+                        RegKind::Leaf(l) => l.strides.clone(),
+                        _ => Vec::new(),
+                    })
+                    .collect(),
+            ),
+            Some(p) => (
+                p.iter().map(|&j| dims[j]).collect(),
+                prog.regs
+                    .iter()
+                    .map(|r| match &r.kind {
+                        RegKind::Leaf(l) if !l.strides.is_empty() => {
+                            p.iter().map(|&j| l.strides[j]).collect()
+                        }
+                        _ => Vec::new(),
+                    })
+                    .collect(),
+            ),
+        };
+        let contiguous = crate::cuda::contiguous_strides(&dims);
+        Prepared {
+            prog,
+            dims,
+            strides,
+            contiguous,
+        }
+    }
+}
+
+fn ensure_col<U: Elem>(c: &mut Column, len: usize) -> &mut [U] {
+    if U::col_mut(c).is_none() {
+        *c = U::new_col(Vec::with_capacity(BLOCK));
+    }
+    match U::col_mut(c) {
+        Some(v) => {
+            v.resize(len, U::default());
+            &mut v[..]
+        }
+        None => &mut [],
+    }
+}
+
+fn operand<'x, T: Elem>(st: &RegState<'x>, col: &'x Column) -> Option<Operand<'x, T>> {
+    match st {
+        RegState::Splat(v) => T::from_sv(*v).map(Operand::Splat),
+        RegState::Borrowed(d) => T::slice(d).map(Operand::Slice),
+        RegState::Col => T::slice(&col.as_data()).map(Operand::Slice),
+    }
+}
+
+fn gather<T: Elem>(
+    src: &[T],
+    dims: &[usize],
+    strides: &[usize],
+    start: usize,
+    out: &mut [T],
+) -> Option<()> {
+    let r = dims.len();
+    let mut coords = vec![0usize; r];
+    let mut rem = start;
+    let mut off = 0usize;
+    for j in (0..r).rev() {
+        coords[j] = rem % dims[j].max(1);
+        rem /= dims[j].max(1);
+        off += coords[j] * strides[j];
+    }
+    let last = r - 1;
+    let (dl, sl) = (dims[last], strides[last]);
+    let mut i = 0;
+    while i < out.len() {
+        let run = (dl - coords[last]).min(out.len() - i);
+        if sl == 0 {
+            let v = *src.get(off)?;
+            out[i..i + run].fill(v);
+        } else {
+            for (t, o) in out[i..i + run].iter_mut().enumerate() {
+                *o = *src.get(off + t * sl)?;
+            }
+        }
+        i += run;
+        // advance coordinates by `run`
+        coords[last] += run;
+        off += run * sl;
+        let mut j = last;
+        while coords[j] >= dims[j] && j > 0 {
+            off -= coords[j] * strides[j];
+            coords[j] = 0;
+            j -= 1;
+            coords[j] += 1;
+            off += strides[j];
+        }
+    }
+    Some(())
+}
+
+fn load_leaf<'a>(
+    pr: &Prepared<'_>,
+    reg: usize,
+    data: Data<'a>,
+    start: usize,
+    len: usize,
+    col: &mut Column,
+) -> Result<RegState<'a>> {
+    let st = &pr.strides[reg];
+    if st.iter().all(|&s| s == 0) {
+        if data.is_empty() {
+            return Ok(RegState::Col);
+        }
+        return Ok(RegState::Splat(data.get(0)));
+    }
+    if *st == pr.contiguous {
+        return Ok(RegState::Borrowed(data.sub(start, len)));
+    }
+    let r = pr.dims.len();
+    let last = r - 1;
+    let inner = start % pr.dims[last];
+    if inner + len <= pr.dims[last] && (st[last] == 0 || st[last] == 1) {
+        let mut rem = start;
+        let mut base = 0;
+        for j in (0..r).rev() {
+            base += (rem % pr.dims[j]) * st[j];
+            rem /= pr.dims[j];
+        }
+        return Ok(if st[last] == 0 {
+            RegState::Splat(data.get(base))
+        } else {
+            RegState::Borrowed(data.sub(base, len))
+        });
+    }
+    with_elem!(data.dtype(), T => {
+        let src = T::slice(&data).ok_or_else(|| internal("leaf dtype"))?;
+        let out = ensure_col::<T>(col, len);
+        gather(src, &pr.dims, st, start, out).ok_or_else(|| internal("gather out of bounds"))?;
+        Ok(RegState::Col)
+    }, else Err(internal("complex leaf")))
+}
+
+fn exec1<T: Elem, U: Elem>(
+    f: K1<T, U>,
+    a: &RegState<'_>,
+    ca: &Column,
+    out: &mut Column,
+    len: usize,
+) -> Result<RegState<'static>> {
+    let oa = operand::<T>(a, ca).ok_or_else(|| internal("operand dtype"))?;
+    if let Operand::Splat(_) = oa {
+        let mut t = [U::default()];
+        f(oa, &mut t);
+        return Ok(RegState::Splat(t[0].to_sv()));
+    }
+    f(oa, ensure_col::<U>(out, len));
+    Ok(RegState::Col)
+}
+
+fn exec2<T: Elem, U: Elem>(
+    f: K2<T, U>,
+    a: (&RegState<'_>, &Column),
+    b: (&RegState<'_>, &Column),
+    out: &mut Column,
+    len: usize,
+) -> Result<RegState<'static>> {
+    let oa = operand::<T>(a.0, a.1).ok_or_else(|| internal("operand dtype"))?;
+    let ob = operand::<T>(b.0, b.1).ok_or_else(|| internal("operand dtype"))?;
+    if let (Operand::Splat(_), Operand::Splat(_)) = (oa, ob) {
+        let mut t = [U::default()];
+        f(oa, ob, &mut t);
+        return Ok(RegState::Splat(t[0].to_sv()));
+    }
+    f(oa, ob, ensure_col::<U>(out, len));
+    Ok(RegState::Col)
+}
+
+fn exec3<C: Elem, T: Elem>(
+    f: K3<C, T>,
+    a: (&RegState<'_>, &Column),
+    b: (&RegState<'_>, &Column),
+    c: (&RegState<'_>, &Column),
+    out: &mut Column,
+    len: usize,
+) -> Result<RegState<'static>> {
+    let oa = operand::<C>(a.0, a.1).ok_or_else(|| internal("operand dtype"))?;
+    let ob = operand::<T>(b.0, b.1).ok_or_else(|| internal("operand dtype"))?;
+    let oc = operand::<T>(c.0, c.1).ok_or_else(|| internal("operand dtype"))?;
+    if let (Operand::Splat(_), Operand::Splat(_), Operand::Splat(_)) = (oa, ob, oc) {
+        let mut t = [T::default()];
+        f(oa, ob, oc, &mut t);
+        return Ok(RegState::Splat(t[0].to_sv()));
+    }
+    f(oa, ob, oc, ensure_col::<T>(out, len));
+    Ok(RegState::Col)
+}
+
+macro_rules! by_type {
+    ($dt:expr, $set:expr, $f:ident => $call:expr, [$($field:ident : $v:ident),*]) => {
+        match $dt {
+            $(DType::$v => { let $f = $set.$field; $call })*
+            _ => Err(internal("op dtype")),
+        }
+    };
+}
+macro_rules! by_all {
+    ($dt:expr, $set:expr, $f:ident => $call:expr) => {
+        by_type!($dt, $set, $f => $call, [b: Bool, i8: Int8, u8: UInt8, i16: Int16, u16: UInt16,
+            i32: Int32, u32: UInt32, i64: Int64, u64: UInt64, f32: Float32, f64: Float64])
+    };
+}
+macro_rules! by_bits {
+    ($dt:expr, $set:expr, $f:ident => $call:expr) => {
+        by_type!($dt, $set, $f => $call, [b: Bool, i8: Int8, u8: UInt8, i16: Int16, u16: UInt16,
+            i32: Int32, u32: UInt32, i64: Int64, u64: UInt64])
+    };
+}
+macro_rules! by_float {
+    ($dt:expr, $set:expr, $f:ident => $call:expr) => {
+        by_type!($dt, $set, $f => $call, [f32: Float32, f64: Float64])
+    };
+}
+
+/// Evaluates a program over `len` points starting at flat index `start` of its space.
+fn eval_block<'a>(
+    pr: &Prepared<'_>,
+    env: &Env<'a>,
+    start: usize,
+    len: usize,
+    scratch: &mut Scratch,
+    states: &mut Vec<RegState<'a>>,
+) -> Result<()> {
+    states.clear();
+    for (i, reg) in pr.prog.regs.iter().enumerate() {
+        let mut out = std::mem::take(&mut scratch.cols[i]);
+        let cols = &scratch.cols;
+        let st = match &reg.kind {
+            RegKind::Leaf(l) => match l.src {
+                LeafSrc::Scalar(s) => {
+                    RegState::Splat(*env.scalars.get(s).ok_or_else(|| internal("scalar index"))?)
+                }
+                src => {
+                    let d = env.data(src).ok_or_else(|| internal("leaf source"))?;
+                    load_leaf(pr, i, d, start, len, &mut out)?
+                }
+            },
+            RegKind::Cast { arg } => {
+                let a = &states[*arg];
+                let ca = &cols[*arg];
+                let from = pr.prog.regs[*arg].dtype;
+                with_elem!(from, S => {
+                    let oa = operand::<S>(a, ca).ok_or_else(|| internal("cast operand"))?;
+                    with_elem!(reg.dtype, D => {
+                        if let Operand::Splat(_) = oa {
+                            let mut t = [D::default()];
+                            cast_into::<S, D>(oa, &mut t);
+                            RegState::Splat(t[0].to_sv())
+                        } else {
+                            cast_into::<S, D>(oa, ensure_col::<D>(&mut out, len));
+                            RegState::Col
+                        }
+                    }, else return Err(internal("complex cast")))
+                }, else return Err(internal("complex cast")))
+            }
+            RegKind::Op { op, args } => {
+                let arg = |k: usize| (&states[args[k]], &cols[args[k]]);
+                let in_dt = pr.prog.regs[args[args.len() - 1]].dtype;
+                match op.def().cpu {
+                    CpuKernel::All1(s) => {
+                        by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len))?
+                    }
+                    CpuKernel::Bits1(s) => {
+                        by_bits!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len))?
+                    }
+                    CpuKernel::Float1(s) => {
+                        by_float!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len))?
+                    }
+                    CpuKernel::Pred1(s) => {
+                        by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len))?
+                    }
+                    CpuKernel::All2(s) => {
+                        by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len))?
+                    }
+                    CpuKernel::Cmp2(s) => {
+                        by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len))?
+                    }
+                    CpuKernel::Bits2(s) => {
+                        by_bits!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len))?
+                    }
+                    CpuKernel::Float2(s) => {
+                        by_float!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len))?
+                    }
+                    CpuKernel::Where(s) => {
+                        by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len))?
+                    }
+                    CpuKernel::All3(s) => {
+                        by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len))?
+                    }
+                }
+            }
+        };
+        scratch.cols[i] = out;
+        states.push(st);
+    }
+    Ok(())
+}
+
+/// Copies a register's block value into a destination slice.
+fn store_reg(st: &RegState<'_>, col: &Column, dst: &mut DataMut<'_>) -> Result<()> {
+    with_elem!(dst.dtype(), T => {
+        let o = T::data_mut(dst).ok_or_else(|| internal("store dtype"))?;
+        match operand::<T>(st, col).ok_or_else(|| internal("store operand"))? {
+            Operand::Slice(s) => o.copy_from_slice(&s[..o.len()]),
+            Operand::Splat(v) => o.fill(v),
+        }
+        Ok(())
+    }, else Err(internal("complex store")))
+}
+
+/// Runs a program over a whole space (elementwise kernels and reduction epilogues), in
+/// parallel, storing registers into the targets (each a full C-contiguous array of the space).
+fn run_elementwise(
+    pr: &Prepared<'_>,
+    env: &Env<'_>,
+    targets: Vec<(usize, DataMut<'_>)>,
+) -> Result<()> {
+    let n: usize = pr.dims.iter().product();
+    if n == 0 {
+        return Ok(());
+    }
+    let regs: Vec<usize> = targets.iter().map(|t| t.0).collect();
+    let mut chunked: Vec<std::vec::IntoIter<DataMut<'_>>> = targets
+        .into_iter()
+        .map(|(_, d)| d.into_chunks(TASK).into_iter())
+        .collect();
+    let n_tasks = n.div_ceil(TASK);
+    let mut tasks: Vec<(usize, Vec<DataMut<'_>>)> = Vec::with_capacity(n_tasks);
+    for t in 0..n_tasks {
+        let mut outs = Vec::with_capacity(chunked.len());
+        for c in chunked.iter_mut() {
+            outs.push(c.next().ok_or_else(|| internal("output chunks"))?);
+        }
+        tasks.push((t, outs));
+    }
+    let nregs = pr.prog.regs.len();
+    tasks.into_par_iter().try_for_each_init(
+        || (Scratch::new(nregs), Vec::with_capacity(nregs)),
+        |(scratch, states), (t, mut outs)| -> Result<()> {
+            let t0 = t * TASK;
+            let t1 = (t0 + TASK).min(n);
+            let mut s = t0;
+            while s < t1 {
+                let len = BLOCK.min(t1 - s);
+                eval_block(pr, env, s, len, scratch, states)?;
+                for (o, &r) in outs.iter_mut().zip(&regs) {
+                    let mut dst = sub_mut(o, s - t0, len);
+                    store_reg(&states[r], &scratch.cols[r], &mut dst)?;
+                }
+                s += len;
+            }
+            Ok(())
+        },
+    )
+}
+
+fn sub_mut<'b>(d: &'b mut DataMut<'_>, start: usize, len: usize) -> DataMut<'b> {
+    macro_rules! arms {
+        ($($v:ident),*) => {
+            match d { $(DataMut::$v(s) => DataMut::$v(&mut s[start..start + len]),)* }
+        };
+    }
+    arms!(Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64)
+}
+
+fn identity<T: Elem>(kind: ReduceKind) -> T {
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean { .. } | ReduceKind::Any => T::from_i64(0),
+        ReduceKind::Prod | ReduceKind::All => T::from_i64(1),
+        ReduceKind::Min | ReduceKind::Max => {
+            let min = kind == ReduceKind::Min;
+            match T::DT.kind() {
+                DTypeKind::Float => T::from_f64(if min {
+                    f64::INFINITY
+                } else {
+                    f64::NEG_INFINITY
+                }),
+                DTypeKind::Unsigned => {
+                    let (lo, hi) = T::DT.int_range().unwrap_or((0, 0));
+                    T::from_u64(if min { hi as u64 } else { lo as u64 })
+                }
+                _ => {
+                    let (lo, hi) = T::DT.int_range().unwrap_or((0, 0));
+                    T::from_i64(if min { hi as i64 } else { lo as i64 })
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn combine<T: Elem>(kind: ReduceKind, a: T, b: T) -> T {
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean { .. } | ReduceKind::Any => a.add_(b),
+        ReduceKind::Prod | ReduceKind::All => a.mul_(b),
+        ReduceKind::Min => a.min_(b),
+        ReduceKind::Max => a.max_(b),
+    }
+}
+
+#[inline(always)]
+fn fold_lanes<T: Elem>(init: T, s: &[T], f: impl Fn(T, T) -> T) -> T {
+    let mut lanes = [init; 8];
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(c) {
+            *l = f(*l, v);
+        }
+    }
+    let mut acc = f(
+        f(f(lanes[0], lanes[1]), f(lanes[2], lanes[3])),
+        f(f(lanes[4], lanes[5]), f(lanes[6], lanes[7])),
+    );
+    for &v in chunks.remainder() {
+        acc = f(acc, v);
+    }
+    acc
+}
+
+/// Folds a slice into an accumulator with 8 independent lanes (vectorisable, and more
+/// accurate than one running sum).
+fn fold<T: Elem>(kind: ReduceKind, acc: T, s: &[T]) -> T {
+    let id = identity::<T>(kind);
+    let v = match kind {
+        ReduceKind::Sum | ReduceKind::Mean { .. } | ReduceKind::Any => {
+            fold_lanes(id, s, |a, b| a.add_(b))
+        }
+        ReduceKind::Prod | ReduceKind::All => fold_lanes(id, s, |a, b| a.mul_(b)),
+        ReduceKind::Min => fold_lanes(id, s, |a, b| a.min_(b)),
+        ReduceKind::Max => fold_lanes(id, s, |a, b| a.max_(b)),
+    };
+    combine(kind, acc, v)
+}
+
+/// Folds `n` copies of one value.
+fn fold_splat<T: Elem>(kind: ReduceKind, mut acc: T, v: T, n: usize) -> T {
+    for _ in 0..n {
+        acc = combine(kind, acc, v);
+    }
+    acc
+}
+
+struct RedTask {
+    m0: usize,
+    m1: usize,
+    k0: usize,
+    k1: usize,
+}
+
+/// Partial accumulators of one task: per reduction, one value per output of its m range.
+type Partial = Vec<Column>;
+
+fn new_partial(rb: &RedBody, len: usize) -> Result<Partial> {
+    rb.reds
+        .iter()
+        .map(|r| {
+            with_elem!(r.acc, T => Ok(T::new_col(vec![identity::<T>(r.kind); len])),
+                else Err(internal("complex accumulator")))
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn accumulate_rows(
+    kind: ReduceKind,
+    acc: &mut Column,
+    st: &RegState<'_>,
+    col: &Column,
+    q0: usize,
+    len: usize,
+    k: usize,
+    m0: usize,
+) -> Result<()> {
+    with_elem!(acc.dtype(), T => {
+        let a = T::col_mut(acc).ok_or_else(|| internal("acc dtype"))?;
+        let op = operand::<T>(st, col).ok_or_else(|| internal("acc operand"))?;
+        let mut pos = 0;
+        while pos < len {
+            let m = (q0 + pos) / k;
+            let end = ((m + 1) * k - q0).min(len);
+            let slot = &mut a[m - m0];
+            *slot = match op {
+                Operand::Slice(s) => fold(kind, *slot, &s[pos..end]),
+                Operand::Splat(v) => fold_splat(kind, *slot, v, end - pos),
+            };
+            pos = end;
+        }
+        Ok(())
+    }, else Err(internal("complex accumulator")))
+}
+
+fn accumulate_columns(
+    kind: ReduceKind,
+    acc: &mut Column,
+    st: &RegState<'_>,
+    col: &Column,
+    offset: usize,
+    len: usize,
+) -> Result<()> {
+    with_elem!(acc.dtype(), T => {
+        let a = T::col_mut(acc).ok_or_else(|| internal("acc dtype"))?;
+        let a = &mut a[offset..offset + len];
+        match operand::<T>(st, col).ok_or_else(|| internal("acc operand"))? {
+            Operand::Slice(s) => {
+                for (x, &v) in a.iter_mut().zip(s) {
+                    *x = combine(kind, *x, v);
+                }
+            }
+            Operand::Splat(v) => {
+                for x in a.iter_mut() {
+                    *x = combine(kind, *x, v);
+                }
+            }
+        }
+        Ok(())
+    }, else Err(internal("complex accumulator")))
+}
+
+fn combine_into(kind: ReduceKind, a: &mut Column, b: &Column) -> Result<()> {
+    with_elem!(a.dtype(), T => {
+        let bs = T::slice(&b.as_data()).ok_or_else(|| internal("partial dtype"))?;
+        let av = T::col_mut(a).ok_or_else(|| internal("partial dtype"))?;
+        for (x, &y) in av.iter_mut().zip(bs) {
+            *x = combine(kind, *x, y);
+        }
+        Ok(())
+    }, else Err(internal("complex partial")))
+}
+
+/// Combines partials pairwise in a fixed tree.
+fn pairwise(rb: &RedBody, mut parts: Vec<Partial>) -> Result<Option<Partial>> {
+    while parts.len() > 1 {
+        let mut next = Vec::with_capacity(parts.len().div_ceil(2));
+        let mut it = parts.into_iter();
+        while let Some(mut a) = it.next() {
+            if let Some(b) = it.next() {
+                for ((ca, cb), r) in a.iter_mut().zip(&b).zip(&rb.reds) {
+                    combine_into(r.kind, ca, cb)?;
+                }
+            }
+            next.push(a);
+        }
+        parts = next;
+    }
+    Ok(parts.pop())
+}
+
+/// Runs the main phase of a reduction kernel: the M results of every reduction, finalized to
+/// the result dtypes.
+fn run_reduction(rb: &RedBody, env: &Env<'_>) -> Result<Vec<Column>> {
+    let (m, k) = (rb.m, rb.k);
+    let nd = rb.space.dims.len();
+    let kd: Vec<usize> = (0..nd).filter(|&j| !rb.space.reduced[j]).collect();
+    let rd: Vec<usize> = (0..nd).filter(|&j| rb.space.reduced[j]).collect();
+    let columns =
+        nd > 0 && !rb.space.reduced[nd - 1] && rb.space.dims[nd - 1] >= 64 && m > 1 && k > 1;
+    let perm: Vec<usize> = if columns {
+        rd.iter().chain(&kd).copied().collect()
+    } else {
+        kd.iter().chain(&rd).copied().collect()
+    };
+    let pr = Prepared::new(&rb.prog, &rb.space.dims, Some(&perm));
+    let mut tasks = Vec::new();
+    if m > 0 && k > 0 {
+        if columns {
+            let mlen = m.min(BLOCK);
+            let kc = (RED_CHUNK / mlen).max(1);
+            for m0 in (0..m).step_by(mlen) {
+                for k0 in (0..k).step_by(kc) {
+                    tasks.push(RedTask {
+                        m0,
+                        m1: (m0 + mlen).min(m),
+                        k0,
+                        k1: (k0 + kc).min(k),
+                    });
+                }
+            }
+        } else if k >= RED_CHUNK {
+            for m0 in 0..m {
+                for k0 in (0..k).step_by(RED_CHUNK) {
+                    tasks.push(RedTask {
+                        m0,
+                        m1: m0 + 1,
+                        k0,
+                        k1: (k0 + RED_CHUNK).min(k),
+                    });
+                }
+            }
+        } else {
+            let rows = (RED_CHUNK / k).max(1);
+            for m0 in (0..m).step_by(rows) {
+                tasks.push(RedTask {
+                    m0,
+                    m1: (m0 + rows).min(m),
+                    k0: 0,
+                    k1: k,
+                });
+            }
+        }
+    }
+    let nregs = rb.prog.regs.len();
+    let partials: Vec<Partial> = tasks
+        .par_iter()
+        .map_init(
+            || (Scratch::new(nregs), Vec::with_capacity(nregs)),
+            |(scratch, states), t| -> Result<Partial> {
+                let mut part = new_partial(rb, t.m1 - t.m0)?;
+                if columns {
+                    let len = t.m1 - t.m0;
+                    for kk in t.k0..t.k1 {
+                        let q0 = kk * m + t.m0;
+                        eval_block(&pr, env, q0, len, scratch, states)?;
+                        for (j, r) in rb.reds.iter().enumerate() {
+                            accumulate_columns(
+                                r.kind,
+                                &mut part[j],
+                                &states[r.reg],
+                                &scratch.cols[r.reg],
+                                0,
+                                len,
+                            )?;
+                        }
+                    }
+                } else {
+                    let (q_start, q_end) = if t.m1 - t.m0 == 1 {
+                        (t.m0 * k + t.k0, t.m0 * k + t.k1)
+                    } else {
+                        (t.m0 * k, t.m1 * k)
+                    };
+                    let mut q = q_start;
+                    while q < q_end {
+                        let len = BLOCK.min(q_end - q);
+                        eval_block(&pr, env, q, len, scratch, states)?;
+                        for (j, r) in rb.reds.iter().enumerate() {
+                            accumulate_rows(
+                                r.kind,
+                                &mut part[j],
+                                &states[r.reg],
+                                &scratch.cols[r.reg],
+                                q,
+                                len,
+                                k,
+                                t.m0,
+                            )?;
+                        }
+                        q += len;
+                    }
+                }
+                Ok(part)
+            },
+        )
+        .collect::<Result<Vec<_>>>()?;
+    // results (accumulator dtype), combining the partials of each m range pairwise
+    let mut results: Vec<Column> = new_partial(rb, m)?;
+    let mut i = 0;
+    while i < tasks.len() {
+        let mut j = i;
+        while j < tasks.len() && tasks[j].m0 == tasks[i].m0 {
+            j += 1;
+        }
+        let group: Vec<Partial> = partials[i..j].to_vec();
+        if let Some(p) = pairwise(rb, group)? {
+            for ((res, part), r) in results.iter_mut().zip(p).zip(&rb.reds) {
+                with_elem!(r.acc, T => {
+                    let dst = T::col_mut(res).ok_or_else(|| internal("result dtype"))?;
+                    let src = T::slice(&part.as_data()).ok_or_else(|| internal("result dtype"))?;
+                    dst[tasks[i].m0..tasks[i].m0 + src.len()].copy_from_slice(src);
+                }, else return Err(internal("complex result")));
+            }
+        }
+        i = j;
+    }
+    // finalize: mean division and the result dtype
+    results
+        .into_iter()
+        .zip(&rb.reds)
+        .map(|(c, r)| finalize(c, r.kind, r.out, k))
+        .collect()
+}
+
+fn finalize(c: Column, kind: ReduceKind, out: DType, k: usize) -> Result<Column> {
+    with_elem!(c.dtype(), A => {
+        let src = col_slice::<A>(&c)?;
+        with_elem!(out, D => {
+            let v: Vec<D> = match kind {
+                ReduceKind::Mean { ddof } => {
+                    let div = k as f64 - ddof as f64;
+                    src.iter().map(|x| D::from_f64(x.to_f64() / div)).collect()
+                }
+                _ => src.iter().map(|&x| D::cast_from::<A>(x)).collect(),
+            };
+            Ok(D::new_col(v))
+        }, else Err(internal("complex result")))
+    }, else Err(internal("complex result")))
+}
+
+fn col_slice<A: Elem>(c: &Column) -> Result<&[A]> {
+    A::slice(&c.as_data()).ok_or_else(|| internal("column dtype"))
+}
+
+fn check_arrays(plan: &Plan, inputs: &[ArrayRef<'_>], outputs: &[ArrayMut<'_>]) -> Result<()> {
+    let bad = |what: String, expected: String, got: String| {
+        Err(FusionError::Arguments {
+            what,
+            expected,
+            got,
+        })
+    };
+    if inputs.len() != plan.inputs.len() {
+        return bad(
+            "execute_cpu: inputs".into(),
+            format!("{}", plan.inputs.len()),
+            format!("{}", inputs.len()),
+        );
+    }
+    if outputs.len() != plan.outputs.len() {
+        return bad(
+            "execute_cpu: outputs".into(),
+            format!("{}", plan.outputs.len()),
+            format!("{}", outputs.len()),
+        );
+    }
+    for (i, (a, t)) in inputs.iter().zip(&plan.inputs).enumerate() {
+        if a.shape != t.shape.as_slice() || a.data.dtype() != t.dtype || a.data.len() != t.size() {
+            return bad(
+                format!("execute_cpu: input {i}"),
+                format!("{}{:?}", t.dtype, t.shape),
+                format!(
+                    "{}{:?} with {} elements",
+                    a.data.dtype(),
+                    a.shape,
+                    a.data.len()
+                ),
+            );
+        }
+    }
+    for (i, (a, t)) in outputs.iter().zip(&plan.outputs).enumerate() {
+        if a.shape != t.shape.as_slice() || a.data.dtype() != t.dtype || a.data.len() != t.size() {
+            return bad(
+                format!("execute_cpu: output {i}"),
+                format!("{}{:?}", t.dtype, t.shape),
+                format!(
+                    "{}{:?} with {} elements",
+                    a.data.dtype(),
+                    a.shape,
+                    a.data.len()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs a plan on host arrays: `inputs` in argument order, `scalars` (converted to their
+/// declared dtypes), `outputs` preallocated with the plan's output shapes and dtypes.
+pub fn execute_cpu(
+    plan: &Plan,
+    inputs: &[ArrayRef<'_>],
+    scalars: &[ScalarValue],
+    outputs: &mut [ArrayMut<'_>],
+) -> Result<()> {
+    check_arrays(plan, inputs, outputs)?;
+    if scalars.len() != plan.scalars.len() {
+        return Err(FusionError::Arguments {
+            what: "execute_cpu: scalars".into(),
+            expected: format!("{}", plan.scalars.len()),
+            got: format!("{}", scalars.len()),
+        });
+    }
+    let svs: Vec<Sv> = scalars
+        .iter()
+        .zip(&plan.scalars)
+        .enumerate()
+        .map(|(i, (v, (d, _)))| {
+            v.to_sv(*d).ok_or_else(|| FusionError::Arguments {
+                what: format!("execute_cpu: scalar {i}"),
+                expected: d.to_string(),
+                got: format!("{v:?}"),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let mut workspace: Vec<Option<Column>> = vec![None; plan.buffers.len()];
+    for kernel in &plan.kernels {
+        // buffers this kernel writes, taken out of the workspace while it runs
+        let stores = match &kernel.body {
+            Body::Elementwise { stores, .. } => stores,
+            Body::Reduction(rb) => &rb.stores,
+        };
+        let mut written: Vec<(usize, Column)> = Vec::new();
+        for s in stores {
+            if let PlanOperand::Buffer(b) = s.dst {
+                let spec = &plan.buffers[b];
+                let col = with_elem!(spec.dtype, T => T::new_col(vec![T::default(); spec.elements]),
+                    else return Err(internal("complex buffer")));
+                written.push((b, col));
+            }
+        }
+        let writes_output = |i: usize| {
+            stores
+                .iter()
+                .any(|s| matches!(s.dst, PlanOperand::Output(o) if o == i))
+        };
+        let mut out_ro: Vec<Option<Data<'_>>> = Vec::with_capacity(outputs.len());
+        let mut out_rw: Vec<(usize, DataMut<'_>)> = Vec::new();
+        for (i, o) in outputs.iter_mut().enumerate() {
+            if writes_output(i) {
+                out_ro.push(None);
+                out_rw.push((i, o.data.reborrow()));
+            } else {
+                out_ro.push(Some(o.data.as_data()));
+            }
+        }
+        let env = Env {
+            inputs: inputs.iter().map(|a| a.data).collect(),
+            outputs: out_ro,
+            buffers: workspace
+                .iter()
+                .map(|c| c.as_ref().map(|c| c.as_data()))
+                .collect(),
+            reduced: Vec::new(),
+            scalars: &svs,
+        };
+        match &kernel.body {
+            Body::Elementwise {
+                space,
+                prog,
+                stores,
+            } => {
+                let pr = Prepared::new(prog, &space.dims, None);
+                let targets = take_targets(stores, &mut written, out_rw)?;
+                run_elementwise(&pr, &env, targets)?;
+            }
+            Body::Reduction(rb) => {
+                let results = run_reduction(rb, &env)?;
+                let env = Env {
+                    reduced: results.iter().map(|c| c.as_data()).collect(),
+                    ..env
+                };
+                let pr = Prepared::new(&rb.epi, &rb.epi_space.dims, None);
+                let targets = take_targets(&rb.stores, &mut written, out_rw)?;
+                run_elementwise(&pr, &env, targets)?;
+            }
+        }
+        for (b, col) in written {
+            workspace[b] = Some(col);
+        }
+    }
+    Ok(())
+}
+
+fn column_mut(c: &mut Column) -> DataMut<'_> {
+    macro_rules! arms {
+        ($($v:ident),*) => {
+            match c { $(Column::$v(s) => DataMut::$v(&mut s[..]),)* }
+        };
+    }
+    arms!(Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64)
+}
+
+/// The destinations of a kernel's stores, in store order.
+fn take_targets<'w>(
+    stores: &[crate::plan::Store],
+    written: &'w mut [(usize, Column)],
+    mut rw: Vec<(usize, DataMut<'w>)>,
+) -> Result<Vec<(usize, DataMut<'w>)>> {
+    let mut t = Vec::new();
+    let mut wi = written.iter_mut();
+    for s in stores {
+        match s.dst {
+            PlanOperand::Output(i) => {
+                let pos = rw
+                    .iter()
+                    .position(|(o, _)| *o == i)
+                    .ok_or_else(|| internal("output written twice"))?;
+                let (_, d) = rw.swap_remove(pos);
+                t.push((s.reg, d));
+            }
+            PlanOperand::Buffer(_) => {
+                let (_, col) = wi.next().ok_or_else(|| internal("buffer"))?;
+                t.push((s.reg, column_mut(col)));
+            }
+            _ => return Err(internal("store destination")),
+        }
+    }
+    Ok(t)
+}

@@ -1,0 +1,494 @@
+//! The traced graph: symbolic values (inputs with dtype and ndim, scalar parameters), typed
+//! elementwise ops from the op table, casts and reductions. The builder type-checks every call
+//! with NumPy 2 rules, inserts the casts the op loops need, and hash-conses nodes (common
+//! subexpression elimination); `finish` removes dead nodes.
+
+use crate::error::{FusionError, Result};
+use crate::ops::Op;
+use crate::promote::{result_is_weak, ArgType};
+use cunumpy_core::dtype::{DType, DTypeKind};
+use std::collections::HashMap;
+use std::fmt;
+
+/// A symbolic value of the graph being built (an index into its nodes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value(pub u32);
+
+impl Value {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    Sum,
+    Prod,
+    Min,
+    Max,
+    Any,
+    All,
+    /// `sum / (count - ddof)`: `mean` is `ddof = 0`; `var` builds on it.
+    Mean {
+        ddof: u32,
+    },
+}
+
+impl ReduceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceKind::Sum => "sum",
+            ReduceKind::Prod => "prod",
+            ReduceKind::Min => "min",
+            ReduceKind::Max => "max",
+            ReduceKind::Any => "any",
+            ReduceKind::All => "all",
+            ReduceKind::Mean { .. } => "mean",
+        }
+    }
+
+    /// Parses `"sum"`, `"prod"`, `"min"`/`"amin"`, `"max"`/`"amax"`, `"any"`, `"all"`,
+    /// `"mean"`.
+    pub fn from_name(name: &str) -> Option<ReduceKind> {
+        Some(match name {
+            "sum" => ReduceKind::Sum,
+            "prod" => ReduceKind::Prod,
+            "min" | "amin" => ReduceKind::Min,
+            "max" | "amax" => ReduceKind::Max,
+            "any" => ReduceKind::Any,
+            "all" => ReduceKind::All,
+            "mean" => ReduceKind::Mean { ddof: 0 },
+            _ => return None,
+        })
+    }
+
+    /// (accumulator dtype, result dtype) for an argument dtype, as NumPy types the reduction
+    /// (`sum` of small integers accumulates in int64/uint64; float32 sums accumulate in
+    /// float64 and round to float32 at the end).
+    pub fn types(self, arg: DType) -> (DType, DType) {
+        let wide_int = |d: DType| match d.kind() {
+            DTypeKind::Bool | DTypeKind::Signed => DType::Int64,
+            DTypeKind::Unsigned => DType::UInt64,
+            _ => d,
+        };
+        match self {
+            ReduceKind::Sum | ReduceKind::Prod => match arg.kind() {
+                DTypeKind::Float => (DType::Float64, arg),
+                _ => (wide_int(arg), wide_int(arg)),
+            },
+            ReduceKind::Min | ReduceKind::Max => (arg, arg),
+            ReduceKind::Any | ReduceKind::All => (DType::Bool, DType::Bool),
+            ReduceKind::Mean { .. } => match arg.kind() {
+                DTypeKind::Float => (DType::Float64, arg),
+                _ => (DType::Float64, DType::Float64),
+            },
+        }
+    }
+}
+
+/// Which axes a reduction runs over (NumPy's `axis=`: `None`, an int or a tuple; negative
+/// values count from the end).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Axis {
+    All,
+    One(isize),
+    Many(Vec<isize>),
+}
+
+/// What a node is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// The `index`-th array argument.
+    Input { index: usize },
+    /// The `index`-th scalar parameter (a kernel parameter: new values never recompile).
+    Scalar { index: usize },
+    /// An op of the table; the arguments already have the op's loop dtypes.
+    Op { op: Op, args: Vec<Value> },
+    /// `astype` (and the casts the builder inserts).
+    Cast { arg: Value },
+    /// A reduction over sorted, distinct `axes` of the argument.
+    Reduce {
+        kind: ReduceKind,
+        arg: Value,
+        axes: Vec<usize>,
+        keepdims: bool,
+    },
+}
+
+/// One node: what it is, its dtype, its number of dimensions and whether it is weak (a Python
+/// scalar or an operator result on Python scalars alone).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub kind: NodeKind,
+    pub dtype: DType,
+    pub ndim: usize,
+    pub weak: bool,
+}
+
+/// Declared array argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InputDecl {
+    pub dtype: DType,
+    pub ndim: usize,
+}
+
+/// Declared scalar parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ScalarDecl {
+    /// The C type the value is passed as: bool / int64 / float64 for Python scalars.
+    pub dtype: DType,
+    pub weak: bool,
+}
+
+/// A finished graph: nodes in topological order, inputs, scalars and outputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub inputs: Vec<InputDecl>,
+    pub scalars: Vec<ScalarDecl>,
+    pub outputs: Vec<Value>,
+}
+
+impl Graph {
+    pub fn node(&self, v: Value) -> &Node {
+        &self.nodes[v.index()]
+    }
+}
+
+/// Builds a [`Graph`]; the tracer calls it once per operation on symbolic values.
+#[derive(Default, Debug)]
+pub struct GraphBuilder {
+    nodes: Vec<Node>,
+    inputs: Vec<InputDecl>,
+    scalars: Vec<ScalarDecl>,
+    outputs: Vec<Value>,
+    memo: HashMap<Node, Value>,
+}
+
+fn unsupported_dtype(what: &str, d: DType) -> Result<()> {
+    if d.kind() == DTypeKind::Complex {
+        return Err(FusionError::UnsupportedDType {
+            op: what.to_string(),
+            dtype: d,
+        });
+    }
+    Ok(())
+}
+
+impl GraphBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn push(&mut self, node: Node) -> Value {
+        if let Some(v) = self.memo.get(&node) {
+            return *v;
+        }
+        let v = Value(self.nodes.len() as u32);
+        self.memo.insert(node.clone(), v);
+        self.nodes.push(node);
+        v
+    }
+
+    fn get(&self, v: Value, op: &str) -> Result<&Node> {
+        self.nodes
+            .get(v.index())
+            .ok_or_else(|| FusionError::UnknownValue {
+                op: op.to_string(),
+                value: v.0,
+            })
+    }
+
+    /// The dtype, ndim and weak flag of a value (the tracer exposes them as `.dtype`, `.ndim`).
+    pub fn info(&self, v: Value) -> Result<ValueInfo> {
+        let n = self.get(v, "info")?;
+        Ok(ValueInfo {
+            dtype: n.dtype,
+            ndim: n.ndim,
+            weak: n.weak,
+        })
+    }
+
+    /// Declares the next array argument.
+    pub fn input(&mut self, dtype: DType, ndim: usize) -> Result<Value> {
+        unsupported_dtype("input", dtype)?;
+        let index = self.inputs.len();
+        self.inputs.push(InputDecl { dtype, ndim });
+        Ok(self.push(Node {
+            kind: NodeKind::Input { index },
+            dtype,
+            ndim,
+            weak: false,
+        }))
+    }
+
+    /// Declares the next scalar parameter. A Python `bool`/`int`/`float` is weak, with dtype
+    /// bool/int64/float64; a NumPy scalar is strong, with its own dtype.
+    pub fn scalar(&mut self, dtype: DType, weak: bool) -> Result<Value> {
+        unsupported_dtype("scalar", dtype)?;
+        let index = self.scalars.len();
+        self.scalars.push(ScalarDecl { dtype, weak });
+        Ok(self.push(Node {
+            kind: NodeKind::Scalar { index },
+            dtype,
+            ndim: 0,
+            weak,
+        }))
+    }
+
+    /// Converts a value (`astype`); a weak value becomes strong.
+    pub fn astype(&mut self, v: Value, dtype: DType) -> Result<Value> {
+        unsupported_dtype("astype", dtype)?;
+        let n = self.get(v, "astype")?.clone();
+        if n.dtype == dtype && !n.weak {
+            return Ok(v);
+        }
+        Ok(self.push(Node {
+            kind: NodeKind::Cast { arg: v },
+            dtype,
+            ndim: n.ndim,
+            weak: false,
+        }))
+    }
+
+    /// Casts to a loop dtype, keeping weakness (an internal conversion, not `astype`).
+    fn cast_for_loop(&mut self, v: Value, dtype: DType) -> Value {
+        let n = &self.nodes[v.index()];
+        if n.dtype == dtype {
+            return v;
+        }
+        let (ndim, weak) = (n.ndim, n.weak);
+        self.push(Node {
+            kind: NodeKind::Cast { arg: v },
+            dtype,
+            ndim,
+            weak,
+        })
+    }
+
+    /// Applies an op of the table, by its NumPy name (`"add"`, `"arctan2"`, `"where"`, ...).
+    pub fn op_by_name(&mut self, name: &str, args: &[Value]) -> Result<Value> {
+        let op = Op::from_name(name).ok_or_else(|| FusionError::UnknownOp {
+            op: name.to_string(),
+        })?;
+        self.op(op, args)
+    }
+
+    /// Applies an op of the table with NumPy 2 typing and broadcasting of ndims.
+    pub fn op(&mut self, op: Op, args: &[Value]) -> Result<Value> {
+        let def = op.def();
+        let mut types = Vec::with_capacity(args.len());
+        let mut ndim = 0;
+        for &a in args {
+            let n = self.get(a, def.name)?;
+            types.push(ArgType {
+                dtype: n.dtype,
+                weak: n.weak,
+            });
+            ndim = ndim.max(n.ndim);
+        }
+        let (loop_types, out) = op.signature(&types).map_err(|reason| FusionError::Type {
+            op: def.name.to_string(),
+            types: types.iter().map(|t| t.dtype).collect(),
+            reason,
+        })?;
+        let weak = result_is_weak(def.operator, &types);
+        let cast: Vec<Value> = args
+            .iter()
+            .zip(&loop_types)
+            .map(|(&a, &t)| self.cast_for_loop(a, t))
+            .collect();
+        Ok(self.push(Node {
+            kind: NodeKind::Op { op, args: cast },
+            dtype: out,
+            ndim,
+            weak,
+        }))
+    }
+
+    fn normalize_axes(&self, what: &str, ndim: usize, axis: &Axis) -> Result<Vec<usize>> {
+        let raw: Vec<isize> = match axis {
+            Axis::All => return Ok((0..ndim).collect()),
+            Axis::One(a) => vec![*a],
+            Axis::Many(v) => v.clone(),
+        };
+        let mut out = Vec::with_capacity(raw.len());
+        for a in raw {
+            let n = ndim as isize;
+            let norm = if a < 0 { a + n } else { a };
+            if norm < 0 || norm >= n {
+                return Err(FusionError::Axis {
+                    op: what.to_string(),
+                    axis: a,
+                    ndim,
+                });
+            }
+            let norm = norm as usize;
+            if out.contains(&norm) {
+                return Err(FusionError::DuplicateAxis {
+                    op: what.to_string(),
+                    axis: a,
+                });
+            }
+            out.push(norm);
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// A reduction (`sum`, `prod`, `min`, `max`, `any`, `all`, `mean`) over `axis`.
+    pub fn reduce(
+        &mut self,
+        kind: ReduceKind,
+        v: Value,
+        axis: &Axis,
+        keepdims: bool,
+    ) -> Result<Value> {
+        let n = self.get(v, kind.name())?.clone();
+        let axes = self.normalize_axes(kind.name(), n.ndim, axis)?;
+        let (_, out) = kind.types(n.dtype);
+        let ndim = if keepdims {
+            n.ndim
+        } else {
+            n.ndim - axes.len()
+        };
+        Ok(self.push(Node {
+            kind: NodeKind::Reduce {
+                kind,
+                arg: v,
+                axes,
+                keepdims,
+            },
+            dtype: out,
+            ndim,
+            weak: false,
+        }))
+    }
+
+    /// `var(v, axis, ddof, keepdims)`, NumPy's two-pass definition:
+    /// `mean(square(v - mean(v, axis, keepdims=True)), axis, keepdims) * n / (n - ddof)`.
+    pub fn var(&mut self, v: Value, axis: &Axis, ddof: u32, keepdims: bool) -> Result<Value> {
+        self.get(v, "var")?;
+        let m = self.reduce(ReduceKind::Mean { ddof: 0 }, v, axis, true)?;
+        let d = self.op(Op::Sub, &[v, m])?;
+        let sq = self.op(Op::Mul, &[d, d])?;
+        self.reduce(ReduceKind::Mean { ddof }, sq, axis, keepdims)
+    }
+
+    /// `std(v, axis, ddof, keepdims)` = `sqrt(var(...))`.
+    pub fn std(&mut self, v: Value, axis: &Axis, ddof: u32, keepdims: bool) -> Result<Value> {
+        let var = self.var(v, axis, ddof, keepdims)?;
+        self.op(Op::Sqrt, &[var])
+    }
+
+    /// Marks a value as the next output; returns its output index.
+    pub fn output(&mut self, v: Value) -> Result<usize> {
+        self.get(v, "output")?;
+        self.outputs.push(v);
+        Ok(self.outputs.len() - 1)
+    }
+
+    /// Finishes the graph: removes nodes no output depends on (dead code) and renumbers.
+    pub fn finish(self) -> Result<Graph> {
+        if self.outputs.is_empty() {
+            return Err(FusionError::NoOutputs);
+        }
+        let mut live = vec![false; self.nodes.len()];
+        for o in &self.outputs {
+            live[o.index()] = true;
+        }
+        for i in (0..self.nodes.len()).rev() {
+            if !live[i] {
+                continue;
+            }
+            for a in node_args(&self.nodes[i].kind) {
+                live[a.index()] = true;
+            }
+        }
+        let mut remap = vec![Value(u32::MAX); self.nodes.len()];
+        let mut nodes = Vec::new();
+        for (i, mut n) in self.nodes.into_iter().enumerate() {
+            if !live[i] {
+                continue;
+            }
+            match &mut n.kind {
+                NodeKind::Op { args, .. } => {
+                    for a in args.iter_mut() {
+                        *a = remap[a.index()];
+                    }
+                }
+                NodeKind::Cast { arg } | NodeKind::Reduce { arg, .. } => {
+                    *arg = remap[arg.index()];
+                }
+                NodeKind::Input { .. } | NodeKind::Scalar { .. } => {}
+            }
+            remap[i] = Value(nodes.len() as u32);
+            nodes.push(n);
+        }
+        Ok(Graph {
+            nodes,
+            inputs: self.inputs,
+            scalars: self.scalars,
+            outputs: self.outputs.iter().map(|o| remap[o.index()]).collect(),
+        })
+    }
+}
+
+/// The arguments of a node.
+pub fn node_args(k: &NodeKind) -> Vec<Value> {
+    match k {
+        NodeKind::Op { args, .. } => args.clone(),
+        NodeKind::Cast { arg } | NodeKind::Reduce { arg, .. } => vec![*arg],
+        NodeKind::Input { .. } | NodeKind::Scalar { .. } => vec![],
+    }
+}
+
+/// What the tracer needs to know about a symbolic value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueInfo {
+    pub dtype: DType,
+    pub ndim: usize,
+    pub weak: bool,
+}
+
+impl fmt::Display for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, n) in self.nodes.iter().enumerate() {
+            let what = match &n.kind {
+                NodeKind::Input { index } => format!("input {index}"),
+                NodeKind::Scalar { index } => format!("scalar {index}"),
+                NodeKind::Op { op, args } => format!(
+                    "{}({})",
+                    op.name(),
+                    args.iter()
+                        .map(|a| format!("%{}", a.0))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                NodeKind::Cast { arg } => format!("astype(%{}, {})", arg.0, n.dtype),
+                NodeKind::Reduce {
+                    kind,
+                    arg,
+                    axes,
+                    keepdims,
+                } => format!(
+                    "{}(%{}, axes={:?}, keepdims={})",
+                    kind.name(),
+                    arg.0,
+                    axes,
+                    keepdims
+                ),
+            };
+            writeln!(
+                f,
+                "%{i} = {what} : {}[{}d]{}",
+                n.dtype,
+                n.ndim,
+                if n.weak { " weak" } else { "" }
+            )?;
+        }
+        let outs: Vec<String> = self.outputs.iter().map(|o| format!("%{}", o.0)).collect();
+        writeln!(f, "outputs: {}", outs.join(", "))
+    }
+}

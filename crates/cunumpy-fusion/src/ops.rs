@@ -1,0 +1,910 @@
+//! THE op table. Every elementwise operation is defined once here: its name, arity, dtype rule,
+//! CUDA C expression template and CPU kernel. The graph builder (type checking), the planner,
+//! the CUDA code generator and the CPU executor all read this table and nothing else.
+
+use crate::elem::{map1, map2, map3, BitElem, Elem, FloatElem, Operand};
+use crate::promote::{float_for, promote, ArgType};
+use cunumpy_core::dtype::{DType, DTypeKind};
+
+/// An elementwise operation (the index of its row in [`OPS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Op {
+    Add,
+    Sub,
+    Mul,
+    TrueDiv,
+    FloorDiv,
+    Mod,
+    Pow,
+    Neg,
+    Pos,
+    Abs,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogicalAnd,
+    LogicalOr,
+    LogicalXor,
+    LogicalNot,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Invert,
+    LeftShift,
+    RightShift,
+    Exp,
+    Log,
+    Log2,
+    Log10,
+    Expm1,
+    Log1p,
+    Sqrt,
+    Sin,
+    Cos,
+    Tan,
+    Arcsin,
+    Arccos,
+    Arctan,
+    Arctan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Floor,
+    Ceil,
+    Trunc,
+    Rint,
+    Sign,
+    Square,
+    Reciprocal,
+    Minimum,
+    Maximum,
+    Clip,
+    Where,
+    IsNan,
+    IsInf,
+    IsFinite,
+}
+
+/// How an operation types its arguments: given the argument dtypes (and weak flags), the
+/// dtypes the loop runs on (arguments are cast to these) and the result dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// Promote all arguments; bool stays bool (add = or, multiply = and, min/max).
+    Arith,
+    /// Promote; bool is an error (subtract, negative, positive, sign).
+    ArithNoBool,
+    /// Promote; bool computes in int8 (floor_divide, remainder, power, square, reciprocal).
+    ArithBoolAsInt8,
+    /// Promote; integers and bool compute in float64 (true_divide).
+    TrueDiv,
+    /// Promote the arguments, result bool.
+    Compare,
+    /// Arguments converted to bool, result bool.
+    Logical,
+    /// Integers and bool only; promote.
+    Bitwise,
+    /// Integers only (bool computes in int8); promote.
+    Shift,
+    /// The float type of the promoted arguments (integers to float64, small ones to float32).
+    FloatMath,
+    /// Keep the dtype (integers included): abs, floor, ceil, trunc.
+    Keep,
+    /// Any argument dtype, result bool (isnan, isinf, isfinite).
+    Predicate,
+    /// `where(cond, x, y)`: cond to bool, x and y promoted.
+    Where,
+    /// `clip(x, lo, hi)`: all three promoted.
+    Clip,
+}
+
+pub(crate) type K1<T, U> = fn(Operand<'_, T>, &mut [U]);
+pub(crate) type K2<T, U> = fn(Operand<'_, T>, Operand<'_, T>, &mut [U]);
+pub(crate) type K3<C, T> = fn(Operand<'_, C>, Operand<'_, T>, Operand<'_, T>, &mut [T]);
+
+macro_rules! kernel_sets {
+    ($( $name:ident [$sig:ident] { $($f:ident : $t:ty),* } )*) => {
+        $(
+            #[derive(Clone, Copy)]
+            pub(crate) struct $name { $(pub(crate) $f: $sig<$t>,)* }
+        )*
+    };
+}
+
+// Signatures per class: K1<T, U> / K2<T, U> with U = T or bool.
+pub(crate) type Same1<T> = K1<T, T>;
+pub(crate) type Same2<T> = K2<T, T>;
+pub(crate) type Pred<T> = K1<T, bool>;
+pub(crate) type Cmp<T> = K2<T, bool>;
+pub(crate) type Sel<T> = K3<bool, T>;
+pub(crate) type Tern<T> = K3<T, T>;
+
+kernel_sets! {
+    All1 [Same1] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64, f32: f32, f64: f64 }
+    All2 [Same2] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64, f32: f32, f64: f64 }
+    Cmp2 [Cmp] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64, f32: f32, f64: f64 }
+    Pred1 [Pred] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64, f32: f32, f64: f64 }
+    Sel3 [Sel] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64, f32: f32, f64: f64 }
+    All3 [Tern] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64, f32: f32, f64: f64 }
+    Bits1 [Same1] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64 }
+    Bits2 [Same2] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64 }
+    Float1 [Same1] { f32: f32, f64: f64 }
+    Float2 [Same2] { f32: f32, f64: f64 }
+}
+
+/// The CPU kernel of an op: slice-level loops, one per element type it supports (each one a
+/// monomorphised copy of the op's scalar function).
+#[derive(Clone, Copy)]
+pub(crate) enum CpuKernel {
+    All1(All1),
+    All2(All2),
+    Cmp2(Cmp2),
+    Pred1(Pred1),
+    Where(Sel3),
+    All3(All3),
+    Bits1(Bits1),
+    Bits2(Bits2),
+    Float1(Float1),
+    Float2(Float2),
+}
+
+macro_rules! each_type {
+    ($ctor:ident, $set:ident, $helper:ident, $f:expr, [$($field:ident),*]) => {
+        CpuKernel::$ctor($set { $($field: |a, o| $helper(a, o, $f),)* })
+    };
+}
+macro_rules! each_type2 {
+    ($ctor:ident, $set:ident, $f:expr, [$($field:ident),*]) => {
+        CpuKernel::$ctor($set { $($field: |a, b, o| map2(a, b, o, $f),)* })
+    };
+}
+macro_rules! each_type3 {
+    ($ctor:ident, $set:ident, $f:expr, [$($field:ident),*]) => {
+        CpuKernel::$ctor($set { $($field: |a, b, c, o| map3(a, b, c, o, $f),)* })
+    };
+}
+macro_rules! all1 {
+    ($f:expr) => {
+        each_type!(
+            All1,
+            All1,
+            map1,
+            $f,
+            [b, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64]
+        )
+    };
+}
+macro_rules! pred1 {
+    ($f:expr) => {
+        each_type!(
+            Pred1,
+            Pred1,
+            map1,
+            $f,
+            [b, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64]
+        )
+    };
+}
+macro_rules! bits1 {
+    ($f:expr) => {
+        each_type!(
+            Bits1,
+            Bits1,
+            map1,
+            $f,
+            [b, i8, u8, i16, u16, i32, u32, i64, u64]
+        )
+    };
+}
+macro_rules! float1 {
+    ($f:expr) => {
+        each_type!(Float1, Float1, map1, $f, [f32, f64])
+    };
+}
+macro_rules! all2 {
+    ($f:expr) => {
+        each_type2!(
+            All2,
+            All2,
+            $f,
+            [b, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64]
+        )
+    };
+}
+macro_rules! cmp2 {
+    ($f:expr) => {
+        each_type2!(
+            Cmp2,
+            Cmp2,
+            $f,
+            [b, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64]
+        )
+    };
+}
+macro_rules! bits2 {
+    ($f:expr) => {
+        each_type2!(Bits2, Bits2, $f, [b, i8, u8, i16, u16, i32, u32, i64, u64])
+    };
+}
+macro_rules! float2 {
+    ($f:expr) => {
+        each_type2!(Float2, Float2, $f, [f32, f64])
+    };
+}
+macro_rules! sel3 {
+    ($f:expr) => {
+        each_type3!(
+            Where,
+            Sel3,
+            $f,
+            [b, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64]
+        )
+    };
+}
+macro_rules! all3 {
+    ($f:expr) => {
+        each_type3!(
+            All3,
+            All3,
+            $f,
+            [b, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64]
+        )
+    };
+}
+
+/// One row of the op table.
+#[derive(Clone, Copy)]
+pub struct OpDef {
+    pub op: Op,
+    /// The NumPy ufunc name (`"add"`, `"arctan2"`, ...).
+    pub name: &'static str,
+    pub arity: usize,
+    pub rule: Rule,
+    /// Whether the op is a Python operator (`+`, `<`, `~`, ...): on weak Python scalars only,
+    /// its result stays weak, as Python computes it.
+    pub operator: bool,
+    /// CUDA C expression; `{0}`, `{1}`, `{2}` are the (already cast) arguments. Helpers named
+    /// `cn_*` are overloaded for every C type in the source preamble.
+    pub cuda: &'static str,
+    pub(crate) cpu: CpuKernel,
+}
+
+macro_rules! row {
+    ($op:ident, $name:expr, $arity:expr, $rule:ident, $operator:expr, $cuda:expr, $cpu:expr) => {
+        OpDef {
+            op: Op::$op,
+            name: $name,
+            arity: $arity,
+            rule: Rule::$rule,
+            operator: $operator,
+            cuda: $cuda,
+            cpu: $cpu,
+        }
+    };
+}
+
+/// The op table, indexed by `Op as usize`.
+// The comparison rows are instantiated for bool too, where `a < b` is what NumPy means.
+#[allow(clippy::bool_comparison)]
+pub static OPS: [OpDef; 57] = [
+    row!(
+        Add,
+        "add",
+        2,
+        Arith,
+        true,
+        "({0} + {1})",
+        all2!(|a, b| a.add_(b))
+    ),
+    row!(
+        Sub,
+        "subtract",
+        2,
+        ArithNoBool,
+        true,
+        "({0} - {1})",
+        all2!(|a, b| a.sub_(b))
+    ),
+    row!(
+        Mul,
+        "multiply",
+        2,
+        Arith,
+        true,
+        "({0} * {1})",
+        all2!(|a, b| a.mul_(b))
+    ),
+    row!(
+        TrueDiv,
+        "true_divide",
+        2,
+        TrueDiv,
+        true,
+        "({0} / {1})",
+        float2!(|a, b| a.truediv_(b))
+    ),
+    row!(
+        FloorDiv,
+        "floor_divide",
+        2,
+        ArithBoolAsInt8,
+        true,
+        "cn_floordiv({0}, {1})",
+        all2!(|a, b| a.floordiv_(b))
+    ),
+    row!(
+        Mod,
+        "remainder",
+        2,
+        ArithBoolAsInt8,
+        true,
+        "cn_mod({0}, {1})",
+        all2!(|a, b| a.rem_(b))
+    ),
+    row!(
+        Pow,
+        "power",
+        2,
+        ArithBoolAsInt8,
+        true,
+        "cn_pow({0}, {1})",
+        all2!(|a, b| a.pow_(b))
+    ),
+    row!(
+        Neg,
+        "negative",
+        1,
+        ArithNoBool,
+        true,
+        "(-{0})",
+        all1!(|a| a.neg_())
+    ),
+    row!(
+        Pos,
+        "positive",
+        1,
+        ArithNoBool,
+        true,
+        "(+{0})",
+        all1!(|a| a)
+    ),
+    row!(
+        Abs,
+        "absolute",
+        1,
+        Keep,
+        true,
+        "cn_abs({0})",
+        all1!(|a| a.abs_())
+    ),
+    row!(
+        Eq,
+        "equal",
+        2,
+        Compare,
+        true,
+        "({0} == {1})",
+        cmp2!(|a, b| a == b)
+    ),
+    row!(
+        Ne,
+        "not_equal",
+        2,
+        Compare,
+        true,
+        "({0} != {1})",
+        cmp2!(|a, b| a != b)
+    ),
+    row!(
+        Lt,
+        "less",
+        2,
+        Compare,
+        true,
+        "({0} < {1})",
+        cmp2!(|a, b| a < b)
+    ),
+    row!(
+        Le,
+        "less_equal",
+        2,
+        Compare,
+        true,
+        "({0} <= {1})",
+        cmp2!(|a, b| a <= b)
+    ),
+    row!(
+        Gt,
+        "greater",
+        2,
+        Compare,
+        true,
+        "({0} > {1})",
+        cmp2!(|a, b| a > b)
+    ),
+    row!(
+        Ge,
+        "greater_equal",
+        2,
+        Compare,
+        true,
+        "({0} >= {1})",
+        cmp2!(|a, b| a >= b)
+    ),
+    row!(
+        LogicalAnd,
+        "logical_and",
+        2,
+        Logical,
+        false,
+        "({0} && {1})",
+        bits2!(|a, b| a.and_(b))
+    ),
+    row!(
+        LogicalOr,
+        "logical_or",
+        2,
+        Logical,
+        false,
+        "({0} || {1})",
+        bits2!(|a, b| a.or_(b))
+    ),
+    row!(
+        LogicalXor,
+        "logical_xor",
+        2,
+        Logical,
+        false,
+        "({0} != {1})",
+        bits2!(|a, b| a.xor_(b))
+    ),
+    row!(
+        LogicalNot,
+        "logical_not",
+        1,
+        Logical,
+        false,
+        "(!{0})",
+        bits1!(|a| a.not_())
+    ),
+    row!(
+        BitAnd,
+        "bitwise_and",
+        2,
+        Bitwise,
+        true,
+        "({0} & {1})",
+        bits2!(|a, b| a.and_(b))
+    ),
+    row!(
+        BitOr,
+        "bitwise_or",
+        2,
+        Bitwise,
+        true,
+        "({0} | {1})",
+        bits2!(|a, b| a.or_(b))
+    ),
+    row!(
+        BitXor,
+        "bitwise_xor",
+        2,
+        Bitwise,
+        true,
+        "({0} ^ {1})",
+        bits2!(|a, b| a.xor_(b))
+    ),
+    row!(
+        Invert,
+        "invert",
+        1,
+        Bitwise,
+        true,
+        "cn_invert({0})",
+        bits1!(|a| a.not_())
+    ),
+    row!(
+        LeftShift,
+        "left_shift",
+        2,
+        Shift,
+        true,
+        "cn_shl({0}, {1})",
+        bits2!(|a, b| a.shl_(b))
+    ),
+    row!(
+        RightShift,
+        "right_shift",
+        2,
+        Shift,
+        true,
+        "cn_shr({0}, {1})",
+        bits2!(|a, b| a.shr_(b))
+    ),
+    row!(
+        Exp,
+        "exp",
+        1,
+        FloatMath,
+        false,
+        "exp({0})",
+        float1!(|a| a.exp_())
+    ),
+    row!(
+        Log,
+        "log",
+        1,
+        FloatMath,
+        false,
+        "log({0})",
+        float1!(|a| a.ln_())
+    ),
+    row!(
+        Log2,
+        "log2",
+        1,
+        FloatMath,
+        false,
+        "log2({0})",
+        float1!(|a| a.log2_())
+    ),
+    row!(
+        Log10,
+        "log10",
+        1,
+        FloatMath,
+        false,
+        "log10({0})",
+        float1!(|a| a.log10_())
+    ),
+    row!(
+        Expm1,
+        "expm1",
+        1,
+        FloatMath,
+        false,
+        "expm1({0})",
+        float1!(|a| a.expm1_())
+    ),
+    row!(
+        Log1p,
+        "log1p",
+        1,
+        FloatMath,
+        false,
+        "log1p({0})",
+        float1!(|a| a.ln1p_())
+    ),
+    row!(
+        Sqrt,
+        "sqrt",
+        1,
+        FloatMath,
+        false,
+        "sqrt({0})",
+        float1!(|a| a.sqrt_())
+    ),
+    row!(
+        Sin,
+        "sin",
+        1,
+        FloatMath,
+        false,
+        "sin({0})",
+        float1!(|a| a.sin_())
+    ),
+    row!(
+        Cos,
+        "cos",
+        1,
+        FloatMath,
+        false,
+        "cos({0})",
+        float1!(|a| a.cos_())
+    ),
+    row!(
+        Tan,
+        "tan",
+        1,
+        FloatMath,
+        false,
+        "tan({0})",
+        float1!(|a| a.tan_())
+    ),
+    row!(
+        Arcsin,
+        "arcsin",
+        1,
+        FloatMath,
+        false,
+        "asin({0})",
+        float1!(|a| a.asin_())
+    ),
+    row!(
+        Arccos,
+        "arccos",
+        1,
+        FloatMath,
+        false,
+        "acos({0})",
+        float1!(|a| a.acos_())
+    ),
+    row!(
+        Arctan,
+        "arctan",
+        1,
+        FloatMath,
+        false,
+        "atan({0})",
+        float1!(|a| a.atan_())
+    ),
+    row!(
+        Arctan2,
+        "arctan2",
+        2,
+        FloatMath,
+        false,
+        "atan2({0}, {1})",
+        float2!(|a, b| a.atan2_(b))
+    ),
+    row!(
+        Sinh,
+        "sinh",
+        1,
+        FloatMath,
+        false,
+        "sinh({0})",
+        float1!(|a| a.sinh_())
+    ),
+    row!(
+        Cosh,
+        "cosh",
+        1,
+        FloatMath,
+        false,
+        "cosh({0})",
+        float1!(|a| a.cosh_())
+    ),
+    row!(
+        Tanh,
+        "tanh",
+        1,
+        FloatMath,
+        false,
+        "tanh({0})",
+        float1!(|a| a.tanh_())
+    ),
+    row!(
+        Floor,
+        "floor",
+        1,
+        Keep,
+        false,
+        "cn_floor({0})",
+        all1!(|a| a.floor_())
+    ),
+    row!(
+        Ceil,
+        "ceil",
+        1,
+        Keep,
+        false,
+        "cn_ceil({0})",
+        all1!(|a| a.ceil_())
+    ),
+    row!(
+        Trunc,
+        "trunc",
+        1,
+        Keep,
+        false,
+        "cn_trunc({0})",
+        all1!(|a| a.trunc_())
+    ),
+    row!(
+        Rint,
+        "rint",
+        1,
+        FloatMath,
+        false,
+        "rint({0})",
+        float1!(|a| a.rint_())
+    ),
+    row!(
+        Sign,
+        "sign",
+        1,
+        ArithNoBool,
+        false,
+        "cn_sign({0})",
+        all1!(|a| a.sign_())
+    ),
+    row!(
+        Square,
+        "square",
+        1,
+        ArithBoolAsInt8,
+        false,
+        "({0} * {0})",
+        all1!(|a| a.mul_(a))
+    ),
+    row!(
+        Reciprocal,
+        "reciprocal",
+        1,
+        ArithBoolAsInt8,
+        false,
+        "cn_reciprocal({0})",
+        all1!(|a| a.reciprocal_())
+    ),
+    row!(
+        Minimum,
+        "minimum",
+        2,
+        Arith,
+        false,
+        "cn_min({0}, {1})",
+        all2!(|a, b| a.min_(b))
+    ),
+    row!(
+        Maximum,
+        "maximum",
+        2,
+        Arith,
+        false,
+        "cn_max({0}, {1})",
+        all2!(|a, b| a.max_(b))
+    ),
+    row!(
+        Clip,
+        "clip",
+        3,
+        Clip,
+        false,
+        "cn_min(cn_max({0}, {1}), {2})",
+        all3!(|a, lo, hi| a.max_(lo).min_(hi))
+    ),
+    row!(
+        Where,
+        "where",
+        3,
+        Where,
+        false,
+        "({0} ? {1} : {2})",
+        sel3!(|c, x, y| if c { x } else { y })
+    ),
+    row!(
+        IsNan,
+        "isnan",
+        1,
+        Predicate,
+        false,
+        "cn_isnan({0})",
+        pred1!(|a| a.is_nan_())
+    ),
+    row!(
+        IsInf,
+        "isinf",
+        1,
+        Predicate,
+        false,
+        "cn_isinf({0})",
+        pred1!(|a| a.is_inf_())
+    ),
+    row!(
+        IsFinite,
+        "isfinite",
+        1,
+        Predicate,
+        false,
+        "cn_isfinite({0})",
+        pred1!(|a| a.is_finite_())
+    ),
+];
+
+impl Op {
+    /// Every op, in table order.
+    pub fn all() -> impl Iterator<Item = Op> {
+        OPS.iter().map(|d| d.op)
+    }
+
+    /// The op's row of the table.
+    pub fn def(self) -> &'static OpDef {
+        &OPS[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    /// Looks an op up by its NumPy name or a common alias (`"divide"`, `"mod"`, `"abs"`, ...).
+    pub fn from_name(name: &str) -> Option<Op> {
+        let canonical = match name {
+            "divide" => "true_divide",
+            "mod" => "remainder",
+            "abs" => "absolute",
+            "neg" => "negative",
+            "pos" => "positive",
+            "pow" => "power",
+            "bitwise_not" | "bitwise_invert" => "invert",
+            "bitwise_left_shift" => "left_shift",
+            "bitwise_right_shift" => "right_shift",
+            "asin" => "arcsin",
+            "acos" => "arccos",
+            "atan" => "arctan",
+            "atan2" => "arctan2",
+            "eq" => "equal",
+            "ne" => "not_equal",
+            "lt" => "less",
+            "le" => "less_equal",
+            "gt" => "greater",
+            "ge" => "greater_equal",
+            other => other,
+        };
+        OPS.iter().find(|d| d.name == canonical).map(|d| d.op)
+    }
+
+    /// The loop dtypes of the arguments and the result dtype for these argument types, or a
+    /// message saying why NumPy has no loop for them.
+    pub fn signature(self, args: &[ArgType]) -> Result<(Vec<DType>, DType), String> {
+        let d = self.def();
+        if args.len() != d.arity {
+            return Err(format!(
+                "takes {} argument(s), {} given",
+                d.arity,
+                args.len()
+            ));
+        }
+        let all_same = |t: DType| (vec![t; args.len()], t);
+        let common = || promote(args);
+        match d.rule {
+            Rule::Arith => Ok(all_same(common())),
+            Rule::ArithNoBool => {
+                let t = common();
+                if t == DType::Bool {
+                    Err("is not supported for bool (use logical_xor / logical_not)".into())
+                } else {
+                    Ok(all_same(t))
+                }
+            }
+            Rule::ArithBoolAsInt8 => {
+                let t = common();
+                Ok(all_same(if t == DType::Bool { DType::Int8 } else { t }))
+            }
+            Rule::TrueDiv => {
+                let t = common();
+                Ok(all_same(match t.kind() {
+                    DTypeKind::Float => t,
+                    _ => DType::Float64,
+                }))
+            }
+            Rule::Compare => {
+                let t = common();
+                Ok((vec![t; args.len()], DType::Bool))
+            }
+            Rule::Logical => Ok((vec![DType::Bool; args.len()], DType::Bool)),
+            Rule::Bitwise | Rule::Shift => {
+                let t = common();
+                match t.kind() {
+                    DTypeKind::Bool if d.rule == Rule::Shift => Ok(all_same(DType::Int8)),
+                    DTypeKind::Bool | DTypeKind::Signed | DTypeKind::Unsigned => Ok(all_same(t)),
+                    _ => Err(format!("is only defined for integers and bool, not {t}")),
+                }
+            }
+            Rule::FloatMath => Ok(all_same(float_for(common()))),
+            Rule::Keep => Ok(all_same(common())),
+            Rule::Predicate => {
+                let t = common();
+                Ok((vec![t; args.len()], DType::Bool))
+            }
+            Rule::Where => {
+                let t = promote(&args[1..]);
+                Ok((vec![DType::Bool, t, t], t))
+            }
+            Rule::Clip => Ok(all_same(common())),
+        }
+    }
+}
