@@ -67,6 +67,13 @@ def main() -> None:
             cupy.cuda.get_current_stream().ptr  # noqa: B018 - the cost being measured
         return time.perf_counter() - start
 
+    def check_only(count: int) -> float:
+        check = kernel._check_args
+        start = time.perf_counter()
+        for _ in range(count):
+            check(x, 1)
+        return time.perf_counter() - start
+
     for warm in (cunumpy_loop, cupy_loop, floor_loop):
         warm(200)
     results = {}
@@ -80,6 +87,7 @@ def main() -> None:
             value = best_us(loop, opts.launches, opts.repeats)
             results[name] = min(results.get(name, value), value)
     results["stream_lookup_us"] = best_us(stream_lookup, opts.launches, 3)
+    results["argument_check_only_us"] = best_us(check_only, opts.launches, 3)
     out = {
         "benchmark": "launch_overhead",
         "device": xp.backend_info()["device"],

@@ -45,9 +45,8 @@ def cp():
 
 
 def store_kernel(ctype: str) -> CudaKernel:
-    include = (
-        "#include <cuda/std/complex>\nusing cuda::std::complex;\n" if "complex" in ctype else ""
-    )
+    # A minimal complex type with CUDA's layout (the parser maps complex<T> to complex dtypes).
+    include = "template <typename T> struct alignas(2 * sizeof(T)) complex { T re, im; };\n"
     source = include + textwrap.dedent(
         f"""
         extern "C" __global__ void store({ctype}* out, {ctype} value) {{

@@ -84,6 +84,10 @@ pub struct LaunchBuffer {
     pointers: Vec<*mut c_void>,
 }
 
+// SAFETY: the raw pointers point only into `slots`' own heap allocation, which moves with the
+// buffer (moving a Vec does not move its heap data), so the buffer can go to another thread.
+unsafe impl Send for LaunchBuffer {}
+
 impl LaunchBuffer {
     fn write(&mut self, first_slot: usize, bytes: &[u8]) {
         for (k, chunk) in bytes.chunks(16).enumerate() {

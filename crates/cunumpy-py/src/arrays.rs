@@ -69,6 +69,11 @@ fn cupy_ndarray(py: Python<'_>) -> Option<&Bound<'_, PyType>> {
     CUPY_NDARRAY.get(py)?.as_ref().map(|t| t.bind(py))
 }
 
+/// Whether `obj` is exactly a `cupy.ndarray` (not a subclass, not another library's array).
+pub fn is_exact_cupy_array(obj: &Bound<'_, PyAny>) -> bool {
+    cupy_ndarray(obj.py()).is_some_and(|t| obj.get_type().is(t))
+}
+
 /// Whether `obj` is a CuPy array (exact type first: the common case costs one compare).
 pub fn is_cupy_array(obj: &Bound<'_, PyAny>) -> bool {
     match cupy_ndarray(obj.py()) {
@@ -207,20 +212,40 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
     }
 }
 
+/// Python's own scalars. Exact types only: NumPy's float64, complex128 and bool_ subclass or
+/// mimic them but carry a dtype, so they are read as NumPy scalars.
 fn python_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     if obj.is_exact_instance_of::<PyFloat>() {
         return Ok(Some(Scalar::Float(obj.extract()?)));
     }
-    if obj.is_instance_of::<PyBool>() {
-        return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
-    }
-    if obj.is_instance_of::<PyInt>() {
+    if obj.is_exact_instance_of::<PyInt>() {
+        if let Ok(v) = obj.extract::<i64>() {
+            return Ok(Some(Scalar::Int(v as i128)));
+        }
         return match obj.extract::<i128>() {
             Ok(v) => Ok(Some(Scalar::Int(v))),
             Err(_) => Err(PyOverflowError::new_err(format!(
                 "the integer {obj} does not fit any C integer type"
             ))),
         };
+    }
+    if obj.is_exact_instance_of::<PyBool>() {
+        return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
+    }
+    if obj.is_exact_instance_of::<PyComplex>() {
+        let c = obj.cast::<PyComplex>()?;
+        return Ok(Some(Scalar::Complex(c.real(), c.imag())));
+    }
+    Ok(None)
+}
+
+/// Subclasses of Python's scalar types that are not NumPy scalars (read by value).
+fn python_scalar_subclass(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    if obj.is_instance_of::<PyBool>() {
+        return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(obj.extract::<i128>().ok().map(Scalar::Int));
     }
     if obj.is_instance_of::<PyFloat>() {
         return Ok(Some(Scalar::Float(obj.extract()?)));
@@ -244,7 +269,11 @@ pub fn read_object(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<Object> {
     if obj.is_instance(np.generic.bind(py))? {
         let dtype = dtype_of(&obj.getattr(intern!(py, "dtype"))?)?;
         let item = obj.call_method0(intern!(py, "item"))?;
-        return Ok(match (dtype, python_scalar(&item)?) {
+        let value = match python_scalar(&item)? {
+            Some(v) => Some(v),
+            None => python_scalar_subclass(&item)?,
+        };
+        return Ok(match (dtype, value) {
             (Ok(d), Some(s)) => Object::Scalar(s, ScalarSource::NumPy(d)),
             (Err(name), _) => Object::Other(format!("numpy scalar of dtype {name}")),
             (Ok(d), None) => Object::Other(format!("numpy scalar of dtype {d}")),
@@ -252,6 +281,9 @@ pub fn read_object(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<Object> {
     }
     if obj.is_instance(np.ndarray.bind(py))? {
         return Ok(Object::Host(type_name(obj)));
+    }
+    if let Some(s) = python_scalar_subclass(obj)? {
+        return Ok(Object::Scalar(s, ScalarSource::Python));
     }
     if let Ok(iface) = obj.getattr(intern!(py, "__cuda_array_interface__")) {
         return Ok(Object::Device(read_interface(&iface)?));

@@ -57,9 +57,20 @@ enum NThreadsFrom {
     Callable(Arc<Py<PyAny>>),
 }
 
+/// The last call's arguments and packed buffer: when a call passes the very same objects
+/// (CuPy arrays and Python or NumPy scalars, which cannot change what the checks read) on the
+/// same device, the checked buffer is reused. The strong references keep the objects alive,
+/// so their identities cannot be reused by other objects.
+struct LastCall {
+    objects: Vec<Py<PyAny>>,
+    device: i32,
+    buffer: LaunchBuffer,
+}
+
 #[pyclass(subclass, module = "cunumpy._core", name = "KernelLauncher")]
 pub struct KernelLauncher {
     config: OnceLock<Config>,
+    last_call: Mutex<Option<LastCall>>,
     loaded: Mutex<Vec<Arc<Loaded>>>,
     n_threads_from: Mutex<NThreadsFrom>,
     debug: AtomicBool,
@@ -171,10 +182,39 @@ impl KernelLauncher {
     /// The calling thread's device, making the primary context of device 0 current on a
     /// thread that has none.
     fn launch_device(driver: &Driver) -> Result<i32, CudaError> {
-        if driver.current_context()?.is_none() {
-            driver.ensure_context(0)?;
+        thread_local! {
+            // (context handle, its device): asking the driver for the device of an unchanged
+            // context on every launch is wasted work.
+            static KNOWN: std::cell::Cell<(usize, i32)> = const { std::cell::Cell::new((0, 0)) };
         }
-        driver.current_device()
+        let context = match driver.current_context()? {
+            Some(c) => c,
+            None => driver.ensure_context(0)?,
+        };
+        let raw = context.as_raw() as usize;
+        let (known_ctx, known_dev) = KNOWN.with(|k| k.get());
+        if known_ctx == raw && raw != 0 {
+            return Ok(known_dev);
+        }
+        let device = driver.current_device()?;
+        KNOWN.with(|k| k.set((raw, device)));
+        Ok(device)
+    }
+
+    /// Whether this call can reuse (or later be reused as) the last call's packed buffer.
+    fn reusable(config: &Config, args: &[Bound<'_, PyAny>]) -> bool {
+        let has_views = config.plan.as_ref().is_some_and(|plan| {
+            (0..plan.len()).any(|i| {
+                matches!(plan.kind(i), Some(cunumpy_core::signature::ParamKind::View { .. }))
+            })
+        });
+        !has_views
+            && args.iter().all(|a| {
+                a.is_exact_instance_of::<pyo3::types::PyFloat>()
+                    || a.is_exact_instance_of::<pyo3::types::PyInt>()
+                    || a.is_exact_instance_of::<pyo3::types::PyBool>()
+                    || arrays::is_exact_cupy_array(a)
+            })
     }
 
     fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<Loaded>> {
@@ -382,6 +422,7 @@ impl KernelLauncher {
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
         KernelLauncher {
             config: OnceLock::new(),
+            last_call: Mutex::new(None),
             loaded: Mutex::new(Vec::new()),
             n_threads_from: Mutex::new(NThreadsFrom::Auto),
             debug: AtomicBool::new(false),
@@ -480,13 +521,26 @@ impl KernelLauncher {
             Ok(d) => Self::launch_device(d).map_err(|e| errors::cuda_error(py, &config.name, e))?,
             Err(_) => 0,
         };
-        let mut buffer = this.pack(py, config, &flat, device)?;
+        let reusable = Self::reusable(config, &flat);
+        let same_as_last = |last: &Option<LastCall>| {
+            reusable
+                && last.as_ref().is_some_and(|l| {
+                    l.device == device
+                        && l.objects.len() == flat.len()
+                        && l.objects.iter().zip(&flat).all(|(a, b)| a.as_ptr() == b.as_ptr())
+                })
+        };
+        let mut fresh = if same_as_last(&lock(&this.last_call)) {
+            None
+        } else {
+            Some(this.pack(py, config, &flat, device)?)
+        };
         if shape.is_empty() {
             return Ok(());
         }
         let driver = driver.map_err(|e| errors::cuda_error(py, &config.name, e))?;
 
-        // 3. compile once per device, check limits, launch
+        // 3. compile once per device (no lock held: compiles release the GIL), check limits
         let loaded = this.loaded_for(py, device)?;
         launch::validate(&config.name, &shape, shared, &loaded.device_limits, &loaded.kernel_limits)
             .map_err(|e| errors::launch_error(py, e))?;
@@ -501,15 +555,40 @@ impl KernelLauncher {
             Some(s) if !s.is_none() => stream_handle(s)?,
             _ => current_stream(py)?,
         };
-        // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
-        // as the caller asked), lives until the call returns, and cuLaunchKernel copies the
-        // values; the stream handle comes from CuPy or the caller.
-        unsafe {
-            loaded
-                .function
-                .launch(shape.grid, shape.block, shared, stream, buffer.params())
+
+        // 4. launch, with the last call's buffer when the arguments are the same objects
+        let mut last = lock(&this.last_call);
+        if fresh.is_none() && !same_as_last(&last) {
+            drop(last);
+            fresh = Some(this.pack(py, config, &flat, device)?);
+            last = lock(&this.last_call);
         }
-        .map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        let launched = {
+            let buffer = match fresh.as_mut() {
+                Some(b) => b,
+                None => match last.as_mut() {
+                    Some(l) => &mut l.buffer,
+                    None => return Err(PyRuntimeError::new_err("internal: no packed arguments")),
+                },
+            };
+            // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
+            // as the caller asked) and is alive for the call; cuLaunchKernel copies the values.
+            // The stream handle comes from CuPy or the caller.
+            unsafe {
+                loaded
+                    .function
+                    .launch(shape.grid, shape.block, shared, stream, buffer.params())
+            }
+        };
+        if let (Some(buffer), true) = (fresh, reusable) {
+            *last = Some(LastCall {
+                objects: flat.iter().map(|o| o.clone().unbind()).collect(),
+                device,
+                buffer,
+            });
+        }
+        drop(last);
+        launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
         if Ledger::global().is_recording() {
             Self::record_launch(py, &config.name, &shape);
         }
