@@ -42,7 +42,7 @@ demo: develop
 gpu-wheel: $(DEPS)
 	$(BIN)/python -m pip install -q ziglang==0.17.1
 	rm -rf $(GPU_WHEEL_DIR) && mkdir -p $(GPU_WHEEL_DIR)
-	$(BIN)/maturin build --release --zig --compatibility manylinux2014 -q --out $(GPU_WHEEL_DIR)
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin build --release --zig --compatibility manylinux2014 -q --out $(GPU_WHEEL_DIR)
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEEL_DIR) array-api-compat==1.16.0
 
 # Runs the GPU check here (on a machine with a GPU and the wheel built by gpu-wheel).
