@@ -143,7 +143,26 @@ impl Params {
             });
         }
     }
-    fn signature(&self) -> String {
+    /// Puts the parameters in their launch order: arrays read, arrays written (and
+    /// workspace), scalar parameters, then sizes and strides.
+    fn sort(&mut self) {
+        self.list
+            .sort_by_key(|p| match (&p.value, p.ctype.starts_with("const ")) {
+                (
+                    ParamValue::Input(_) | ParamValue::Output(_) | ParamValue::Workspace { .. },
+                    true,
+                ) => 0,
+                (
+                    ParamValue::Input(_) | ParamValue::Output(_) | ParamValue::Workspace { .. },
+                    false,
+                ) => 1,
+                (ParamValue::Scalar(_), _) => 2,
+                (ParamValue::Int(_), _) => 3,
+            });
+    }
+
+    fn signature(&mut self) -> String {
+        self.sort();
         self.list
             .iter()
             .map(|p| {

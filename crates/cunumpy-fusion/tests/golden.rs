@@ -1,0 +1,153 @@
+//! Golden files of generated CUDA C (reviewed as diffs). `UPDATE_GOLDEN=1 cargo test -p
+//! cunumpy-fusion --test golden` rewrites them.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use cunumpy_fusion::*;
+use std::path::PathBuf;
+
+fn check(name: &str, graph: &Graph, shapes: &[Vec<usize>]) {
+    let opts = PlanOptions {
+        name: name.to_string(),
+        ..PlanOptions::default()
+    };
+    let p = plan_with_options(graph, shapes, &opts).unwrap();
+    let mut text = String::new();
+    text.push_str("/* plan:\n");
+    text.push_str(&p.explain());
+    text.push_str("*/\n");
+    // the preamble is shared by every file; keep only the kernels
+    text.push_str(&p.cuda_source()[PREAMBLE.len()..]);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.cu"));
+    if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} missing: run with UPDATE_GOLDEN=1", path.display()));
+    assert_eq!(
+        text, want,
+        "generated CUDA for {name} changed (UPDATE_GOLDEN=1 to accept)"
+    );
+}
+
+#[test]
+fn golden_preamble() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/preamble.cuh");
+    if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
+        std::fs::write(&path, PREAMBLE).unwrap();
+        return;
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), PREAMBLE);
+}
+
+#[test]
+fn golden_elementwise_chain() {
+    // a*b + c*d - k*a
+    let mut g = GraphBuilder::new();
+    let v: Vec<Value> = (0..4)
+        .map(|_| g.input(DType::Float64, 1).unwrap())
+        .collect();
+    let k = g.scalar(DType::Float64, true).unwrap();
+    let ab = g.op(Op::Mul, &[v[0], v[1]]).unwrap();
+    let cd = g.op(Op::Mul, &[v[2], v[3]]).unwrap();
+    let ka = g.op(Op::Mul, &[k, v[0]]).unwrap();
+    let s = g.op(Op::Add, &[ab, cd]).unwrap();
+    let r = g.op(Op::Sub, &[s, ka]).unwrap();
+    g.output(r).unwrap();
+    check("axpy_chain", &g.finish().unwrap(), &vec![vec![1 << 26]; 4]);
+}
+
+#[test]
+fn golden_broadcast_float32_where() {
+    // where(x > 0, x * w[None, :], 0.5) on float32 (2-d) with a row vector
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Float32, 2).unwrap();
+    let w = g.input(DType::Float32, 1).unwrap();
+    let zero = g.scalar(DType::Int64, true).unwrap();
+    let half = g.scalar(DType::Float64, true).unwrap();
+    let pos = g.op(Op::Gt, &[x, zero]).unwrap();
+    let xw = g.op(Op::Mul, &[x, w]).unwrap();
+    let r = g.op(Op::Where, &[pos, xw, half]).unwrap();
+    g.output(r).unwrap();
+    check(
+        "broadcast_where_f32",
+        &g.finish().unwrap(),
+        &[vec![1000, 300], vec![300]],
+    );
+}
+
+#[test]
+fn golden_sum_of_squares() {
+    // sum((a - b) ** 2): one fused split reduction
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 1).unwrap();
+    let b = g.input(DType::Float64, 1).unwrap();
+    let two = g.scalar(DType::Int64, true).unwrap();
+    let d = g.op(Op::Sub, &[a, b]).unwrap();
+    let sq = g.op(Op::Pow, &[d, two]).unwrap();
+    let s = g.reduce(ReduceKind::Sum, sq, &Axis::All, false).unwrap();
+    g.output(s).unwrap();
+    check(
+        "sum_sq_diff",
+        &g.finish().unwrap(),
+        &[vec![1 << 26], vec![1 << 26]],
+    );
+}
+
+#[test]
+fn golden_a_minus_mean() {
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 1).unwrap();
+    let m = g
+        .reduce(ReduceKind::Mean { ddof: 0 }, a, &Axis::All, false)
+        .unwrap();
+    let r = g.op(Op::Sub, &[a, m]).unwrap();
+    g.output(r).unwrap();
+    check("a_minus_mean", &g.finish().unwrap(), &[vec![1 << 26]]);
+}
+
+#[test]
+fn golden_row_and_column_reductions() {
+    // softmax over rows (warp per row) and a column max with keepdims (thread per column)
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Float32, 2).unwrap();
+    let mx = g.reduce(ReduceKind::Max, x, &Axis::One(1), true).unwrap();
+    let d = g.op(Op::Sub, &[x, mx]).unwrap();
+    let e = g.op(Op::Exp, &[d]).unwrap();
+    let s = g.reduce(ReduceKind::Sum, e, &Axis::One(1), true).unwrap();
+    let y = g.op(Op::TrueDiv, &[e, s]).unwrap();
+    g.output(y).unwrap();
+    check(
+        "softmax_rows_f32",
+        &g.finish().unwrap(),
+        &[vec![100_000, 512]],
+    );
+
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Int32, 3).unwrap();
+    let c = g
+        .reduce(ReduceKind::Sum, x, &Axis::Many(vec![0, 2]), false)
+        .unwrap();
+    let m = g
+        .reduce(ReduceKind::Max, x, &Axis::Many(vec![0, 2]), false)
+        .unwrap();
+    let r = g.op(Op::Sub, &[m, c]).unwrap();
+    g.output(r).unwrap();
+    check(
+        "middle_axis_int32",
+        &g.finish().unwrap(),
+        &[vec![64, 100_000, 3]],
+    );
+
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Float64, 2).unwrap();
+    let v = g.std(x, &Axis::One(0), 1, false).unwrap();
+    g.output(v).unwrap();
+    check(
+        "column_std_ddof1",
+        &g.finish().unwrap(),
+        &[vec![1000, 100_000]],
+    );
+}
