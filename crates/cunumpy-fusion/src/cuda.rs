@@ -437,7 +437,11 @@ impl Gen<'_> {
             let _ = writeln!(
                 body,
                 "{inner}acc{j} = {};",
-                combine(r.kind, &format!("acc{j}"), &format!("r{}", r.reg))
+                combine(
+                    r.kind,
+                    &format!("acc{j}"),
+                    &format!("({})r{}", acc_ctype(r.acc), r.reg)
+                )
             );
         }
         pre.push_str(&bases);

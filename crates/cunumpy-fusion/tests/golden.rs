@@ -26,10 +26,20 @@ fn check(name: &str, graph: &Graph, shapes: &[Vec<usize>]) {
     }
     let want = std::fs::read_to_string(&path)
         .unwrap_or_else(|_| panic!("{} missing: run with UPDATE_GOLDEN=1", path.display()));
-    assert_eq!(
-        text, want,
-        "generated CUDA for {name} changed (UPDATE_GOLDEN=1 to accept)"
-    );
+    if text != want {
+        let line = text
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| text.lines().count().min(want.lines().count()));
+        panic!(
+            "generated CUDA for {name} changed at line {}:\n  now:    {}\n  golden: {}\n\
+             (review the diff, then UPDATE_GOLDEN=1 to accept)",
+            line + 1,
+            text.lines().nth(line).unwrap_or("<end>"),
+            want.lines().nth(line).unwrap_or("<end>")
+        );
+    }
 }
 
 #[test]

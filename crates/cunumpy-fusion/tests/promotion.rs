@@ -94,7 +94,8 @@ fn result(op: Op, args: &[(DType, bool)]) -> std::result::Result<(DType, bool), 
 fn op_dtype_rules() {
     let a = |d| (d, false);
     let py = |d| (d, true);
-    let cases: Vec<(Op, Vec<(DType, bool)>, DType)> = vec![
+    type Case = (Op, Vec<(DType, bool)>, DType);
+    let cases: Vec<Case> = vec![
         (Op::TrueDiv, vec![a(Int64), a(Int64)], Float64),
         (Op::TrueDiv, vec![a(Int8), a(Int8)], Float64),
         (Op::TrueDiv, vec![a(Float32), py(Int64)], Float32),

@@ -35,7 +35,7 @@ extern "C" __global__ void a_minus_mean_k0_partial(
         for (int k = p * (int)blockDim.x + (int)threadIdx.x; k < K; k += P * (int)blockDim.x) {
             const int c0 = k;
             const double r0 = in0[c0];
-            acc0 = (acc0 + r0);
+            acc0 = (acc0 + (double)r0);
         }
         for (int o = 16; o > 0; o >>= 1) {
             acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, o));

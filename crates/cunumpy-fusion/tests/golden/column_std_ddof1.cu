@@ -31,7 +31,7 @@ extern "C" __global__ void column_std_ddof1_k0(
         for (int k = 0; k < K; ++k) {
             const int c0 = k;
             const double r0 = in0[b0 + c0 * stin0_0];
-            acc0 = (acc0 + r0);
+            acc0 = (acc0 + (double)r0);
         }
         {
             const double red0 = (double)((double)acc0 / ((double)K - 0.0));
@@ -61,7 +61,7 @@ extern "C" __global__ void column_std_ddof1_k1(
             const double r1 = buf0[b1];
             const double r2 = (r0 - r1);
             const double r3 = (r2 * r2);
-            acc0 = (acc0 + r3);
+            acc0 = (acc0 + (double)r3);
         }
         {
             const double red0 = (double)((double)acc0 / ((double)K - 1.0));

@@ -31,8 +31,8 @@ extern "C" __global__ void middle_axis_int32_k0(
             const int c0 = ctmp;
             const int r0 = in0[b0 + c0 * stin0_0 + c2];
             const long long r1 = (long long)(r0);
-            acc0 = (acc0 + r1);
-            acc1 = cn_max(acc1, r0);
+            acc0 = (acc0 + (long long)r1);
+            acc1 = cn_max(acc1, (int)r0);
         }
         for (int o = 16; o > 0; o >>= 1) {
             acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, o));

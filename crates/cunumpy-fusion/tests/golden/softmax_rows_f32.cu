@@ -39,7 +39,7 @@ extern "C" __global__ void softmax_rows_f32_k0(
         for (int k = lane; k < K; k += 32) {
             const int c1 = k;
             const float r0 = in0[b0 + c1];
-            acc0 = cn_max(acc0, r0);
+            acc0 = cn_max(acc0, (float)r0);
         }
         for (int o = 16; o > 0; o >>= 1) {
             acc0 = cn_max(acc0, __shfl_down_sync(0xffffffffu, acc0, o));
@@ -74,7 +74,7 @@ extern "C" __global__ void softmax_rows_f32_k1(
             const float r2 = (r0 - r1);
             const float r3 = exp(r2);
             const double r4 = (double)(r3);
-            acc0 = (acc0 + r4);
+            acc0 = (acc0 + (double)r4);
         }
         for (int o = 16; o > 0; o >>= 1) {
             acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, o));

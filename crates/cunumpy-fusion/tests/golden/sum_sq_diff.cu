@@ -35,7 +35,7 @@ extern "C" __global__ void sum_sq_diff_k0_partial(
             const long long r3 = s0;
             const double r4 = (double)(r3);
             const double r5 = cn_pow(r2, r4);
-            acc0 = (acc0 + r5);
+            acc0 = (acc0 + (double)r5);
         }
         for (int o = 16; o > 0; o >>= 1) {
             acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, o));

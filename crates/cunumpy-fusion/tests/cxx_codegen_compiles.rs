@@ -1,0 +1,126 @@
+//! Needs a host C++ compiler (`c++`): the generated CUDA C of every op on every dtype it
+//! accepts, and of each reduction strategy, type-checks through a small host shim of the CUDA
+//! built-ins. Skipped (with a message) when no compiler is found, unless
+//! `CUNUMPY_REQUIRE_CXX=1`, which turns the skip into a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use cunumpy_fusion::*;
+use std::process::Command;
+
+const SHIM: &str = r#"
+#include <math.h>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__
+#define __shared__ static
+struct cn_dim3 { unsigned x, y, z; };
+static cn_dim3 threadIdx, blockIdx, blockDim, gridDim;
+template <class T> T __shfl_down_sync(unsigned, T v, int) { return v; }
+static void __syncthreads() {}
+"#;
+
+const ALL: [DType; 11] = [
+    DType::Bool,
+    DType::Int8,
+    DType::UInt8,
+    DType::Int16,
+    DType::UInt16,
+    DType::Int32,
+    DType::UInt32,
+    DType::Int64,
+    DType::UInt64,
+    DType::Float32,
+    DType::Float64,
+];
+
+/// One source per shape (preamble once, then the kernels of every dtype). The shapes reach
+/// every reduction strategy: split (both axes of the first, axis 0 of the second), one thread
+/// per output (axis 0 of the first) and one warp per output (axis 1 of the second).
+fn sources() -> Vec<String> {
+    let shapes = [vec![3, 1 << 20], vec![1 << 20, 3]];
+    let mut out: Vec<String> = shapes.iter().map(|_| PREAMBLE.to_string()).collect();
+    // every op on every dtype, as elementwise kernels, one plan per dtype
+    for &t in &ALL {
+        let mut g = GraphBuilder::new();
+        let x = g.input(t, 2).unwrap();
+        let y = g.input(t, 1).unwrap();
+        let c = g.input(DType::Bool, 1).unwrap();
+        for d in OPS.iter() {
+            let args: Vec<Value> = (0..d.arity)
+                .map(|i| match (d.op, i) {
+                    (Op::Where, 0) => c,
+                    (_, 0) => x,
+                    _ => y,
+                })
+                .collect();
+            if let Ok(r) = g.op(d.op, &args) {
+                g.output(r).unwrap();
+            }
+        }
+        for k in [
+            ReduceKind::Sum,
+            ReduceKind::Prod,
+            ReduceKind::Min,
+            ReduceKind::Max,
+            ReduceKind::Any,
+            ReduceKind::All,
+            ReduceKind::Mean { ddof: 1 },
+        ] {
+            for axis in [Axis::All, Axis::One(0), Axis::One(1)] {
+                let r = g.reduce(k, x, &axis, false).unwrap();
+                g.output(r).unwrap();
+            }
+        }
+        let graph = g.finish().unwrap();
+        let opts = PlanOptions {
+            name: format!("all_{t}"),
+            ..PlanOptions::default()
+        };
+        for (shape, src) in shapes.iter().zip(out.iter_mut()) {
+            let p = plan_with_options(
+                &graph,
+                &[shape.clone(), vec![shape[1]], vec![shape[1]]],
+                &opts,
+            )
+            .unwrap();
+            src.push_str(&p.cuda_source()[PREAMBLE.len()..]);
+        }
+    }
+    out
+}
+
+#[test]
+fn generated_cuda_type_checks_with_host_compiler() {
+    let have = Command::new("c++").arg("--version").output().is_ok();
+    if !have {
+        assert!(
+            std::env::var("CUNUMPY_REQUIRE_CXX").as_deref() != Ok("1"),
+            "no c++ compiler and CUNUMPY_REQUIRE_CXX=1"
+        );
+        eprintln!("SKIPPED: no host C++ compiler (`c++`)");
+        return;
+    }
+    let all = sources().concat();
+    for strategy in ["_partial(", "for (int k = 0; k < K; ++k)", "k += 32)"] {
+        assert!(all.contains(strategy), "no kernel with {strategy}");
+    }
+    let dir = std::env::temp_dir().join(format!("cunumpy-fusion-cxx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, src) in sources().iter().enumerate() {
+        let path = dir.join(format!("k{i}.cpp"));
+        std::fs::write(&path, format!("{SHIM}\n{src}")).unwrap();
+        let out = Command::new("c++")
+            .args(["-std=c++17", "-fsyntax-only", "-Werror=return-type"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}:\n{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
