@@ -67,6 +67,10 @@ pub fn cuda_error(py: Python<'_>, kernel: &str, err: CudaError) -> PyErr {
             "CudaUnavailableError",
             format!("cannot use CUDA for kernel '{kernel}': {err}"),
         ),
-        other => raise(py, "CudaRuntimeError", format!("kernel '{kernel}': {other}")),
+        other => raise(
+            py,
+            "CudaRuntimeError",
+            format!("kernel '{kernel}': {other}"),
+        ),
     }
 }

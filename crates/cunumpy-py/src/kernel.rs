@@ -92,7 +92,13 @@ fn current_stream(py: Python<'_>) -> PyResult<usize> {
     let getter = GET_STREAM.get_or_init(py, || {
         let modules = py.import("sys").ok()?.getattr("modules").ok()?;
         let cupy = modules.get_item("cupy").ok()?;
-        Some(cupy.getattr("cuda").ok()?.getattr("get_current_stream").ok()?.unbind())
+        Some(
+            cupy.getattr("cuda")
+                .ok()?
+                .getattr("get_current_stream")
+                .ok()?
+                .unbind(),
+        )
     });
     match getter {
         Some(get) => get.bind(py).call0()?.getattr(intern!(py, "ptr"))?.extract(),
@@ -156,8 +162,8 @@ fn flatten<'py>(args: &Bound<'py, PyTuple>) -> PyResult<Vec<Bound<'py, PyAny>>> 
 }
 
 fn device_limits(driver: &Driver, device: i32) -> Result<DeviceLimits, CudaError> {
-    static CACHE: Mutex<Vec<(i32, DeviceLimits, (u32, u32))>> = Mutex::new(Vec::new());
-    if let Some((_, l, _)) = lock(&CACHE).iter().find(|(d, _, _)| *d == device) {
+    static CACHE: Mutex<Vec<(i32, DeviceLimits)>> = Mutex::new(Vec::new());
+    if let Some((_, l)) = lock(&CACHE).iter().find(|(d, _)| *d == device) {
         return Ok(*l);
     }
     let info = driver.device_info(device)?;
@@ -168,7 +174,7 @@ fn device_limits(driver: &Driver, device: i32) -> Result<DeviceLimits, CudaError
         shared_per_block: info.shared_mem_per_block,
         shared_per_block_optin: info.shared_mem_per_block_optin,
     };
-    lock(&CACHE).push((device, limits, info.compute_capability));
+    lock(&CACHE).push((device, limits));
     Ok(limits)
 }
 
@@ -205,7 +211,10 @@ impl KernelLauncher {
     fn reusable(config: &Config, args: &[Bound<'_, PyAny>]) -> bool {
         let has_views = config.plan.as_ref().is_some_and(|plan| {
             (0..plan.len()).any(|i| {
-                matches!(plan.kind(i), Some(cunumpy_core::signature::ParamKind::View { .. }))
+                matches!(
+                    plan.kind(i),
+                    Some(cunumpy_core::signature::ParamKind::View { .. })
+                )
             })
         });
         !has_views
@@ -254,16 +263,14 @@ impl KernelLauncher {
             let object = arrays::read_object(obj, full)?;
             let arg = match &object {
                 Object::Scalar(s, src) => Arg::Scalar(*s, *src),
-                Object::Device(info) => {
-                    Arg::DeviceArray(DeviceArray {
-                        ptr: info.ptr,
-                        dtype: info.dtype.as_ref().copied().map_err(String::as_str),
-                        shape: &info.shape,
-                        strides: &info.strides,
-                        c_contiguous: info.c_contiguous,
-                        device: info.device.unwrap_or(device),
-                    })
-                }
+                Object::Device(info) => Arg::DeviceArray(DeviceArray {
+                    ptr: info.ptr,
+                    dtype: info.dtype.as_ref().copied().map_err(String::as_str),
+                    shape: &info.shape,
+                    strides: &info.strides,
+                    c_contiguous: info.c_contiguous,
+                    device: info.device.unwrap_or(device),
+                }),
                 Object::Host(t) => Arg::HostArray { type_name: t },
                 Object::Struct(name, bytes) => Arg::Struct { name, bytes },
                 Object::Other(t) => Arg::Other { type_name: t },
@@ -282,7 +289,10 @@ impl KernelLauncher {
         block_dims: usize,
     ) -> PyResult<Option<Vec<i64>>> {
         let rule = lock(&self.n_threads_from).clone();
-        let first = || args.iter().find_map(|a| arrays::array_shape(a).filter(|s| !s.is_empty()));
+        let first = || {
+            args.iter()
+                .find_map(|a| arrays::array_shape(a).filter(|s| !s.is_empty()))
+        };
         let missing = || {
             errors::raise(
                 py,
@@ -295,7 +305,9 @@ impl KernelLauncher {
         };
         Ok(match rule {
             NThreadsFrom::Disabled => None,
-            NThreadsFrom::Callable(f) => dims(Some(&f.call1(py, (original,))?.into_bound(py)), "n_threads")?,
+            NThreadsFrom::Callable(f) => {
+                dims(Some(&f.call1(py, (original,))?.into_bound(py)), "n_threads")?
+            }
             NThreadsFrom::FirstArray => Some(vec![first().ok_or_else(missing)?[0]]),
             NThreadsFrom::LastAxis => {
                 let shape = first().ok_or_else(missing)?;
@@ -368,7 +380,11 @@ fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<Launch
     Ok(LaunchBuffer::from_raw_values(&values))
 }
 
-fn compile_and_load(config: &Config, device: i32, python_paths: &[PathBuf]) -> Result<Loaded, CudaError> {
+fn compile_and_load(
+    config: &Config,
+    device: i32,
+    python_paths: &[PathBuf],
+) -> Result<Loaded, CudaError> {
     let driver = Driver::get()?;
     driver.ensure_context(device)?;
     let info = driver.device_info(device)?;
@@ -527,7 +543,10 @@ impl KernelLauncher {
                 && last.as_ref().is_some_and(|l| {
                     l.device == device
                         && l.objects.len() == flat.len()
-                        && l.objects.iter().zip(&flat).all(|(a, b)| a.as_ptr() == b.as_ptr())
+                        && l.objects
+                            .iter()
+                            .zip(&flat)
+                            .all(|(a, b)| a.as_ptr() == b.as_ptr())
                 })
         };
         let mut fresh = if same_as_last(&lock(&this.last_call)) {
@@ -542,14 +561,22 @@ impl KernelLauncher {
 
         // 3. compile once per device (no lock held: compiles release the GIL), check limits
         let loaded = this.loaded_for(py, device)?;
-        launch::validate(&config.name, &shape, shared, &loaded.device_limits, &loaded.kernel_limits)
-            .map_err(|e| errors::launch_error(py, e))?;
+        launch::validate(
+            &config.name,
+            &shape,
+            shared,
+            &loaded.device_limits,
+            &loaded.kernel_limits,
+        )
+        .map_err(|e| errors::launch_error(py, e))?;
         if shared > loaded.dynamic_shared_allowed.load(Ordering::Relaxed) {
             loaded
                 .function
                 .set_max_dynamic_shared(shared)
                 .map_err(|e| errors::cuda_error(py, &config.name, e))?;
-            loaded.dynamic_shared_allowed.store(shared, Ordering::Relaxed);
+            loaded
+                .dynamic_shared_allowed
+                .store(shared, Ordering::Relaxed);
         }
         let stream = match stream {
             Some(s) if !s.is_none() => stream_handle(s)?,
@@ -609,7 +636,10 @@ impl KernelLauncher {
         }
         if this.check_finite.load(Ordering::Relaxed) {
             drop(this);
-            slf.call_method1(intern!(py, "_check_finite_outputs"), (PyList::new(py, &flat)?,))?;
+            slf.call_method1(
+                intern!(py, "_check_finite_outputs"),
+                (PyList::new(py, &flat)?,),
+            )?;
         }
         Ok(())
     }
@@ -618,15 +648,14 @@ impl KernelLauncher {
     fn _compile(&self, py: Python<'_>) -> PyResult<bool> {
         let config = self.config()?;
         let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        let device = Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        let device =
+            Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
         Ok(self.loaded_for(py, device)?.from_cache)
     }
 
     /// Drops the current device's compiled kernel.
     fn _forget_compiled(&self) {
-        let device = Driver::get()
-            .ok()
-            .and_then(|d| d.current_device().ok());
+        let device = Driver::get().ok().and_then(|d| d.current_device().ok());
         if let Some(device) = device {
             lock(&self.loaded).retain(|l| l.device != device);
         }
@@ -691,7 +720,8 @@ impl KernelLauncher {
     ) -> PyResult<f64> {
         let config = self.config()?;
         let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        let device = Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        let device =
+            Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
         let flat = flatten(args)?;
         let mut buffer = self.pack(py, config, &flat, device)?;
         let loaded = self.loaded_for(py, device)?;

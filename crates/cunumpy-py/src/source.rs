@@ -40,7 +40,16 @@ fn parse_cuda_signature(
         .params
         .into_iter()
         .map(|p| match p.kind {
-            ParamKind::Scalar(d) => (p.name, d.c_name().to_string(), Some(d.name()), false, None, None, false, p.decl),
+            ParamKind::Scalar(d) => (
+                p.name,
+                d.c_name().to_string(),
+                Some(d.name()),
+                false,
+                None,
+                None,
+                false,
+                p.decl,
+            ),
             ParamKind::Pointer { dtype, .. } => (
                 p.name,
                 dtype.map_or("void", |d| d.c_name()).to_string(),
@@ -51,9 +60,17 @@ fn parse_cuda_signature(
                 false,
                 p.decl,
             ),
-            ParamKind::View { dtype, ndim, contiguous } => (
+            ParamKind::View {
+                dtype,
+                ndim,
+                contiguous,
+            } => (
                 p.name,
-                format!("{}Array{ndim}D<{}>", if contiguous { "C" } else { "" }, dtype.c_name()),
+                format!(
+                    "{}Array{ndim}D<{}>",
+                    if contiguous { "C" } else { "" },
+                    dtype.c_name()
+                ),
                 Some(dtype.name()),
                 false,
                 None,
@@ -61,7 +78,16 @@ fn parse_cuda_signature(
                 contiguous,
                 p.decl,
             ),
-            ParamKind::Struct { name } => (p.name, name.clone(), None, false, Some(name), None, false, p.decl),
+            ParamKind::Struct { name } => (
+                p.name,
+                name.clone(),
+                None,
+                false,
+                Some(name),
+                None,
+                false,
+                p.decl,
+            ),
         })
         .collect();
     Ok((params, sig.expression))
@@ -104,7 +130,10 @@ fn include_hash(paths: Vec<PathBuf>) -> PyResult<String> {
 
 /// What was found of the CUDA driver and NVRTC (loading them if needed), or why not.
 #[pyfunction]
-fn cuda_backend_info<'py>(py: Python<'py>, python_paths: Vec<PathBuf>) -> PyResult<Bound<'py, PyDict>> {
+fn cuda_backend_info<'py>(
+    py: Python<'py>,
+    python_paths: Vec<PathBuf>,
+) -> PyResult<Bound<'py, PyDict>> {
     let info = py.detach(|| cunumpy_cuda::backend_info(&python_paths));
     let out = PyDict::new(py);
     match info.driver {
