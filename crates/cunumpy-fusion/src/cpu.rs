@@ -14,9 +14,9 @@ use cunumpy_core::dtype::{DType, DTypeKind};
 use rayon::prelude::*;
 
 /// Elements evaluated per op call.
-pub const BLOCK: usize = 2048;
+pub const BLOCK: usize = 1024;
 /// Elements per parallel task of an elementwise kernel.
-const TASK: usize = 8 * BLOCK;
+const TASK: usize = 16 * BLOCK;
 /// Elements per parallel task of a reduction (fixed: results do not depend on thread count).
 const RED_CHUNK: usize = 16 * BLOCK;
 
