@@ -74,6 +74,14 @@ def main() -> None:
             check(x, 1)
         return time.perf_counter() - start
 
+    def empty_grid(count: int) -> float:
+        # Everything before the compile/launch step: flattening, the launch shape, the device,
+        # the argument cache check (an empty grid returns there).
+        start = time.perf_counter()
+        for _ in range(count):
+            kernel(x, 1, n_threads=0)
+        return time.perf_counter() - start
+
     for warm in (cunumpy_loop, cupy_loop, floor_loop):
         warm(200)
     results = {}
@@ -88,6 +96,7 @@ def main() -> None:
             results[name] = min(results.get(name, value), value)
     results["stream_lookup_us"] = best_us(stream_lookup, opts.launches, 3)
     results["argument_check_only_us"] = best_us(check_only, opts.launches, 3)
+    results["call_before_launch_us"] = best_us(empty_grid, opts.launches, 3)
     out = {
         "benchmark": "launch_overhead",
         "device": xp.backend_info()["device"],
