@@ -35,6 +35,9 @@ struct Config {
     shipped_dir: PathBuf,
     block: Vec<u32>,
     plan: Option<ArgPlan>,
+    /// Whether a parameter is an array view (its shape and strides can change in place, so
+    /// such calls never reuse the last call's buffer). Decided once, not per launch.
+    has_views: bool,
 }
 
 /// A kernel compiled and loaded for one device.
@@ -209,15 +212,7 @@ impl KernelLauncher {
 
     /// Whether this call can reuse (or later be reused as) the last call's packed buffer.
     fn reusable(config: &Config, args: &[Bound<'_, PyAny>]) -> bool {
-        let has_views = config.plan.as_ref().is_some_and(|plan| {
-            (0..plan.len()).any(|i| {
-                matches!(
-                    plan.kind(i),
-                    Some(cunumpy_core::signature::ParamKind::View { .. })
-                )
-            })
-        });
-        !has_views
+        !config.has_views
             && args.iter().all(|a| {
                 a.is_exact_instance_of::<pyo3::types::PyFloat>()
                     || a.is_exact_instance_of::<pyo3::types::PyInt>()
@@ -479,7 +474,16 @@ impl KernelLauncher {
             };
             (None, expression)
         };
+        let has_views = plan.as_ref().is_some_and(|plan| {
+            (0..plan.len()).any(|i| {
+                matches!(
+                    plan.kind(i),
+                    Some(cunumpy_core::signature::ParamKind::View { .. })
+                )
+            })
+        });
         let config = Config {
+            has_views,
             name,
             expression: expression.clone(),
             source,
