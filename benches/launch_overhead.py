@@ -34,9 +34,16 @@ def main() -> None:
     parser.add_argument("--device", default="gpu")
     opts = parser.parse_args()
 
+    import os
+
     import cupy
 
     import cunumpy as xp
+
+    # One core for the whole run: launch loops are CPU-bound, and a thread that migrates
+    # between cores mid-loop makes the three paths incomparable.
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
     x = cupy.zeros(4, dtype=np.float64)
     stream = cupy.cuda.get_current_stream()
@@ -86,7 +93,7 @@ def main() -> None:
         warm(200)
     results = {}
     # Interleave the three paths so drift affects all of them alike.
-    for _ in range(3):
+    for _ in range(5):
         for name, loop in (
             ("floor_us", floor_loop),
             ("cunumpy_us", cunumpy_loop),
