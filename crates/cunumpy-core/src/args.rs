@@ -332,6 +332,30 @@ impl ArgPlan {
     }
 }
 
+/// Checks one value against a parameter kind (as a launch does) and returns its bytes
+/// (`size` of them); used for the fields of struct values. `label` starts every message.
+pub fn pack_param_value(
+    label: &str,
+    kind: &ParamKind,
+    size: usize,
+    arg: &Arg<'_>,
+    device: i32,
+) -> Result<Vec<u8>, ArgError> {
+    let plan = ArgPlan {
+        kernel: String::new(),
+        params: vec![PlannedParam {
+            label: label.to_string(),
+            kind: kind.clone(),
+            first_slot: 0,
+            size,
+        }],
+        n_slots: size.div_ceil(16).max(1),
+    };
+    let mut buffer = plan.new_buffer();
+    plan.pack(0, arg, device, &mut buffer)?;
+    Ok(buffer.bytes_of(&plan, 0))
+}
+
 /// A short description of an argument for error messages.
 pub fn describe(arg: &Arg<'_>) -> String {
     match arg {

@@ -7,6 +7,7 @@ pub mod ctypes;
 pub mod dtype;
 pub mod includes;
 pub mod launch;
+pub mod layout;
 pub mod ledger;
 pub mod parser;
 pub mod signature;
