@@ -184,10 +184,15 @@ def add_listener(listener: Callable[[ModuleType], None]) -> None:
 
 
 def initialize_from_environment() -> None:
-    """Reads ``CUNUMPY_BACKEND`` (``numpy`` or ``cupy``, any case; unset or empty = numpy).
+    """Reads ``CUNUMPY_FAKE_CUPY`` (``1/true/yes`` installs the fake CuPy) and
+    ``CUNUMPY_BACKEND`` (``numpy`` or ``cupy``, any case; unset or empty = numpy).
 
     An unknown name is an error: a typo must not silently run everything on the CPU.
     """
+    if os.environ.get("CUNUMPY_FAKE_CUPY", "").strip().lower() in {"1", "true", "yes"}:
+        from ._fake_cupy import install  # the emulated device backend, before any CuPy probe
+
+        install()
     raw = os.environ.get("CUNUMPY_BACKEND", "")
     if raw.strip() == "":
         _activate("numpy")

@@ -21,6 +21,11 @@ __all__ = [
     "CudaCompileError",
     "CudaRuntimeError",
     "CudaUnavailableError",
+    "EmulationError",
+    "EmulationUnavailableError",
+    "EmulationCompileError",
+    "EmulatedKernelFault",
+    "EmulatedOutOfBoundsError",
 ]
 
 
@@ -84,3 +89,35 @@ class CudaRuntimeError(CunumpyError, RuntimeError):
 
 class CudaUnavailableError(CunumpyError, RuntimeError):
     """The CUDA driver or NVRTC cannot be loaded on this machine."""
+
+
+class EmulationError(CunumpyError, RuntimeError):
+    """The CPU emulator of CUDA kernels failed (loading or caching a library)."""
+
+
+class EmulationUnavailableError(EmulationError):
+    """No host C++ compiler was found for emulating CUDA kernels (set ``CXX``)."""
+
+
+class EmulationCompileError(EmulationError):
+    """A kernel does not compile as host C++ for emulation. Attributes: ``kernel``, ``log``
+    (the compiler's diagnostics), ``command``."""
+
+    kernel: str
+    log: str
+    command: str
+
+
+class EmulatedKernelFault(EmulationError, CudaRuntimeError):
+    """An emulated kernel faulted (``__trap``, a failed ``assert``, a deadlock at a barrier, a
+    misused warp intrinsic); the launch was abandoned and the process is fine. Attributes:
+    ``kernel``, ``fault`` (``"trap"``, ``"assert"``, ``"deadlock"``, ``"invalid_warp_op"``,
+    ``"out_of_bounds"``, ``"other"``). Also a :class:`CudaRuntimeError`, as on a GPU."""
+
+    kernel: str
+    fault: str
+
+
+class EmulatedOutOfBoundsError(EmulatedKernelFault, IndexError):
+    """An emulated kernel accessed a pointer argument outside its array; the message names the
+    kernel, the parameter, the element index and the thread."""

@@ -35,6 +35,7 @@
 //! seeded random order, switching also at accesses through pointer parameters; declared buffer
 //! lengths turn those accesses into checked ones. Faults come back as [`EmuError::Kernel`].
 
+mod cache_dir;
 mod compiler;
 mod error;
 mod includes;
@@ -42,6 +43,7 @@ mod lexer;
 mod library;
 mod rewrite;
 
+pub use cache_dir::{default_cache_dir, resolve_cache_dir};
 pub use compiler::{EmuCompiler, PRELUDE};
 pub use error::{EmuError, Fault};
 pub use library::{CacheOutcome, EmuLibrary, LaunchOptions};

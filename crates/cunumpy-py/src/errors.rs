@@ -5,6 +5,7 @@ use cunumpy_core::args::{ArgError, ArgErrorKind};
 use cunumpy_core::launch::LaunchError;
 use cunumpy_core::parser::SignatureError;
 use cunumpy_cuda::CudaError;
+use cunumpy_emu::{EmuError, Fault};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -72,5 +73,43 @@ pub fn cuda_error(py: Python<'_>, kernel: &str, err: CudaError) -> PyErr {
             "CudaRuntimeError",
             format!("kernel '{kernel}': {other}"),
         ),
+    }
+}
+
+/// Emulator errors: no compiler, a compile error (log and command as attributes), a fault in
+/// the running kernel (`fault` attribute; an out-of-bounds access is also an `IndexError`).
+pub fn emu_error(py: Python<'_>, err: EmuError) -> PyErr {
+    let set = |exc: &PyErr, name: &str, value: &str| {
+        let _ = exc.value(py).setattr(name, value);
+    };
+    match &err {
+        EmuError::NoCompiler { .. } => raise(py, "EmulationUnavailableError", err.to_string()),
+        EmuError::Compile {
+            kernel,
+            command,
+            stderr,
+        } => {
+            let exc = raise(py, "EmulationCompileError", err.to_string());
+            set(&exc, "kernel", kernel);
+            set(&exc, "log", stderr);
+            set(&exc, "command", command);
+            exc
+        }
+        EmuError::InvalidLaunch { .. } => raise(py, "LaunchShapeError", err.to_string()),
+        EmuError::Kernel { kernel, fault, .. } => {
+            let (class, name) = match fault {
+                Fault::OutOfBounds => ("EmulatedOutOfBoundsError", "out_of_bounds"),
+                Fault::Trap => ("EmulatedKernelFault", "trap"),
+                Fault::Assert => ("EmulatedKernelFault", "assert"),
+                Fault::Deadlock => ("EmulatedKernelFault", "deadlock"),
+                Fault::InvalidWarpOp => ("EmulatedKernelFault", "invalid_warp_op"),
+                Fault::Other => ("EmulatedKernelFault", "other"),
+            };
+            let exc = raise(py, class, err.to_string());
+            set(&exc, "kernel", kernel);
+            set(&exc, "fault", name);
+            exc
+        }
+        EmuError::Load { .. } | EmuError::Io { .. } => raise(py, "EmulationError", err.to_string()),
     }
 }

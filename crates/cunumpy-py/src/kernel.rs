@@ -25,16 +25,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// What a kernel is, fixed at construction.
-struct Config {
-    name: String,
-    expression: String,
-    source: String,
-    options: Vec<String>,
-    include_dirs: Vec<PathBuf>,
+pub(crate) struct Config {
+    pub(crate) name: String,
+    pub(crate) expression: String,
+    pub(crate) source: String,
+    pub(crate) options: Vec<String>,
+    pub(crate) include_dirs: Vec<PathBuf>,
     source_dir: Option<PathBuf>,
-    shipped_dir: PathBuf,
+    pub(crate) shipped_dir: PathBuf,
     block: Vec<u32>,
-    plan: Option<ArgPlan>,
+    pub(crate) plan: Option<ArgPlan>,
     /// Whether a parameter is an array view (its shape and strides can change in place, so
     /// such calls never reuse the last call's buffer). Decided once, not per launch.
     has_views: bool,
@@ -143,7 +143,7 @@ fn dims(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<i64>>
 }
 
 /// Expands argument objects (`__cuda_args__()`) into their values.
-fn flatten<'py>(args: &Bound<'py, PyTuple>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+pub(crate) fn flatten<'py>(args: &Bound<'py, PyTuple>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let py = args.py();
     let mut out = Vec::with_capacity(args.len());
     for arg in args.iter() {
@@ -182,7 +182,7 @@ fn device_limits(driver: &Driver, device: i32) -> Result<DeviceLimits, CudaError
 }
 
 impl KernelLauncher {
-    fn config(&self) -> PyResult<&Config> {
+    pub(crate) fn config(&self) -> PyResult<&Config> {
         self.config.get().ok_or_else(|| {
             PyRuntimeError::new_err("the kernel was not configured (call _configure first)")
         })
@@ -237,7 +237,7 @@ impl KernelLauncher {
         Ok(loaded)
     }
 
-    fn pack(
+    pub(crate) fn pack(
         &self,
         py: Python<'_>,
         config: &Config,
@@ -274,6 +274,45 @@ impl KernelLauncher {
                 .map_err(|e| errors::arg_error(py, e))?;
         }
         Ok(buffer)
+    }
+
+    /// The launch shape and dynamic shared memory of a call (`n_threads`, `grid`, `block`,
+    /// `shared_mem` as given, `n_threads` inferred when neither it nor `grid` is).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn call_shape(
+        &self,
+        py: Python<'_>,
+        flat: &[Bound<'_, PyAny>],
+        args: &Bound<'_, PyTuple>,
+        n_threads: Option<&Bound<'_, PyAny>>,
+        grid: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+        shared_mem: i64,
+    ) -> PyResult<(LaunchShape, u32)> {
+        let config = self.config()?;
+        let block_dims = match dims(block, "block")? {
+            Some(b) => launch::block_shape(&b).map_err(|e| errors::launch_error(py, e))?,
+            None => config.block.clone(),
+        };
+        let mut n = dims(n_threads, "n_threads")?;
+        let g = dims(grid, "grid")?;
+        if n.is_none() && g.is_none() {
+            n = self.infer_n_threads(py, flat, args, block_dims.len())?;
+        }
+        let shape = launch::launch_shape(n.as_deref(), g.as_deref(), &block_dims)
+            .map_err(|e| errors::launch_error(py, e))?;
+        let shared = u32::try_from(shared_mem).map_err(|_| {
+            PyValueError::new_err(format!(
+                "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
+                config.name
+            ))
+        })?;
+        Ok((shape, shared))
+    }
+
+    /// Whether `check_finite` is on (the NaN/inf scan after each launch).
+    pub(crate) fn check_finite_enabled(&self) -> bool {
+        self.check_finite.load(Ordering::Relaxed)
     }
 
     fn infer_n_threads(
@@ -325,7 +364,7 @@ impl KernelLauncher {
         })
     }
 
-    fn record_launch(py: Python<'_>, name: &str, shape: &LaunchShape) {
+    pub(crate) fn record_launch(py: Python<'_>, name: &str, shape: &LaunchShape) {
         let site = py
             .import("cunumpy._where")
             .and_then(|m| m.getattr("call_site"))
@@ -517,23 +556,14 @@ impl KernelLauncher {
         let flat = flatten(args)?;
 
         // 1. the launch shape
-        let block_dims = match dims(block, "block")? {
-            Some(b) => launch::block_shape(&b).map_err(|e| errors::launch_error(py, e))?,
-            None => config.block.clone(),
-        };
-        let mut n = dims(n_threads, "n_threads")?;
-        let g = dims(grid, "grid")?;
-        if n.is_none() && g.is_none() {
-            n = this.infer_n_threads(py, &flat, args, block_dims.len())?;
+        let (shape, shared) =
+            this.call_shape(py, &flat, args, n_threads, grid, block, shared_mem)?;
+        // The emulated device backend (fake CuPy): the same checks and packed buffer, run on
+        // the CPU by the emulator (see emulate.rs).
+        if crate::emulate::fake_backend_active() {
+            drop(this);
+            return crate::emulate::launch_on_fake_backend(slf, &flat, shape, shared);
         }
-        let shape = launch::launch_shape(n.as_deref(), g.as_deref(), &block_dims)
-            .map_err(|e| errors::launch_error(py, e))?;
-        let shared = u32::try_from(shared_mem).map_err(|_| {
-            PyValueError::new_err(format!(
-                "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
-                config.name
-            ))
-        })?;
 
         // 2. the arguments: checked before anything is compiled, on any machine
         let driver = Driver::get();

@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 mod arrays;
+mod emulate;
 mod errors;
 mod kernel;
 mod ledger;
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ledger::register(m)?;
     source::register(m)?;
     m.add_class::<kernel::KernelLauncher>()?;
+    emulate::register(m)?;
     Ok(())
 }

@@ -1,0 +1,174 @@
+"""Testing CUDA kernels without a GPU: the CPU emulator and the emulated device backend.
+
+``emulate_cuda_kernel(kernel, *args, ...)`` runs a :class:`~cunumpy.kernels.CudaKernel` on
+NumPy arrays on the CPU. The kernel source is compiled as host C++ with a prelude that provides
+the CUDA built-ins (threads as fibers at barriers and warp intrinsics, shuffles, votes,
+atomics, shared memory, the math library); arguments go through the same checks and the same
+packed argument buffer as a GPU launch. Out-of-bounds accesses through pointer arguments raise
+:class:`~cunumpy.exceptions.EmulatedOutOfBoundsError` naming the kernel, the parameter and the
+index; ``shuffle_seed`` runs the threads of a block in a seeded random order to expose races.
+
+``install_fake_cupy()`` (or ``CUNUMPY_FAKE_CUPY=1`` before ``import cunumpy``) installs a CuPy
+stand-in backed by host memory; on it every ``CudaKernel`` launch runs in the emulator.
+
+This module does not import pytest.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from . import _fake_cupy as _fake
+
+__all__ = [
+    "compile_for_emulation",
+    "emulate_cuda_kernel",
+    "emulation_cache_dir",
+    "emulation_compiler",
+    "fake_cupy_active",
+    "host_buffer",
+    "install_fake_cupy",
+    "uninstall_fake_cupy",
+]
+
+
+class _HostArrayAsDevice:
+    """A NumPy array presented through ``__cuda_array_interface__``: the emulator's device
+    memory is host memory, so the kernel reads and writes the array itself."""
+
+    __slots__ = ("array", "__cuda_array_interface__")
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        iface = array.__array_interface__
+        self.__cuda_array_interface__ = {
+            "shape": array.shape,
+            "typestr": array.dtype.str,
+            "data": (int(iface["data"][0]), False),
+            "strides": None if array.flags.c_contiguous else array.strides,
+            "version": 3,
+        }
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
+
+def _expand(args: tuple[Any, ...]) -> list[Any]:
+    """Argument objects (``__cuda_args__``) expanded, as the launch does, so the NumPy arrays
+    inside them can be presented too."""
+    out: list[Any] = []
+    for a in args:
+        method = getattr(type(a), "__cuda_args__", None)
+        if method is not None and not isinstance(a, np.ndarray | _fake.ndarray | int | float):
+            out.extend(method(a))
+        else:
+            out.append(a)
+    return out
+
+
+def emulate_cuda_kernel(
+    kernel: Any,
+    *args: Any,
+    n_threads: Any = None,
+    grid: Any = None,
+    block: Any = None,
+    shared_mem: int = 0,
+    shuffle_seed: int | None = None,
+    bounds: bool = True,
+) -> None:
+    """Runs ``kernel`` (a :class:`~cunumpy.kernels.CudaKernel`) on the CPU with NumPy arrays.
+
+    The launch shape, the argument checks and the packed argument buffer are those of a GPU
+    launch, so an argument a GPU launch refuses is refused here (a non-C-contiguous array for
+    a pointer parameter, a wrong dtype, an out-of-range scalar). NumPy arrays stand for device
+    arrays and are written in place. A read-only array is passed as a private copy, so a
+    kernel that writes it cannot corrupt the original (its writes are dropped). Fake-CuPy
+    arrays are accepted too.
+
+    ``shuffle_seed`` runs the threads of each block in a seeded random order, switching at
+    barriers, warp intrinsics and accesses through pointer parameters, so a kernel with a race
+    gives seed-dependent results. ``bounds`` (on by default) checks every access through a
+    pointer parameter against the array's extent. Faults raise
+    :class:`~cunumpy.exceptions.EmulatedKernelFault` (an out-of-bounds access:
+    :class:`~cunumpy.exceptions.EmulatedOutOfBoundsError`); the process survives.
+    """
+    _require_kernel(kernel)
+    presented: list[Any] = []
+    for a in _expand(args):
+        if isinstance(a, np.ndarray) and a.ndim > 0:
+            if not a.flags.writeable:
+                a = a.copy()
+            presented.append(_HostArrayAsDevice(a))
+        else:
+            presented.append(a)
+    _core._emulate_launch(
+        kernel,
+        *presented,
+        n_threads=n_threads,
+        grid=grid,
+        block=block,
+        shared_mem=shared_mem,
+        shuffle_seed=shuffle_seed,
+        bounds=bounds,
+    )
+
+
+def compile_for_emulation(kernel: Any) -> dict[str, Any]:
+    """Compiles ``kernel`` for the emulator now (or finds it in the disk cache) and returns
+    what was built: ``kernel`` (the expression), ``library``, ``from_cache`` (found in the disk
+    cache, possibly written by another process), ``uses_fibers``, ``param_count``,
+    ``param_names`` and ``cache_dir``."""
+    _require_kernel(kernel)
+    return dict(_core._compile_for_emulation(kernel))
+
+
+def emulation_compiler() -> str | None:
+    """The host C++ compiler the emulator uses (``$CXX``, else ``c++``/``g++``/``clang++``),
+    or ``None`` when there is none."""
+    return _core._emulation_compiler()
+
+
+def emulation_cache_dir() -> str | None:
+    """The emulator's disk cache: ``$CUNUMPY_EMULATION_CACHE`` (``0/off/false/no`` or empty
+    disable it: ``None``), else ``$XDG_CACHE_HOME/cunumpy/emulation``, else
+    ``~/.cache/cunumpy/emulation``."""
+    found = _core._emulation_cache_dir()
+    return None if found is None else str(found)
+
+
+def install_fake_cupy() -> ModuleType:
+    """Installs the fake CuPy (the emulated device backend) and returns it; afterwards
+    ``xp.set_backend("cupy")`` selects it and ``CudaKernel`` launches run in the emulator.
+    Raises ``RuntimeError`` when the real CuPy is already imported."""
+    return _fake.install()
+
+
+def uninstall_fake_cupy() -> None:
+    """Removes the fake CuPy (switching the backend back to NumPy if needed)."""
+    _fake.uninstall()
+
+
+def fake_cupy_active() -> bool:
+    """Whether the fake CuPy is installed."""
+    return _fake.is_active()
+
+
+def host_buffer(a: Any) -> np.ndarray:
+    """The NumPy array behind a fake-CuPy array (the same memory, not a copy)."""
+    if not isinstance(a, _fake.ndarray):
+        raise TypeError(f"host_buffer() takes a fake-CuPy array, got {type(a).__name__}")
+    return a._a
+
+
+def _require_kernel(kernel: Any) -> None:
+    if not isinstance(kernel, _core.KernelLauncher):
+        raise TypeError(f"expected a cunumpy.kernels.CudaKernel, got {type(kernel).__name__}")
