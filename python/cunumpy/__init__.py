@@ -35,10 +35,11 @@ from ._conversions import (
 
 __version__: str = _core.__version__
 
-from . import cuda, exceptions, kernels, profiling  # noqa: E402  (public submodules)
+from . import arguments, cuda, exceptions, kernels, memory, profiling, rng  # noqa: E402  (public submodules)
 
 __all__ = [
     "MIN_CUPY_VERSION",
+    "arguments",
     "as_device_array",
     "assert_same_backend",
     "backend_info",
@@ -52,7 +53,9 @@ __all__ = [
     "is_cpu",
     "is_gpu",
     "kernels",
+    "memory",
     "profiling",
+    "rng",
     "same_backend",
     "set_backend",
     "synchronize",

@@ -21,6 +21,8 @@ __all__ = [
     "CudaCompileError",
     "CudaRuntimeError",
     "CudaUnavailableError",
+    "CudaStructError",
+    "DeviceMirrorError",
     "EmulationError",
     "EmulationUnavailableError",
     "EmulationCompileError",
@@ -121,3 +123,12 @@ class EmulatedKernelFault(EmulationError, CudaRuntimeError):
 class EmulatedOutOfBoundsError(EmulatedKernelFault, IndexError):
     """An emulated kernel accessed a pointer argument outside its array; the message names the
     kernel, the parameter, the element index and the thread."""
+
+
+class CudaStructError(CunumpyError, ValueError):
+    """A ``CudaStruct`` cannot be laid out (bad name, unsupported or unknown field type,
+    duplicate fields), or its layout differs from the compiler's."""
+
+
+class DeviceMirrorError(CunumpyError, ValueError):
+    """A ``DeviceMirror`` was used after its host array was reallocated (call ``rebind``)."""

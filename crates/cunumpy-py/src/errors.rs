@@ -33,6 +33,10 @@ pub fn arg_error(py: Python<'_>, err: ArgError) -> PyErr {
     raise(py, class, err.message)
 }
 
+pub fn layout_error(py: Python<'_>, err: cunumpy_core::layout::LayoutError) -> PyErr {
+    raise(py, "CudaStructError", err.to_string())
+}
+
 pub fn launch_error(py: Python<'_>, err: LaunchError) -> PyErr {
     match err {
         LaunchError::Ambiguous(m) => raise(py, "LaunchShapeTypeError", m),

@@ -6,6 +6,7 @@ mod arrays;
 mod emulate;
 mod errors;
 mod kernel;
+mod layout;
 mod ledger;
 mod source;
 
@@ -14,6 +15,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     ledger::register(m)?;
     source::register(m)?;
+    layout::register(m)?;
     m.add_class::<kernel::KernelLauncher>()?;
     emulate::register(m)?;
     Ok(())
