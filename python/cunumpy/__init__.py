@@ -36,6 +36,7 @@ from ._conversions import (
 __version__: str = _core.__version__
 
 from . import arguments, cuda, exceptions, kernels, memory, profiling, rng  # noqa: E402  (public submodules)
+from .kernels import fuse  # noqa: E402  (cunumpy's own fuse, not the backend's)
 
 __all__ = [
     "MIN_CUPY_VERSION",
@@ -47,6 +48,7 @@ __all__ = [
     "cupy_available",
     "cupy_version_supported",
     "exceptions",
+    "fuse",
     "get_array_backend",
     "get_array_module",
     "get_backend",

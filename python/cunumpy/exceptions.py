@@ -21,6 +21,10 @@ __all__ = [
     "CudaCompileError",
     "CudaRuntimeError",
     "CudaUnavailableError",
+    "FusionError",
+    "FusionTypeError",
+    "FusionValueError",
+    "FusionUnsupportedError",
     "CudaStructError",
     "DeviceMirrorError",
     "EmulationError",
@@ -91,6 +95,25 @@ class CudaRuntimeError(CunumpyError, RuntimeError):
 
 class CudaUnavailableError(CunumpyError, RuntimeError):
     """The CUDA driver or NVRTC cannot be loaded on this machine."""
+
+
+class FusionError(CunumpyError):
+    """Base class of the errors of ``cunumpy.kernels.fuse``."""
+
+
+class FusionTypeError(FusionError, TypeError):
+    """A fused function combines dtypes NumPy 2 does not allow, or was called with arguments
+    of the wrong kind, dtype or layout."""
+
+
+class FusionValueError(FusionError, ValueError):
+    """A fused function's axes or shapes do not fit (an out-of-range axis, shapes that do not
+    broadcast, an ``out=`` array of the wrong shape)."""
+
+
+class FusionUnsupportedError(FusionError, TypeError):
+    """A fused function uses an operation the fusion compiler does not support; the message
+    names the operation and the line of the user's function."""
 
 
 class EmulationError(CunumpyError, RuntimeError):

@@ -35,6 +35,7 @@ mod elem;
 mod error;
 mod graph;
 mod ops;
+mod pack;
 mod plan;
 mod promote;
 
@@ -46,6 +47,7 @@ pub use graph::{
     Axis, Graph, GraphBuilder, InputDecl, Node, NodeKind, ReduceKind, ScalarDecl, Value, ValueInfo,
 };
 pub use ops::{Op, OpDef, Rule, OPS};
+pub use pack::{launch_param_values, DevicePointers};
 pub use plan::{
     c_ident, plan, plan_with_options, BufferSpec, Kernel, KernelKind, Launch, Operand, Param,
     ParamValue, Plan, PlanOptions, Strategy, TensorSpec,

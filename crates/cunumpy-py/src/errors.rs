@@ -6,6 +6,7 @@ use cunumpy_core::launch::LaunchError;
 use cunumpy_core::parser::SignatureError;
 use cunumpy_cuda::CudaError;
 use cunumpy_emu::{EmuError, Fault};
+use cunumpy_fusion::FusionError;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -116,4 +117,15 @@ pub fn emu_error(py: Python<'_>, err: EmuError) -> PyErr {
         }
         EmuError::Load { .. } | EmuError::Io { .. } => raise(py, "EmulationError", err.to_string()),
     }
+}
+
+/// Fusion compiler errors: typing problems are `FusionTypeError` (a `TypeError`), unknown
+/// operations `FusionUnsupportedError`, the rest (axes, shapes, arguments) `FusionValueError`.
+pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {
+    let class = match &err {
+        FusionError::UnknownOp { .. } => "FusionUnsupportedError",
+        FusionError::Type { .. } | FusionError::UnsupportedDType { .. } => "FusionTypeError",
+        _ => "FusionValueError",
+    };
+    raise(py, class, err.to_string())
 }

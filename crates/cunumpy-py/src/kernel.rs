@@ -81,7 +81,7 @@ pub struct KernelLauncher {
 }
 
 /// `sys.path` entries, where NVRTC's pip wheel may live.
-fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
+pub(crate) fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
     py.import("sys")
         .and_then(|s| s.getattr("path"))
         .and_then(|p| p.extract::<Vec<String>>())
@@ -90,7 +90,7 @@ fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
 }
 
 /// CuPy's current stream (0, the legacy default stream, when CuPy is not imported).
-fn current_stream(py: Python<'_>) -> PyResult<usize> {
+pub(crate) fn current_stream(py: Python<'_>) -> PyResult<usize> {
     static GET_STREAM: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
     let getter = GET_STREAM.get_or_init(py, || {
         let modules = py.import("sys").ok()?.getattr("modules").ok()?;
@@ -190,7 +190,7 @@ impl KernelLauncher {
 
     /// The calling thread's device, making the primary context of device 0 current on a
     /// thread that has none.
-    fn launch_device(driver: &Driver) -> Result<i32, CudaError> {
+    pub(crate) fn launch_device(driver: &Driver) -> Result<i32, CudaError> {
         thread_local! {
             // (context handle, its device): asking the driver for the device of an unchanged
             // context on every launch is wasted work.
@@ -414,37 +414,61 @@ fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<Launch
     Ok(LaunchBuffer::from_raw_values(&values))
 }
 
+/// Compiles `source` for `device` through NVRTC and the disk cache (a hit skips NVRTC), and
+/// loads the image in the device's primary context. Shared by `CudaKernel` and fused plans.
+pub(crate) fn compile_module(
+    source: &str,
+    program_name: &str,
+    options: &[String],
+    name_expressions: &[String],
+    headers: &[PathBuf],
+    device: i32,
+    python_paths: &[PathBuf],
+) -> Result<(Module, cunumpy_cuda::CachedCompile), CudaError> {
+    let driver = Driver::get()?;
+    driver.ensure_context(device)?;
+    let info = driver.device_info(device)?;
+    let nvrtc = Nvrtc::get_or_load(python_paths)?;
+    let cache = KernelCache::at_default_dir();
+    let compiled = compile_cached(
+        nvrtc,
+        cache.as_ref(),
+        &CompileRequest {
+            source,
+            program_name,
+            options,
+            name_expressions,
+            headers,
+            arch: info.compute_capability,
+        },
+    )?;
+    let module = Module::load(&compiled.compiled.image)?;
+    Ok((module, compiled))
+}
+
 fn compile_and_load(
     config: &Config,
     device: i32,
     python_paths: &[PathBuf],
 ) -> Result<Loaded, CudaError> {
     let driver = Driver::get()?;
-    driver.ensure_context(device)?;
-    let info = driver.device_info(device)?;
-    let nvrtc = Nvrtc::get_or_load(python_paths)?;
     let headers = resolve_includes(
         &config.source,
         config.source_dir.as_deref(),
         &config.include_dirs,
         std::slice::from_ref(&config.shipped_dir),
     );
-    let cache = KernelCache::at_default_dir();
     let expressions = vec![config.expression.clone()];
     let program = format!("{}.cu", config.name);
-    let compiled = compile_cached(
-        nvrtc,
-        cache.as_ref(),
-        &CompileRequest {
-            source: &config.source,
-            program_name: &program,
-            options: &config.options,
-            name_expressions: &expressions,
-            headers: &headers,
-            arch: info.compute_capability,
-        },
+    let (module, compiled) = compile_module(
+        &config.source,
+        &program,
+        &config.options,
+        &expressions,
+        &headers,
+        device,
+        python_paths,
     )?;
-    let module = Module::load(&compiled.compiled.image)?;
     let lowered = compiled
         .compiled
         .lowered_name(&config.expression)

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod arrays;
 mod emulate;
 mod errors;
+mod fusion;
 mod kernel;
 mod layout;
 mod ledger;
@@ -17,6 +18,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     source::register(m)?;
     layout::register(m)?;
     m.add_class::<kernel::KernelLauncher>()?;
+    fusion::register(m)?;
     emulate::register(m)?;
     Ok(())
 }

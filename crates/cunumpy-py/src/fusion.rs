@@ -1,0 +1,937 @@
+//! The fusion compiler for Python: `FusionGraphBuilder` (the tracer calls it once per operation
+//! on symbolic values), `FusionGraph` and `FusionPlan` (explain, CUDA source, kernel and launch
+//! descriptions, the CPU executor on NumPy arrays, and the GPU launch path on CuPy arrays).
+//! Conversions only: the compiler is `cunumpy-fusion`, compiling and launching `cunumpy-cuda`.
+
+use crate::arrays::{self, Object};
+use crate::errors;
+use crate::kernel::{self, KernelLauncher};
+use cunumpy_core::args::LaunchBuffer;
+use cunumpy_core::dtype::DType;
+use cunumpy_core::launch::LaunchShape;
+use cunumpy_core::ledger::Ledger;
+use cunumpy_cuda::{Driver, Function, Module};
+use cunumpy_fusion::{
+    self as fusion, launch_param_values, ArrayMut, ArrayRef, Axis, Data, DataMut, DevicePointers,
+    FusionError, Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan, PlanOptions,
+    ReduceKind, ScalarValue, Strategy, Value,
+};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn err(py: Python<'_>, e: FusionError) -> PyErr {
+    errors::fusion_error(py, e)
+}
+
+fn dtype_arg(py: Python<'_>, what: &str, name: &str) -> PyResult<DType> {
+    DType::from_name(name).ok_or_else(|| {
+        errors::raise(
+            py,
+            "FusionTypeError",
+            format!("fuse: {what}: unknown dtype {name:?}"),
+        )
+    })
+}
+
+fn axis_arg(axis: Option<Vec<isize>>, single: bool) -> Axis {
+    match axis {
+        None => Axis::All,
+        Some(v) if single && v.len() == 1 => Axis::One(v[0]),
+        Some(v) => Axis::Many(v),
+    }
+}
+
+/// Records each operation of a traced function; `finish()` gives the graph.
+#[pyclass(module = "cunumpy._core", name = "FusionGraphBuilder")]
+pub struct FusionGraphBuilder {
+    inner: Mutex<Option<GraphBuilder>>,
+}
+
+impl FusionGraphBuilder {
+    fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut GraphBuilder) -> Result<T, FusionError>,
+    ) -> PyResult<T> {
+        let mut guard = lock(&self.inner);
+        let builder = guard
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("fuse: the graph is finished already"))?;
+        f(builder).map_err(|e| err(py, e))
+    }
+}
+
+#[pymethods]
+impl FusionGraphBuilder {
+    #[new]
+    fn new() -> Self {
+        FusionGraphBuilder {
+            inner: Mutex::new(Some(GraphBuilder::new())),
+        }
+    }
+
+    /// Declares the next array argument; returns its value id.
+    fn input(&self, py: Python<'_>, dtype: &str, ndim: usize) -> PyResult<u32> {
+        let d = dtype_arg(py, "input", dtype)?;
+        self.with(py, |g| g.input(d, ndim)).map(|v| v.0)
+    }
+
+    /// Declares the next scalar parameter (weak: a Python scalar).
+    fn scalar(&self, py: Python<'_>, dtype: &str, weak: bool) -> PyResult<u32> {
+        let d = dtype_arg(py, "scalar", dtype)?;
+        self.with(py, |g| g.scalar(d, weak)).map(|v| v.0)
+    }
+
+    /// Applies an op of the table by its NumPy name.
+    fn op(&self, py: Python<'_>, name: &str, args: Vec<u32>) -> PyResult<u32> {
+        let args: Vec<Value> = args.into_iter().map(Value).collect();
+        self.with(py, |g| g.op_by_name(name, &args)).map(|v| v.0)
+    }
+
+    fn astype(&self, py: Python<'_>, value: u32, dtype: &str) -> PyResult<u32> {
+        let d = dtype_arg(py, "astype", dtype)?;
+        self.with(py, |g| g.astype(Value(value), d)).map(|v| v.0)
+    }
+
+    /// A reduction by name (`sum`, `prod`, `min`, `max`, `any`, `all`, `mean`, `var`, `std`).
+    /// `axis` is None (all axes) or a list; `single` says the user gave one int.
+    #[pyo3(signature = (kind, value, axis, keepdims, ddof=0, single=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn reduce(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        value: u32,
+        axis: Option<Vec<isize>>,
+        keepdims: bool,
+        ddof: u32,
+        single: bool,
+    ) -> PyResult<u32> {
+        let axis = axis_arg(axis, single);
+        let v = Value(value);
+        match kind {
+            "var" => self.with(py, |g| g.var(v, &axis, ddof, keepdims)),
+            "std" => self.with(py, |g| g.std(v, &axis, ddof, keepdims)),
+            "mean" => self.with(py, |g| {
+                g.reduce(ReduceKind::Mean { ddof }, v, &axis, keepdims)
+            }),
+            other => {
+                let k = ReduceKind::from_name(other).ok_or_else(|| {
+                    err(
+                        py,
+                        FusionError::UnknownOp {
+                            op: other.to_string(),
+                        },
+                    )
+                })?;
+                self.with(py, |g| g.reduce(k, v, &axis, keepdims))
+            }
+        }
+        .map(|v| v.0)
+    }
+
+    /// `(dtype name, ndim, weak)` of a value.
+    fn info(&self, py: Python<'_>, value: u32) -> PyResult<(&'static str, usize, bool)> {
+        self.with(py, |g| g.info(Value(value)))
+            .map(|i| (i.dtype.name(), i.ndim, i.weak))
+    }
+
+    /// Marks the next output.
+    fn output(&self, py: Python<'_>, value: u32) -> PyResult<usize> {
+        self.with(py, |g| g.output(Value(value)))
+    }
+
+    /// Finishes the graph (dead code removed).
+    fn finish(&self, py: Python<'_>) -> PyResult<FusionGraph> {
+        let builder = lock(&self.inner)
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("fuse: the graph is finished already"))?;
+        let graph = builder.finish().map_err(|e| err(py, e))?;
+        Ok(FusionGraph {
+            graph: Arc::new(graph),
+        })
+    }
+}
+
+/// A traced function's graph; `plan(shapes)` lowers it for concrete input shapes.
+#[pyclass(module = "cunumpy._core", name = "FusionGraph", frozen)]
+pub struct FusionGraph {
+    graph: Arc<Graph>,
+}
+
+#[pymethods]
+impl FusionGraph {
+    /// Plans the graph for the input shapes; `name` prefixes the kernel names.
+    #[pyo3(signature = (shapes, *, name="fused", sm_count=132, block=256))]
+    fn plan(
+        &self,
+        py: Python<'_>,
+        shapes: Vec<Vec<usize>>,
+        name: &str,
+        sm_count: u32,
+        block: u32,
+    ) -> PyResult<FusionPlan> {
+        let options = PlanOptions {
+            name: name.to_string(),
+            sm_count,
+            block,
+        };
+        let plan =
+            fusion::plan_with_options(&self.graph, &shapes, &options).map_err(|e| err(py, e))?;
+        Ok(FusionPlan {
+            plan,
+            loaded: Mutex::new(Vec::new()),
+        })
+    }
+
+    #[getter]
+    fn n_inputs(&self) -> usize {
+        self.graph.inputs.len()
+    }
+
+    #[getter]
+    fn n_scalars(&self) -> usize {
+        self.graph.scalars.len()
+    }
+
+    /// `(dtype name, ndim)` of each output.
+    #[getter]
+    fn outputs(&self) -> Vec<(&'static str, usize)> {
+        self.graph
+            .outputs
+            .iter()
+            .map(|o| {
+                let n = self.graph.node(*o);
+                (n.dtype.name(), n.ndim)
+            })
+            .collect()
+    }
+
+    fn __str__(&self) -> String {
+        self.graph.to_string()
+    }
+}
+
+/// A plan's kernels compiled and loaded on one device.
+struct Loaded {
+    device: i32,
+    /// One per launch of the plan, in launch order.
+    functions: Vec<Function>,
+    _module: Module,
+    from_cache: bool,
+}
+
+/// A graph planned for concrete shapes: inspection, CPU execution and GPU launches.
+#[pyclass(module = "cunumpy._core", name = "FusionPlan", frozen)]
+pub struct FusionPlan {
+    plan: Plan,
+    loaded: Mutex<Vec<Arc<Loaded>>>,
+}
+
+fn operand_name(o: &Operand) -> String {
+    match o {
+        Operand::Input(i) => format!("in{i}"),
+        Operand::Output(i) => format!("out{i}"),
+        Operand::Buffer(i) => format!("buf{i}"),
+        Operand::Scalar(i) => format!("s{i}"),
+    }
+}
+
+fn param_value(v: &ParamValue) -> String {
+    match v {
+        ParamValue::Input(i) => format!("input {i}"),
+        ParamValue::Output(i) => format!("output {i}"),
+        ParamValue::Workspace { offset } => format!("workspace + {offset}"),
+        ParamValue::Scalar(i) => format!("scalar {i}"),
+        ParamValue::Int(v) => v.to_string(),
+    }
+}
+
+/// A scalar argument's value (NumPy scalars are converted with `.item()` by the caller).
+fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarValue> {
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(ScalarValue::Bool(b.is_true()));
+    }
+    if let Ok(v) = obj.extract::<i64>() {
+        return Ok(ScalarValue::Int(v));
+    }
+    if let Ok(v) = obj.extract::<u64>() {
+        return Ok(ScalarValue::UInt(v));
+    }
+    if let Ok(v) = obj.extract::<f64>() {
+        return Ok(ScalarValue::Float(v));
+    }
+    Err(errors::raise(
+        obj.py(),
+        "FusionTypeError",
+        format!(
+            "fuse: scalar {i}: expected a bool, int or float, got {}",
+            obj.get_type().name()?
+        ),
+    ))
+}
+
+/// A C-contiguous host array, as read from `__array_interface__`.
+struct HostView {
+    ptr: usize,
+    len: usize,
+    dtype: DType,
+    shape: Vec<usize>,
+}
+
+fn host_view(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    writable: bool,
+) -> PyResult<HostView> {
+    let bad = |msg: String| errors::raise(py, "FusionTypeError", format!("fuse: {what}: {msg}"));
+    let iface = obj
+        .getattr(intern!(py, "__array_interface__"))
+        .map_err(|_| {
+            bad(format!(
+                "expected a NumPy array, got {}",
+                obj.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
+    let iface = iface
+        .cast_into::<PyDict>()
+        .map_err(|_| bad("__array_interface__ is not a dict".into()))?;
+    let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+        iface
+            .get_item(k)?
+            .ok_or_else(|| bad(format!("__array_interface__ has no {k:?}")))
+    };
+    let (ptr, readonly): (usize, bool) = get("data")?.extract()?;
+    let shape: Vec<usize> = get("shape")?.extract()?;
+    let strides = iface.get_item("strides")?;
+    if strides.is_some_and(|s| !s.is_none()) {
+        return Err(bad("expected a C-contiguous array".into()));
+    }
+    if writable && readonly {
+        return Err(bad("expected a writable array".into()));
+    }
+    let dtype = arrays::dtype_of(&obj.getattr(intern!(py, "dtype"))?)?
+        .map_err(|name| bad(format!("unsupported dtype {name}")))?;
+    let len = shape.iter().product();
+    if ptr == 0 && len > 0 {
+        return Err(bad("null data pointer".into()));
+    }
+    Ok(HostView {
+        ptr,
+        len,
+        dtype,
+        shape,
+    })
+}
+
+fn byte_range(v: &HostView) -> (usize, usize) {
+    (v.ptr, v.ptr + v.len * v.dtype.itemsize())
+}
+
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+/// Typed read-only slice of a host view.
+///
+/// # Safety
+/// `v` describes live, initialised, C-contiguous memory of `v.len` elements of `v.dtype`,
+/// aligned for it, that nothing writes while the slice lives; for bool, every byte is 0 or 1.
+unsafe fn data_of<'a>(v: &HostView) -> Data<'a> {
+    macro_rules! s {
+        ($t:ty) => {
+            // SAFETY: the caller's contract (pointer, length, type, no writers).
+            unsafe { std::slice::from_raw_parts(v.ptr as *const $t, v.len) }
+        };
+    }
+    if v.len == 0 {
+        return empty_data(v.dtype);
+    }
+    match v.dtype {
+        DType::Bool => Data::Bool(s!(bool)),
+        DType::Int8 => Data::Int8(s!(i8)),
+        DType::UInt8 => Data::UInt8(s!(u8)),
+        DType::Int16 => Data::Int16(s!(i16)),
+        DType::UInt16 => Data::UInt16(s!(u16)),
+        DType::Int32 => Data::Int32(s!(i32)),
+        DType::UInt32 => Data::UInt32(s!(u32)),
+        DType::Int64 => Data::Int64(s!(i64)),
+        DType::UInt64 => Data::UInt64(s!(u64)),
+        DType::Float32 => Data::Float32(s!(f32)),
+        _ => Data::Float64(s!(f64)),
+    }
+}
+
+fn empty_data(d: DType) -> Data<'static> {
+    match d {
+        DType::Bool => Data::Bool(&[]),
+        DType::Int8 => Data::Int8(&[]),
+        DType::UInt8 => Data::UInt8(&[]),
+        DType::Int16 => Data::Int16(&[]),
+        DType::UInt16 => Data::UInt16(&[]),
+        DType::Int32 => Data::Int32(&[]),
+        DType::UInt32 => Data::UInt32(&[]),
+        DType::Int64 => Data::Int64(&[]),
+        DType::UInt64 => Data::UInt64(&[]),
+        DType::Float32 => Data::Float32(&[]),
+        _ => Data::Float64(&[]),
+    }
+}
+
+/// Typed writable slice of a host view.
+///
+/// # Safety
+/// As for [`data_of`], and no other slice (read or write) of these bytes lives meanwhile.
+unsafe fn data_mut_of<'a>(v: &HostView) -> DataMut<'a> {
+    macro_rules! s {
+        ($t:ty, $var:ident) => {
+            if v.len == 0 {
+                DataMut::$var(&mut [])
+            } else {
+                // SAFETY: the caller's contract (pointer, length, type, exclusive access).
+                DataMut::$var(unsafe { std::slice::from_raw_parts_mut(v.ptr as *mut $t, v.len) })
+            }
+        };
+    }
+    match v.dtype {
+        DType::Bool => s!(bool, Bool),
+        DType::Int8 => s!(i8, Int8),
+        DType::UInt8 => s!(u8, UInt8),
+        DType::Int16 => s!(i16, Int16),
+        DType::UInt16 => s!(u16, UInt16),
+        DType::Int32 => s!(i32, Int32),
+        DType::UInt32 => s!(u32, UInt32),
+        DType::Int64 => s!(i64, Int64),
+        DType::UInt64 => s!(u64, UInt64),
+        DType::Float32 => s!(f32, Float32),
+        _ => s!(f64, Float64),
+    }
+}
+
+impl FusionPlan {
+    fn name(&self) -> &str {
+        &self.plan.options.name
+    }
+
+    fn check_spec(
+        &self,
+        py: Python<'_>,
+        what: String,
+        dtype: DType,
+        shape: &[usize],
+        spec: &fusion::TensorSpec,
+    ) -> PyResult<()> {
+        if dtype != spec.dtype || shape != spec.shape.as_slice() {
+            return Err(errors::raise(
+                py,
+                "FusionTypeError",
+                format!(
+                    "fused function '{}': {what}: expected {}{:?}, got {dtype}{shape:?}",
+                    self.name(),
+                    spec.dtype,
+                    spec.shape
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn count(&self, py: Python<'_>, what: &str, expected: usize, got: usize) -> PyResult<()> {
+        if expected != got {
+            return Err(errors::raise(
+                py,
+                "FusionTypeError",
+                format!(
+                    "fused function '{}': expected {expected} {what}, got {got}",
+                    self.name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<Loaded>> {
+        if let Some(l) = lock(&self.loaded).iter().find(|l| l.device == device) {
+            return Ok(l.clone());
+        }
+        let source = self.plan.cuda_source();
+        let program = format!("{}.cu", self.name());
+        let paths = kernel::python_paths(py);
+        let names: Vec<String> = self
+            .plan
+            .kernels
+            .iter()
+            .flat_map(|k| k.launches.iter().map(|l| l.name.clone()))
+            .collect();
+        let result = py.detach(|| {
+            let (module, compiled) =
+                kernel::compile_module(&source, &program, &[], &[], &[], device, &paths)?;
+            let functions = names
+                .iter()
+                .map(|n| module.function(n))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, cunumpy_cuda::CudaError>(Loaded {
+                device,
+                functions,
+                _module: module,
+                from_cache: compiled.hit,
+            })
+        });
+        let loaded = Arc::new(result.map_err(|e| errors::cuda_error(py, self.name(), e))?);
+        let mut all = lock(&self.loaded);
+        if let Some(l) = all.iter().find(|l| l.device == device) {
+            return Ok(l.clone());
+        }
+        all.push(loaded.clone());
+        Ok(loaded)
+    }
+
+    fn current_device(&self, py: Python<'_>) -> PyResult<(&'static Driver, i32)> {
+        let driver = Driver::get().map_err(|e| errors::cuda_error(py, self.name(), e))?;
+        let device = KernelLauncher::launch_device(driver)
+            .map_err(|e| errors::cuda_error(py, self.name(), e))?;
+        Ok((driver, device))
+    }
+
+    fn device_pointer(
+        &self,
+        py: Python<'_>,
+        obj: &Bound<'_, PyAny>,
+        what: String,
+        spec: Option<&fusion::TensorSpec>,
+        device: i32,
+    ) -> PyResult<(u64, usize)> {
+        let got = match arrays::read_object(obj, false)? {
+            Object::Device(info) => Ok(info),
+            Object::Host(t) | Object::Other(t) => Err(t),
+            Object::Scalar(..) => Err("a scalar".to_string()),
+            Object::Struct(n, _) => Err(n),
+        };
+        let info = match got {
+            Ok(info) => info,
+            Err(got) => {
+                return Err(errors::raise(
+                    py,
+                    "FusionTypeError",
+                    format!(
+                        "fused function '{}': {what}: expected a CuPy array, got {got}",
+                        self.name()
+                    ),
+                ));
+            }
+        };
+        let shape: Vec<usize> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
+        let dtype = info.dtype.map_err(|name| {
+            errors::raise(
+                py,
+                "FusionTypeError",
+                format!(
+                    "fused function '{}': {what}: unsupported dtype {name}",
+                    self.name()
+                ),
+            )
+        })?;
+        if let Some(spec) = spec {
+            self.check_spec(py, what.clone(), dtype, &shape, spec)?;
+        }
+        if !info.c_contiguous {
+            return Err(errors::raise(
+                py,
+                "FusionTypeError",
+                format!(
+                    "fused function '{}': {what}: expected a C-contiguous array",
+                    self.name()
+                ),
+            ));
+        }
+        if info.device.is_some_and(|d| d != device) {
+            return Err(errors::raise(
+                py,
+                "KernelArgumentValueError",
+                format!(
+                    "fused function '{}': {what} lives on device {}, the current device is \
+                     {device}",
+                    self.name(),
+                    info.device.unwrap_or(device)
+                ),
+            ));
+        }
+        let nbytes = shape.iter().product::<usize>() * dtype.itemsize();
+        Ok((info.ptr, nbytes))
+    }
+}
+
+#[pymethods]
+impl FusionPlan {
+    /// The plan: kernels, what each reads and writes, bytes moved, launches, buffers.
+    fn explain(&self) -> String {
+        self.plan.explain()
+    }
+
+    /// The CUDA C of every kernel (one module).
+    fn cuda_source(&self) -> String {
+        self.plan.cuda_source()
+    }
+
+    #[getter(name)]
+    fn plan_name(&self) -> String {
+        self.plan.options.name.clone()
+    }
+
+    /// `(shape, dtype name)` of each input.
+    #[getter]
+    fn inputs(&self) -> Vec<(Vec<usize>, &'static str)> {
+        self.plan
+            .inputs
+            .iter()
+            .map(|t| (t.shape.clone(), t.dtype.name()))
+            .collect()
+    }
+
+    /// `(shape, dtype name)` of each output.
+    #[getter]
+    fn outputs(&self) -> Vec<(Vec<usize>, &'static str)> {
+        self.plan
+            .outputs
+            .iter()
+            .map(|t| (t.shape.clone(), t.dtype.name()))
+            .collect()
+    }
+
+    /// `(dtype name, weak)` of each scalar parameter.
+    #[getter]
+    fn scalars(&self) -> Vec<(&'static str, bool)> {
+        self.plan
+            .scalars
+            .iter()
+            .map(|(d, w)| (d.name(), *w))
+            .collect()
+    }
+
+    #[getter]
+    fn workspace_bytes(&self) -> usize {
+        self.plan.workspace_bytes
+    }
+
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        self.plan.bytes_read()
+    }
+
+    #[getter]
+    fn bytes_written(&self) -> u64 {
+        self.plan.bytes_written()
+    }
+
+    /// One dict per kernel: name, kind, strategy, reads, writes, bytes, fused ops, launches
+    /// (name, grid, block, shared_bytes, params as (name, C type, value)).
+    #[getter]
+    fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for k in &self.plan.kernels {
+            let d = PyDict::new(py);
+            d.set_item("name", &k.name)?;
+            match &k.kind {
+                KernelKind::Elementwise { elements } => {
+                    d.set_item("kind", "elementwise")?;
+                    d.set_item("elements", elements)?;
+                }
+                KernelKind::Reduction {
+                    strategy,
+                    outputs,
+                    reduced,
+                } => {
+                    d.set_item("kind", "reduction")?;
+                    d.set_item("outputs", outputs)?;
+                    d.set_item("reduced", reduced)?;
+                    let s = match strategy {
+                        Strategy::Split { .. } => "split",
+                        Strategy::WarpPerRow => "warp_per_row",
+                        Strategy::ThreadPerOutput => "thread_per_output",
+                    };
+                    d.set_item("strategy", s)?;
+                }
+            }
+            let names = |ops: &[Operand]| ops.iter().map(operand_name).collect::<Vec<_>>();
+            d.set_item("reads", names(&k.reads))?;
+            d.set_item("writes", names(&k.writes))?;
+            d.set_item("bytes_read", k.bytes_read)?;
+            d.set_item("bytes_written", k.bytes_written)?;
+            d.set_item("fused_ops", k.fused_ops.clone())?;
+            let launches = PyList::empty(py);
+            for l in &k.launches {
+                let ld = PyDict::new(py);
+                ld.set_item("name", &l.name)?;
+                ld.set_item("grid", l.grid)?;
+                ld.set_item("block", l.block)?;
+                ld.set_item("shared_bytes", l.shared_bytes)?;
+                let params: Vec<(String, String, String)> = l
+                    .params
+                    .iter()
+                    .map(|p| (p.name.clone(), p.ctype.clone(), param_value(&p.value)))
+                    .collect();
+                ld.set_item("params", params)?;
+                launches.append(ld)?;
+            }
+            d.set_item("launches", launches)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// Runs the plan on the CPU: `inputs` and `outputs` are C-contiguous NumPy arrays of the
+    /// plan's shapes and dtypes (outputs writable, overlapping nothing), `scalars` Python
+    /// bools, ints and floats. Releases the GIL while it runs.
+    fn execute_cpu(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<Bound<'_, PyAny>>,
+        scalars: Vec<Bound<'_, PyAny>>,
+        outputs: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.count(py, "input arrays", self.plan.inputs.len(), inputs.len())?;
+        self.count(py, "outputs", self.plan.outputs.len(), outputs.len())?;
+        self.count(py, "scalars", self.plan.scalars.len(), scalars.len())?;
+        let mut ins = Vec::with_capacity(inputs.len());
+        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+            let v = host_view(py, obj, &format!("input {i}"), false)?;
+            self.check_spec(py, format!("input {i}"), v.dtype, &v.shape, spec)?;
+            if v.dtype == DType::Bool && v.len > 0 {
+                // SAFETY: `v` is `v.len` live bytes (a bool array is one byte per element);
+                // read-only and only while the array object is borrowed here.
+                let bytes = unsafe { std::slice::from_raw_parts(v.ptr as *const u8, v.len) };
+                if bytes.iter().any(|&b| b > 1) {
+                    return Err(errors::raise(
+                        py,
+                        "FusionValueError",
+                        format!("fuse: input {i}: a bool array holds bytes other than 0 and 1"),
+                    ));
+                }
+            }
+            ins.push(v);
+        }
+        let mut outs = Vec::with_capacity(outputs.len());
+        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+            let v = host_view(py, obj, &format!("output {i}"), true)?;
+            self.check_spec(py, format!("output {i}"), v.dtype, &v.shape, spec)?;
+            outs.push(v);
+        }
+        for (i, o) in outs.iter().enumerate() {
+            let r = byte_range(o);
+            let clash = ins.iter().any(|v| overlaps(r, byte_range(v)))
+                || outs
+                    .iter()
+                    .enumerate()
+                    .any(|(j, v)| j != i && overlaps(r, byte_range(v)));
+            if clash && o.len > 0 {
+                return Err(errors::raise(
+                    py,
+                    "FusionValueError",
+                    format!("fuse: output {i} overlaps another argument's memory"),
+                ));
+            }
+        }
+        let svs = scalars
+            .iter()
+            .enumerate()
+            .map(|(i, s)| scalar_value(s, i))
+            .collect::<PyResult<Vec<_>>>()?;
+        // SAFETY: every view was read from a live NumPy array that `inputs`/`outputs` keep
+        // referenced for the whole call (a referenced array cannot be resized or freed). The
+        // arrays are C-contiguous (no strides in `__array_interface__`), of the dtype and
+        // element count checked above, and NumPy aligns their data for the dtype. Bool inputs
+        // hold only 0/1 bytes (checked). Outputs are writable and overlap no input and no other
+        // output (checked), so the one mutable slice of each is exclusive. Like NumPy's own
+        // loops, this relies on no other thread writing these arrays while the GIL is
+        // released.
+        let (in_data, mut out_data): (Vec<Data<'_>>, Vec<DataMut<'_>>) = unsafe {
+            (
+                ins.iter().map(|v| data_of(v)).collect(),
+                outs.iter().map(|v| data_mut_of(v)).collect(),
+            )
+        };
+        let result = py.detach(|| {
+            let refs: Vec<ArrayRef<'_>> = in_data
+                .iter()
+                .zip(&ins)
+                .map(|(d, v)| ArrayRef {
+                    data: *d,
+                    shape: &v.shape,
+                })
+                .collect();
+            let mut muts: Vec<ArrayMut<'_>> = out_data
+                .drain(..)
+                .zip(&outs)
+                .map(|(data, v)| ArrayMut {
+                    data,
+                    shape: &v.shape,
+                })
+                .collect();
+            fusion::execute_cpu(&self.plan, &refs, &svs, &mut muts)
+        });
+        result.map_err(|e| err(py, e))
+    }
+
+    /// Compiles the plan's CUDA for the current device (disk cache first); True on a hit.
+    fn compile(&self, py: Python<'_>) -> PyResult<bool> {
+        let (_, device) = self.current_device(py)?;
+        Ok(self.loaded_for(py, device)?.from_cache)
+    }
+
+    /// Launches every kernel of the plan, in order, on `stream` (CuPy's current stream by
+    /// default): `inputs`/`outputs` are C-contiguous CuPy arrays of the plan's shapes and
+    /// dtypes, `workspace` a device array of at least `workspace_bytes` bytes (or None when
+    /// the plan needs none). Compiles once per device. Each launch is a ledger `launch` event.
+    #[pyo3(signature = (inputs, scalars, outputs, workspace=None, stream=None))]
+    fn launch(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<Bound<'_, PyAny>>,
+        scalars: Vec<Bound<'_, PyAny>>,
+        outputs: Vec<Bound<'_, PyAny>>,
+        workspace: Option<Bound<'_, PyAny>>,
+        stream: Option<usize>,
+    ) -> PyResult<()> {
+        self.count(py, "input arrays", self.plan.inputs.len(), inputs.len())?;
+        self.count(py, "outputs", self.plan.outputs.len(), outputs.len())?;
+        self.count(py, "scalars", self.plan.scalars.len(), scalars.len())?;
+        let (_, device) = self.current_device(py)?;
+        let mut in_ptrs = Vec::with_capacity(inputs.len());
+        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+            in_ptrs.push(
+                self.device_pointer(py, obj, format!("input {i}"), Some(spec), device)?
+                    .0,
+            );
+        }
+        let mut out_ptrs = Vec::with_capacity(outputs.len());
+        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+            out_ptrs.push(
+                self.device_pointer(py, obj, format!("output {i}"), Some(spec), device)?
+                    .0,
+            );
+        }
+        let ws = match &workspace {
+            Some(w) if !w.is_none() => {
+                let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, device)?;
+                if nbytes < self.plan.workspace_bytes {
+                    return Err(errors::raise(
+                        py,
+                        "FusionValueError",
+                        format!(
+                            "fused function '{}': the workspace has {nbytes} bytes, the plan \
+                             needs {}",
+                            self.name(),
+                            self.plan.workspace_bytes
+                        ),
+                    ));
+                }
+                ptr
+            }
+            _ => 0,
+        };
+        let svs = scalars
+            .iter()
+            .enumerate()
+            .map(|(i, s)| scalar_value(s, i))
+            .collect::<PyResult<Vec<_>>>()?;
+        let ptrs = DevicePointers {
+            inputs: &in_ptrs,
+            outputs: &out_ptrs,
+            workspace: ws,
+        };
+        // every launch's parameters, packed before anything runs
+        let mut buffers = Vec::new();
+        for k in &self.plan.kernels {
+            for l in &k.launches {
+                let values =
+                    launch_param_values(&self.plan, l, &ptrs, &svs).map_err(|e| err(py, e))?;
+                buffers.push((l, LaunchBuffer::from_raw_values(&values)));
+            }
+        }
+        let loaded = self.loaded_for(py, device)?;
+        if loaded.functions.len() != buffers.len() {
+            return Err(PyRuntimeError::new_err(
+                "internal: the loaded module does not match the plan's launches",
+            ));
+        }
+        let stream = match stream {
+            Some(s) => s,
+            None => kernel::current_stream(py)?,
+        };
+        let recording = Ledger::global().is_recording();
+        for (function, (l, buffer)) in loaded.functions.iter().zip(buffers.iter_mut()) {
+            if l.grid == 0 {
+                continue;
+            }
+            // SAFETY: the buffer holds one value per parameter of this launch, of the C types
+            // the generated kernel declares (`launch_param_values` follows the plan's
+            // parameter list, the same list the source was generated from), alive for the
+            // call. The device pointers come from CuPy arrays checked above to be
+            // C-contiguous, on the current device, of the plan's shapes and dtypes (the sizes
+            // the kernel indexes with), and the workspace holds `workspace_bytes`; the arrays
+            // are referenced by the caller until the call returns and CuPy's stream ordering
+            // keeps their memory until the kernels finish. The stream is CuPy's current
+            // stream or the caller's.
+            unsafe {
+                function.launch(
+                    [l.grid, 1, 1],
+                    [l.block, 1, 1],
+                    l.shared_bytes,
+                    stream,
+                    buffer.params(),
+                )
+            }
+            .map_err(|e| errors::cuda_error(py, &l.name, e))?;
+            if recording {
+                KernelLauncher::record_launch(
+                    py,
+                    &l.name,
+                    &LaunchShape {
+                        grid: [l.grid, 1, 1],
+                        block: [l.block, 1, 1],
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    #[getter]
+    fn is_compiled(&self) -> bool {
+        let device = Driver::get_if_loaded().and_then(|d| d.current_device().ok());
+        device.is_some_and(|dev| lock(&self.loaded).iter().any(|l| l.device == dev))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<FusionPlan '{}': {} kernel(s)>",
+            self.name(),
+            self.plan.kernels.len()
+        )
+    }
+}
+
+/// `(name, arity)` of every op of the table (what the tracer can call by name).
+#[pyfunction]
+fn _fusion_ops() -> Vec<(&'static str, usize)> {
+    fusion::OPS.iter().map(|d| (d.name, d.arity)).collect()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<FusionGraphBuilder>()?;
+    m.add_class::<FusionGraph>()?;
+    m.add_class::<FusionPlan>()?;
+    m.add_function(wrap_pyfunction!(_fusion_ops, m)?)?;
+    Ok(())
+}
