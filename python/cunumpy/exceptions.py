@@ -27,6 +27,15 @@ __all__ = [
     "FusionUnsupportedError",
     "CudaStructError",
     "DeviceMirrorError",
+    "KernelOutputsError",
+    "KernelOutputIndexError",
+    "KernelOutputKeyError",
+    "MissingCudaKernelError",
+    "KernelImplementationError",
+    "KernelSignatureMismatchError",
+    "KernelFolderError",
+    "DuplicateKernelError",
+    "PyccelCompileError",
     "EmulationError",
     "EmulationUnavailableError",
     "EmulationCompileError",
@@ -146,6 +155,49 @@ class EmulatedKernelFault(EmulationError, CudaRuntimeError):
 class EmulatedOutOfBoundsError(EmulatedKernelFault, IndexError):
     """An emulated kernel accessed a pointer argument outside its array; the message names the
     kernel, the parameter, the element index and the thread."""
+
+
+# -- the porting layer (Kernel, KernelCatalog, PyccelKernel, host implementations) ------------
+class KernelOutputsError(CunumpyError, TypeError):
+    """A ``PyccelKernel``'s ``outputs=`` declaration is malformed."""
+
+
+class KernelOutputIndexError(CunumpyError, IndexError):
+    """A declared output index names no argument of this call."""
+
+
+class KernelOutputKeyError(CunumpyError, KeyError):
+    """A declared output name names no argument of this call."""
+
+    def __str__(self) -> str:  # KeyError would show the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingCudaKernelError(CunumpyError, NotImplementedError):
+    """A ``Kernel`` without a CUDA version was called on the device (``missing_cuda="raise"``)."""
+
+
+class KernelImplementationError(CunumpyError, LookupError):
+    """The explicitly selected kernel implementation does not exist or failed to load."""
+
+
+class KernelSignatureMismatchError(CunumpyError, ValueError):
+    """The host and CUDA versions of a kernel take different parameters."""
+
+
+class KernelFolderError(CunumpyError, FileNotFoundError):
+    """A kernel folder lacks its host module."""
+
+
+class DuplicateKernelError(CunumpyError, KeyError):
+    """A kernel name is registered twice in a ``KernelCatalog``."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class PyccelCompileError(CunumpyError, RuntimeError):
+    """Pyccel could not compile a host kernel module (the message holds its output)."""
 
 
 class CudaStructError(CunumpyError, ValueError):

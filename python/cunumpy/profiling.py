@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import _core
+from .kernels._profile import KernelProfile, KernelStats, kernel_profile
 
 __all__ = [
     "KINDS",
@@ -25,6 +26,9 @@ __all__ = [
     "Timing",
     "timed_region",
     "nvtx_range",
+    "kernel_profile",
+    "KernelProfile",
+    "KernelStats",
 ]
 
 #: Event kinds, in report order. ``launch`` events are reported but are not transfers.

@@ -1,6 +1,51 @@
 """The kernel layer: CUDA C kernels with checked launches (more building blocks follow)."""
 
 from ._cuda_kernel import CudaKernel, CudaKernelVariants
+from ._dispatch import FORTRAN_NAME_LIMIT, Kernel, KernelCatalog
 from ._fusion import FusedFunction, fuse
+from ._host_impl import (
+    DEVICE_IMPLEMENTATIONS,
+    HOST_IMPLEMENTATIONS,
+    CompiledHostKernel,
+    HostImplementations,
+    get_device_kernel_implementation,
+    get_host_kernel_implementation,
+    set_device_kernel_implementation,
+    set_host_kernel_implementation,
+    use_device_kernel_implementation,
+    use_host_kernel_implementation,
+)
+from ._pyccel_cache import PyccelCache
+from ._pyccel_kernel import (
+    PyccelKernel,
+    as_kernel_array,
+    kernel_output,
+    kernel_outputs,
+    outputs_from_annotations,
+)
 
-__all__ = ["CudaKernel", "CudaKernelVariants", "FusedFunction", "fuse"]
+__all__ = [
+    "CudaKernel",
+    "CudaKernelVariants",
+    "FORTRAN_NAME_LIMIT",
+    "Kernel",
+    "KernelCatalog",
+    "DEVICE_IMPLEMENTATIONS",
+    "HOST_IMPLEMENTATIONS",
+    "CompiledHostKernel",
+    "HostImplementations",
+    "get_device_kernel_implementation",
+    "get_host_kernel_implementation",
+    "set_device_kernel_implementation",
+    "set_host_kernel_implementation",
+    "use_device_kernel_implementation",
+    "use_host_kernel_implementation",
+    "PyccelCache",
+    "PyccelKernel",
+    "as_kernel_array",
+    "kernel_output",
+    "kernel_outputs",
+    "outputs_from_annotations",
+    "fuse",
+    "FusedFunction",
+]

@@ -1,4 +1,5 @@
-"""Testing CUDA kernels without a GPU: the CPU emulator and the emulated device backend.
+"""Testing CUDA kernels without a GPU: the CPU emulator and the emulated device backend
+(re-exported by ``cunumpy.kernel_testing``).
 
 ``emulate_cuda_kernel(kernel, *args, ...)`` runs a :class:`~cunumpy.kernels.CudaKernel` on
 NumPy arrays on the CPU. The kernel source is compiled as host C++ with a prelude that provides
@@ -21,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
-from . import _fake_cupy as _fake
+from .. import _core
+from .. import _fake_cupy as _fake
 
 __all__ = [
     "compile_for_emulation",
@@ -128,7 +129,11 @@ def compile_for_emulation(kernel: Any) -> dict[str, Any]:
     cache, possibly written by another process), ``uses_fibers``, ``param_count``,
     ``param_names`` and ``cache_dir``."""
     _require_kernel(kernel)
-    return dict(_core._compile_for_emulation(kernel))
+    info = dict(_core._compile_for_emulation(kernel))
+    for key in ("library", "cache_dir"):
+        if info.get(key) is not None:
+            info[key] = str(info[key])
+    return info
 
 
 def emulation_compiler() -> str | None:

@@ -1,0 +1,54 @@
+"""Testing kernels: parity of host and CUDA versions, pytest markers and the ``backend`` fixture.
+
+Not imported by ``import cunumpy``, and importing it does not import pytest: ``BACKENDS``,
+``backend``, ``requires_cupy`` and ``requires_device_backend`` are built on first access.
+With ``CUNUMPY_REQUIRE_CUDA=1`` the markers and :func:`assert_kernels_agree` fail instead of
+skipping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _markers
+from ._emulation import (
+    compile_for_emulation,
+    emulate_cuda_kernel,
+    emulation_cache_dir,
+    emulation_compiler,
+    fake_cupy_active,
+    host_buffer,
+    install_fake_cupy,
+    uninstall_fake_cupy,
+)
+from ._markers import cuda_gate, cuda_required, device_backend_available, gpu_available
+from ._parity import TEST_ARGS_SETTINGS, assert_kernels_agree, check_parity, parity_cases
+
+__all__ = [
+    "BACKENDS",
+    "TEST_ARGS_SETTINGS",
+    "assert_kernels_agree",
+    "backend",
+    "check_parity",
+    "cuda_gate",
+    "cuda_required",
+    "device_backend_available",
+    "gpu_available",
+    "parity_cases",
+    "requires_cupy",
+    "requires_device_backend",
+    "compile_for_emulation",
+    "emulate_cuda_kernel",
+    "emulation_cache_dir",
+    "emulation_compiler",
+    "fake_cupy_active",
+    "host_buffer",
+    "install_fake_cupy",
+    "uninstall_fake_cupy",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _markers.LAZY_NAMES:
+        return _markers.lazy(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,193 @@
+"""Parity tests: run a ``Kernel``'s host and CUDA versions on the same inputs and compare."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .._backend import use_backend
+from .._conversions import is_cupy_array, to_numpy
+from ..kernels._dispatch import Kernel, KernelCatalog
+from ._markers import cuda_gate
+
+__all__ = ["TEST_ARGS_SETTINGS", "assert_kernels_agree", "check_parity", "parity_cases"]
+
+#: Optional constants of a ``<name>_test_args.py`` module and the keyword each sets.
+TEST_ARGS_SETTINGS: dict[str, str] = {
+    "N_THREADS": "n_threads",
+    "GRID": "grid",
+    "BLOCK": "block",
+    "RTOL": "rtol",
+    "ATOL": "atol",
+    "N_CALLS": "n_calls",
+    "OUTPUTS": "outputs",
+    "SEED": "seed",
+}
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or is_cupy_array(value)
+
+
+def _collect(value: Any, label: str, depth: int, out: dict[str, Any]) -> None:
+    if _is_array(value):
+        out[label] = value
+        return
+    if depth >= 2:
+        return
+    if isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _collect(v, f"{label}[{i}]", depth + 1, out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _collect(v, f"{label}[{k!r}]", depth + 1, out)
+    else:
+        fields = getattr(type(value), "fields", None)
+        names: list[str] = []
+        if isinstance(fields, dict):
+            names = list(fields)
+        elif hasattr(value, "__dict__") and not isinstance(value, (type, ModuleType)):
+            names = [n for n in vars(value) if not n.startswith("_")]
+        for n in names:
+            try:
+                v = getattr(value, n)
+            except AttributeError:
+                continue
+            _collect(v, f"{label}.{n}", depth + 1, out)
+
+
+def _selected(kernel: Kernel, args: tuple[Any, ...], outputs: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if outputs is None:
+        outputs = kernel.host_kernel.outputs
+    if outputs is None:
+        for i, a in enumerate(args):
+            _collect(a, f"argument {i}", 0, found)
+        return found
+    names = kernel.host_parameters() or ()
+    for entry in outputs:
+        field = None
+        if isinstance(entry, str) and "." in entry:
+            entry, field = entry.split(".", 1)
+        if isinstance(entry, str):
+            if entry not in names:
+                raise ValueError(
+                    f"{kernel.name}: output {entry!r} is not a parameter of the host kernel "
+                    f"({', '.join(names)})"
+                )
+            index = names.index(entry)
+        else:
+            index = entry + len(args) if entry < 0 else entry
+        if not 0 <= index < len(args):
+            raise ValueError(f"{kernel.name}: output {entry!r} names no argument of the call")
+        value, label = args[index], f"argument {index}"
+        if field is not None:
+            value = value[field] if isinstance(value, dict) else getattr(value, field)
+            label += f".{field}"
+        _collect(value, label, 0, found)
+    return found
+
+
+def assert_kernels_agree(
+    kernel: Kernel,
+    make_args: Callable[[str, int], Any],
+    *,
+    n_threads: Any = None,
+    grid: Any = None,
+    block: Any = None,
+    rtol: float = 1e-12,
+    atol: float = 0.0,
+    n_calls: int = 1,
+    outputs: Any = None,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Runs ``kernel`` on the NumPy backend (host version) and on the CuPy backend (CUDA
+    version) with ``make_args(backend, seed)``, ``n_calls`` times each, and compares the arrays
+    of the selected arguments (``outputs``, else the host kernel's outputs, else all; searched
+    two levels into tuples, lists, dicts and objects) with ``np.testing.assert_allclose``.
+    ``n_threads`` may be a function of the arguments. Returns the host arrays by name. Skips
+    without a device backend (fails with ``CUNUMPY_REQUIRE_CUDA``)."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"assert_kernels_agree needs a Kernel, got {type(kernel).__name__}")
+    if kernel.cuda_kernel is None:
+        raise ValueError(f"kernel {kernel.name!r} has no CUDA version")
+    if n_threads is None and grid is None and kernel.cuda_kernel.n_threads_from is None:
+        raise TypeError(
+            f"kernel {kernel.name!r}: pass n_threads= or grid= (its CudaKernel has "
+            "n_threads_from=None)"
+        )
+    if n_calls < 1:
+        raise ValueError(f"n_calls must be at least 1, got {n_calls}")
+    if cuda_gate("device"):
+        import pytest
+
+        pytest.skip("neither a GPU nor the emulated device backend is available")
+
+    results: dict[str, dict[str, Any]] = {}
+    for backend in ("numpy", "cupy"):
+        with use_backend(backend, strict=backend == "cupy"):
+            args = make_args(backend, seed)
+            args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+            threads = n_threads(*args) if callable(n_threads) else n_threads
+            for _ in range(n_calls):
+                kernel(*args, n_threads=threads, grid=grid, block=block)
+            results[backend] = _selected(kernel, args, outputs)
+
+    host, device = results["numpy"], results["cupy"]
+    if set(host) != set(device):
+        raise AssertionError(
+            f"{kernel.name}: the host and CUDA calls do not have the same array arguments "
+            f"(host: {sorted(host)}, CUDA: {sorted(device)}); make_args must build the same "
+            "structure on both backends"
+        )
+    out = {}
+    for label, h in host.items():
+        host_array = to_numpy(h)
+        np.testing.assert_allclose(
+            to_numpy(device[label]),
+            host_array,
+            rtol=rtol,
+            atol=atol,
+            err_msg=f"{kernel.name}: {label} differs between the host and CUDA kernels",
+        )
+        out[label] = host_array
+    return out
+
+
+def check_parity(kernel: Kernel, **overrides: Any) -> dict[str, np.ndarray]:
+    """:func:`assert_kernels_agree` with the settings of the kernel's ``<name>_test_args.py``:
+    ``make_args(backend, seed)`` (required) and the optional constants of
+    :data:`TEST_ARGS_SETTINGS`; keyword ``overrides`` win."""
+    module = kernel.test_args
+    if module is None:
+        raise ValueError(
+            f"kernel {kernel.name!r} has no test-arguments module "
+            f"({kernel.name}_test_args.py next to its host kernel)"
+        )
+    make_args = getattr(module, "make_args", None)
+    if not callable(make_args):
+        raise ValueError(f"{module.__name__} must define make_args(backend, seed)")
+    settings = {
+        keyword: getattr(module, constant)
+        for constant, keyword in TEST_ARGS_SETTINGS.items()
+        if hasattr(module, constant)
+    }
+    settings.update(overrides)
+    return assert_kernels_agree(kernel, make_args, **settings)
+
+
+def parity_cases(catalog: KernelCatalog) -> list[Any]:
+    """One ``pytest.param(kernel, id=name)`` per kernel with a CUDA version, for
+    ``@pytest.mark.parametrize``; a kernel without ``<name>_test_args.py`` is marked skip."""
+    import pytest
+
+    cases = []
+    for name, kernel in catalog.parity_cases():
+        marks = ()
+        if kernel.test_args_module is None:
+            marks = (pytest.mark.skip(reason=f"kernel {name!r} has no {name}_test_args.py"),)
+        cases.append(pytest.param(kernel, id=name, marks=marks))
+    return cases
