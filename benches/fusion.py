@@ -1,0 +1,123 @@
+"""Fused expressions on the GPU (float64, 2^26 elements): cunumpy fuse vs CuPy eager, cupy.fuse,
+torch.compile and jax.jit when importable. GB/s = bytes of inputs + outputs / best-of-20 time
+(CUDA events). Prints JSON with ratios against each peer measured in this run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="gpu")  # scripts/gpu-check passes it; ignored
+    parser.add_argument("--n", type=int, default=1 << 26)
+    parser.add_argument("--repeat", type=int, default=20)
+    opts = parser.parse_args()
+    try:
+        import cupy
+    except ImportError:
+        print(json.dumps({"benchmark": "fusion", "skipped": "cupy is not installed"}))
+        return 0
+    import cunumpy as xp
+
+    n, repeat = opts.n, opts.repeat
+    rng = cupy.random.default_rng(0)
+    a, b, c, d = (rng.standard_normal(n) for _ in range(4))
+
+    def best(fn, *args):
+        fn(*args)
+        cupy.cuda.runtime.deviceSynchronize()
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        times = []
+        for _ in range(repeat):
+            start.record()
+            fn(*args)
+            stop.record()
+            stop.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+        return min(times)
+
+    exprs = {
+        "a*b + c*d - 2.5*a": (lambda a, b, c, d: a * b + c * d - 2.5 * a, (a, b, c, d), 5),
+        "exp(-a*a)*sin(b) + c": (
+            lambda a, b, c: xp.exp(-a * a) * xp.sin(b) + c,
+            (a, b, c),
+            4,
+        ),
+        "sum((a-b)**2)": (lambda a, b: xp.sum((a - b) ** 2), (a, b), 2),
+        "a - mean(a)": (lambda a: a - xp.mean(a), (a,), 2),
+    }
+    eager = {
+        "a*b + c*d - 2.5*a": lambda a, b, c, d: a * b + c * d - 2.5 * a,
+        "exp(-a*a)*sin(b) + c": lambda a, b, c: cupy.exp(-a * a) * cupy.sin(b) + c,
+        "sum((a-b)**2)": lambda a, b: cupy.sum((a - b) ** 2),
+        "a - mean(a)": lambda a: a - cupy.mean(a),
+    }
+    copy_s = best(lambda x: x.copy(), a)
+    result = {
+        "benchmark": "fusion",
+        "n": n,
+        "dtype": "float64",
+        "copy_GBps": 2 * 8 * n / copy_s / 1e9,
+        "expressions": {},
+    }
+    try:
+        import torch
+
+        torch_ok = torch.cuda.is_available()
+    except ImportError:
+        torch_ok = False
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        jax_ok = any(dv.platform == "gpu" for dv in jax.devices())
+    except Exception:  # noqa: BLE001  (jax missing or without a GPU)
+        jax_ok = False
+    for name, (fn, args, arrays) in exprs.items():
+        nbytes = arrays * 8 * n
+        row = {}
+        fused = xp.fuse(fn, kernel_name="bench")
+        row["cunumpy_fuse"] = nbytes / best(fused, *args) / 1e9
+        row["cupy_eager"] = nbytes / best(eager[name], *args) / 1e9
+        try:
+            cf = cupy.fuse(kernel_name="bench")(eager[name])
+            row["cupy_fuse"] = nbytes / best(cf, *args) / 1e9
+        except Exception as exc:  # noqa: BLE001  (cupy.fuse cannot fuse every expression)
+            row["cupy_fuse"] = f"unsupported: {type(exc).__name__}"
+        if torch_ok:
+            tf = torch.compile(eager[name])
+            targs = [torch.as_tensor(x, device="cuda") for x in args]
+            try:
+                row["torch_compile"] = nbytes / best(tf, *targs) / 1e9
+            except Exception as exc:  # noqa: BLE001
+                row["torch_compile"] = f"failed: {type(exc).__name__}"
+        if jax_ok:
+            import jax.numpy as jnp
+
+            jf = jax.jit(
+                {
+                    "a*b + c*d - 2.5*a": lambda a, b, c, d: a * b + c * d - 2.5 * a,
+                    "exp(-a*a)*sin(b) + c": lambda a, b, c: jnp.exp(-a * a) * jnp.sin(b) + c,
+                    "sum((a-b)**2)": lambda a, b: jnp.sum((a - b) ** 2),
+                    "a - mean(a)": lambda a: a - jnp.mean(a),
+                }[name]
+            )
+            jargs = [jnp.asarray(cupy.asnumpy(x)) for x in args]
+            row["jax_jit"] = (
+                nbytes / best(lambda *x, jf=jf: jf(*x).block_until_ready(), *jargs) / 1e9
+            )
+        ours = row["cunumpy_fuse"]
+        row["ratio_vs_copy"] = ours / result["copy_GBps"]
+        for peer in ("cupy_eager", "cupy_fuse", "torch_compile", "jax_jit"):
+            if isinstance(row.get(peer), float):
+                row[f"ratio_vs_{peer}"] = ours / row[peer]
+        result["expressions"][name] = row
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""The fused CPU executor vs NumPy (and numexpr when importable), float64, 10^7 and 10^4
+elements: best-of-N wall times and ratios measured in the same run. Prints JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def best(fn, *args, repeat):
+    fn(*args)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cpu")  # scripts/gpu-check passes it; ignored
+    parser.add_argument("--n", type=int, default=10**7)
+    parser.add_argument("--repeat", type=int, default=10)
+    opts = parser.parse_args()
+    import cunumpy as xp
+
+    try:
+        import numexpr
+    except ImportError:
+        numexpr = None
+    exprs = {
+        "a*b + c*d - 2.5*a": (lambda a, b, c, d: a * b + c * d - 2.5 * a, 4, "a*b + c*d - 2.5*a"),
+        "exp(-a*a)*sin(b) + c": (
+            lambda a, b, c: xp.exp(-a * a) * xp.sin(b) + c,
+            3,
+            "exp(-a*a)*sin(b) + c",
+        ),
+        "sum((a-b)**2)": (lambda a, b: xp.sum((a - b) ** 2), 2, "sum((a-b)**2)"),
+        "a - mean(a)": (lambda a: a - xp.mean(a), 1, None),
+    }
+    result = {"benchmark": "fusion_cpu", "dtype": "float64", "sizes": {}}
+    rng = np.random.default_rng(0)
+    for n in (opts.n, 10**4):
+        arrays = [rng.standard_normal(n) for _ in range(4)]
+        repeat = opts.repeat if n >= 10**6 else 200
+        copy_s = best(np.copy, arrays[0], repeat=repeat)
+        rows = {"copy_GBps": 16 * n / copy_s / 1e9}
+        for name, (fn, k, ne_expr) in exprs.items():
+            args = arrays[:k]
+            fused = xp.fuse(fn)
+            with xp.use_backend("numpy"):
+                t_fuse = best(fused, *args, repeat=repeat)
+                t_np = best(fn, *args, repeat=repeat)
+            row = {"cunumpy_fuse_ms": t_fuse * 1e3, "numpy_ms": t_np * 1e3}
+            row["speedup_vs_numpy"] = t_np / t_fuse
+            if numexpr is not None and ne_expr is not None:
+                local = dict(zip("abcd", args, strict=False))
+                t_ne = best(
+                    lambda e=ne_expr, ld=local: numexpr.evaluate(e, local_dict=ld), repeat=repeat
+                )
+                row["numexpr_ms"] = t_ne * 1e3
+                row["speedup_vs_numexpr"] = t_ne / t_fuse
+            rows[name] = row
+        result["sizes"][str(n)] = rows
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
