@@ -234,6 +234,12 @@ pub(crate) fn launch_on_fake_backend(
     Ok(())
 }
 
+/// `CudaKernel.compile()` on the fake CuPy backend: builds the emulation library; True when
+/// it came from the disk cache.
+pub(crate) fn compile_on_fake_backend(py: Python<'_>, config: &Config) -> PyResult<bool> {
+    Ok(library_for(py, config)?.1)
+}
+
 /// Runs `launcher` in the emulator: the arguments are checked and packed as for a launch
 /// (pointer arguments must be arrays with host addresses behind their device interface).
 #[pyfunction]

@@ -705,6 +705,9 @@ impl KernelLauncher {
     /// Compiles (or loads from the disk cache) for the current device; True on a cache hit.
     fn _compile(&self, py: Python<'_>) -> PyResult<bool> {
         let config = self.config()?;
+        if crate::emulate::fake_backend_active() {
+            return crate::emulate::compile_on_fake_backend(py, config);
+        }
         let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
         let device =
             Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
