@@ -512,7 +512,7 @@ impl FusionPlan {
         spec: Option<&fusion::TensorSpec>,
         device: i32,
     ) -> PyResult<(u64, usize)> {
-        let got = match arrays::read_object(obj, false)? {
+        let got = match arrays::read_object(obj, true)? {
             Object::Device(info) => Ok(info),
             Object::Host(t) | Object::Other(t) => Err(t),
             Object::Scalar(..) => Err("a scalar".to_string()),
