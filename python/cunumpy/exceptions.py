@@ -133,13 +133,15 @@ class EmulationUnavailableError(EmulationError):
     """No host C++ compiler was found for emulating CUDA kernels (set ``CXX``)."""
 
 
-class EmulationCompileError(EmulationError):
+class EmulationCompileError(EmulationError, CudaCompileError):
     """A kernel does not compile as host C++ for emulation. Attributes: ``kernel``, ``log``
-    (the compiler's diagnostics), ``command``."""
+    (the compiler's diagnostics), ``command``, ``options`` (the kernel's). Also a
+    :class:`CudaCompileError`, as the same kernel's NVRTC error is on a GPU."""
 
     kernel: str
     log: str
     command: str
+    options: list[str]
 
 
 class EmulatedKernelFault(EmulationError, CudaRuntimeError):

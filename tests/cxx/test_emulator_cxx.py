@@ -420,3 +420,23 @@ extern "C" __global__ void oob(Array2D<double> a) { a(0, a.shape[1]) = 1.0; }"""
         emulate(kernel, np.zeros((4, 4)), n_threads=1)
     assert info.value.fault == "trap"
     assert "cunumpy: index 4 is out of bounds for axis 1 with size 4" in str(info.value)
+
+
+TEMPLATE_POINTER = r"""
+template <typename T> __device__ void store_at(T* p, int i, T v) { p[i] = v; }
+extern "C" __global__ void put(double* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) store_at(out, i, 2.0 * i);
+}
+"""
+
+
+def test_pointer_handed_to_a_template_runs_without_the_checked_build():
+    # The checked build wraps pointer parameters in accessors, which a template deducing `T*`
+    # does not accept: such a kernel runs unchecked; a shuffled run needs the checked build.
+    kernel = CudaKernel(TEMPLATE_POINTER, "put")
+    out = np.zeros(100)
+    emulate(kernel, out, 100)
+    np.testing.assert_array_equal(out, 2.0 * np.arange(100))
+    with pytest.raises(EmulationCompileError, match="store_at"):
+        emulate(kernel, out, 100, shuffle_seed=1)

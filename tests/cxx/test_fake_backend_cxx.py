@@ -72,7 +72,8 @@ def test_cuda_kernels_on_the_fake_behave_as_on_a_gpu():
             if (i <= n) y[i] += a * x[i];   // planted off-by-one, caught when n < size - 1
         }'''
         k = CudaKernel(AXPY, "axpy")
-        assert k.compile() is k and k.compiled_from_cache in (True, False)
+        assert not k.is_compiled
+        assert k.compile() is k and k.compiled_from_cache in (True, False) and k.is_compiled
         x, y = cupy.arange(1000.0), cupy.zeros(1000)
         k(2.0, x, y, 999)
         np.testing.assert_array_equal(y.get(), 2 * np.arange(1000.0))
@@ -123,6 +124,7 @@ def test_cuda_kernels_on_the_fake_behave_as_on_a_gpu():
             variants.compile_all(["a", "broken", "b"])
         except CudaCompileError as e:
             assert "1 of 3 kernel" in str(e) and "nope" in str(e), e
+        assert variants.get("a").is_compiled
         else:
             raise AssertionError("the broken variant compiled")
         print("OK")

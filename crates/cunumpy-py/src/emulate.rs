@@ -115,7 +115,11 @@ fn library_for(py: Python<'_>, config: &Config) -> PyResult<(Arc<EmuLibrary>, bo
             key.cache_dir.as_deref(),
         )
     });
-    let lib = Arc::new(built.map_err(|e| errors::emu_error(py, e))?);
+    let lib = Arc::new(built.map_err(|e| {
+        let err = errors::emu_error(py, e);
+        let _ = err.value(py).setattr("options", config.options.clone());
+        err
+    })?);
     let hit = lib.cache_outcome() == CacheOutcome::DiskHit;
     let mut table = lock(&LIBRARIES);
     let lib = table
@@ -177,6 +181,15 @@ fn run(
             ),
         ));
     }
+    // The checked build wraps pointer parameters in accessor types; a kernel that hands them to
+    // a template deducing `T*` does not compile that way, and then runs unchecked (a shuffle
+    // seed needs the checked build, so its error is raised by the launch).
+    let bounds = bounds
+        && (shuffle_seed.is_some()
+            || !matches!(
+                py.detach(|| lib.prepare_checked()),
+                Err(EmuError::Compile { .. })
+            ));
     let options = LaunchOptions {
         bounds: if bounds {
             Some(pointer_extents(config, flat)?)
@@ -232,6 +245,22 @@ pub(crate) fn launch_on_fake_backend(
         )?;
     }
     Ok(())
+}
+
+/// `CudaKernel.is_compiled` on the fake CuPy backend: whether this process has loaded the
+/// kernel's emulation library.
+pub(crate) fn is_compiled_on_fake_backend(config: &Config) -> bool {
+    let Some(table) = lock(&LIBRARIES)
+        .as_ref()
+        .map(|m| m.keys().cloned().collect::<Vec<_>>())
+    else {
+        return false;
+    };
+    table.iter().any(|k| {
+        k.source == config.source
+            && k.expression == config.expression
+            && k.options == config.options
+    })
 }
 
 /// `CudaKernel.compile()` on the fake CuPy backend: builds the emulation library; True when

@@ -724,6 +724,11 @@ impl KernelLauncher {
 
     #[getter]
     fn is_compiled(&self) -> bool {
+        if crate::emulate::fake_backend_active() {
+            return self
+                .config()
+                .is_ok_and(crate::emulate::is_compiled_on_fake_backend);
+        }
         let device = Driver::get_if_loaded().and_then(|d| d.current_device().ok());
         device.is_some_and(|dev| lock(&self.loaded).iter().any(|l| l.device == dev))
     }
