@@ -36,6 +36,7 @@ test: lint rust-test py-test
 
 demo: develop
 	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/particle_pusher/walkthrough.py
 
 # The manylinux2014 abi3 wheel for the GPU machine (no network there), plus the pure-Python
 # dependencies it lacks.

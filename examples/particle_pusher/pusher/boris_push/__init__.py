@@ -1,0 +1,1 @@
+"""Kernel folder `boris_push`."""

@@ -1,0 +1,1 @@
+"""Kernel folder `deposit_charge`."""

@@ -1,0 +1,25 @@
+"""Charge deposition: each particle's weight spread over the four nearest grid nodes."""
+
+import math
+
+
+def deposit_charge(p, rho, dx: float, dy: float):
+    """Adds each particle's charge density (cloud-in-cell) into rho (periodic)."""
+    nx, ny = rho.shape
+    inv_area = 1.0 / (dx * dy)
+    for i in range(p.n):
+        gx = p.x[i] / dx
+        gy = p.y[i] / dy
+        i0 = int(math.floor(gx))
+        j0 = int(math.floor(gy))
+        fx = gx - i0
+        fy = gy - j0
+        i0 %= nx
+        j0 %= ny
+        i1 = (i0 + 1) % nx
+        j1 = (j0 + 1) % ny
+        q = p.w[i] * inv_area
+        rho[i0, j0] += q * (1 - fx) * (1 - fy)
+        rho[i1, j0] += q * fx * (1 - fy)
+        rho[i0, j1] += q * (1 - fx) * fy
+        rho[i1, j1] += q * fx * fy

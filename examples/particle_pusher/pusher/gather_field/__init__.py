@@ -1,0 +1,1 @@
+"""Kernel folder `gather_field`."""
