@@ -1,4 +1,5 @@
-"""Testing kernels: parity of host and CUDA versions, pytest markers and the ``backend`` fixture.
+"""Testing kernels: parity of host and CUDA versions, pytest markers and the ``backend`` fixture,
+``device_function_kernel`` (a ``__device__`` function wrapped in a kernel).
 
 Not imported by ``import cunumpy``, and importing it does not import pytest: ``BACKENDS``,
 ``backend``, ``requires_cupy`` and ``requires_device_backend`` are built on first access.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _markers
+from ._device_function import device_function_kernel, device_function_source
 from ._emulation import (
     compile_for_emulation,
     emulate_cuda_kernel,
@@ -33,6 +35,8 @@ __all__ = [
     "cuda_gate",
     "cuda_required",
     "device_backend_available",
+    "device_function_kernel",
+    "device_function_source",
     "gpu_available",
     "parity_cases",
     "requires_cupy",
