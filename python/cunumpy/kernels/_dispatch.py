@@ -45,6 +45,9 @@ __all__ = ["Kernel", "KernelCatalog", "FORTRAN_NAME_LIMIT"]
 #: Fortran's limit on identifier length; Pyccel names the C binding ``bind_c_<name><suffix>``.
 FORTRAN_NAME_LIMIT = 63
 
+#: The backend state, read directly on the call path (what ``_backend.get_backend()`` returns,
+#: without the function call).
+_BACKEND_STATE = _backend._state
 _HOST_TYPES = (np.ndarray, float, int, bool, np.float64, np.int64, np.bool_, str, type(None))
 _MISSING = object()
 
@@ -120,6 +123,7 @@ class Kernel:
         self._missing_cuda = missing_cuda
         self._cuda_path = str(cuda_path) if cuda_path is not None else None
         self._dispatch = dispatch
+        self._by_backend = dispatch == "backend"
         self._test_args_ref = test_args
         self._warned = False
         self._warn_lock = threading.Lock()
@@ -233,9 +237,15 @@ class Kernel:
     # -- calling ------------------------------------------------------------------------------
     def _device_side(self, args: tuple[Any, ...]) -> bool:
         if self._dispatch == "backend":
-            return _backend.get_backend() == "cupy"
+            return _BACKEND_STATE["backend"] == "cupy"
         cupy = sys.modules.get("cupy")
-        return cupy is not None and any(_is_device_arg(a, cupy) for a in args)
+        if cupy is None:
+            return False
+        device_array = cupy.ndarray
+        for a in args:
+            if type(a) is device_array or _is_device_arg(a, cupy):
+                return True
+        return False
 
     def __call__(
         self,
@@ -247,27 +257,41 @@ class Kernel:
         stream: Any = None,
         **kwargs: Any,
     ) -> Any:
+        # The hot path (backend dispatch, a CUDA version, no profile open, no launch option
+        # but n_threads) is a dictionary read, a few tests and the CudaKernel call: nothing is
+        # bound, built or recorded per call unless keyword arguments or a profile ask for it.
         if kwargs:
             args = self._bind(args, kwargs)
-        if self._device_side(args):
+        if _BACKEND_STATE["backend"] == "cupy" if self._by_backend else self._device_side(args):
             cuda = self._cuda
             if cuda is None:
                 return self._fallback(args)
-            if n_threads is None and grid is None and cuda.n_threads_from is None:
+            if n_threads is None and grid is None and cuda._n_threads_from is None:
                 raise LaunchShapeError(
                     f"{self._name}: n_threads is required to launch the CUDA kernel (or grid=; "
                     "its CudaKernel has n_threads_from=None)"
                 )
-            launch = {
-                "n_threads": n_threads,
-                "grid": grid,
-                "block": block,
-                "shared_mem": shared_mem,
-                "stream": stream,
-            }
             if _profile.active:
+                launch = {
+                    "n_threads": n_threads,
+                    "grid": grid,
+                    "block": block,
+                    "shared_mem": shared_mem,
+                    "stream": stream,
+                }
                 return _profile.timed_call(self._name, "cuda", cuda, args, launch)
-            return cuda(*args, **launch)
+            if grid is None and block is None and stream is None and not shared_mem:
+                if n_threads is None:
+                    return cuda(*args)
+                return cuda(*args, n_threads=n_threads)
+            return cuda(
+                *args,
+                n_threads=n_threads,
+                grid=grid,
+                block=block,
+                shared_mem=shared_mem,
+                stream=stream,
+            )
         host: Callable[..., Any] = self._host
         if self._dispatch == "arrays" and self._host.use_cupy is not True:
             host = self._host.kernel  # host data: no conversion to look for

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
-from .._ledger import record
+from .._ledger import is_recording, record
 from ..exceptions import KernelOutputIndexError, KernelOutputKeyError, KernelOutputsError
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "outputs_from_annotations",
 ]
 
+_UNSET = object()
 _SCALAR_ANNOTATIONS = {"int", "float", "bool", "complex", "str"}
 
 
@@ -101,6 +102,11 @@ class _PinnedPool:
         with self._lock:
             self._free.clear()
 
+    @property
+    def pinned(self) -> bool:
+        """Whether the buffers lent are page-locked (known after the first allocation)."""
+        return self._pinned is True
+
 
 _pool = _PinnedPool()
 
@@ -124,6 +130,9 @@ class _Conversion:
         self.buffers: list[np.ndarray] = []
         self.keep: list[Any] = []  # keeps converted containers alive so ids stay unique
         self.nbytes = 0
+        self.staged: set[int] = set()  # ids of host arrays in lent (contiguous) buffers
+        self.pending: _AsyncCopier | None = None  # asynchronous copies to the host not waited
+        self._copier: Any = _UNSET
 
     def to_host(self, value: Any) -> Any:
         key = id(value)
@@ -161,28 +170,57 @@ class _Conversion:
             buffer = _pool.take(device.nbytes)
             self.buffers.append(buffer)
             host = _host_view(buffer, device)
-            device.get(out=host)
+            copier = self.copier()
+            if copier is None:
+                device.get(out=host)
+            else:  # pinned: an asynchronous copy on the current stream, waited for once
+                if device.nbytes:
+                    copier.to_host(host, device)
+                self.pending = copier
+            self.staged.add(id(host))
         else:
             host = device.get()
         self.pairs.append((device, host))
         self.host_of[id(host)] = device
         self.nbytes += int(device.nbytes)
-        record("to_host", f"PyccelKernel {self.name!r}: {_describe(device)}", int(device.nbytes))
+        if is_recording():
+            record(
+                "to_host", f"PyccelKernel {self.name!r}: {_describe(device)}", int(device.nbytes)
+            )
         return host
+
+    def copier(self) -> _AsyncCopier | None:
+        """The asynchronous copier of this call (see :func:`_async_copier`), made once."""
+        if self._copier is _UNSET:
+            self._copier = _async_copier()
+        return self._copier
+
+    def wait(self) -> None:
+        """Waits for the asynchronous copies to the host (before the host kernel reads them)."""
+        if self.pending is not None:
+            self.pending.synchronize()
+            self.pending = None
 
     def copy_back(self, hosts: set[int] | None) -> None:
         cupy = _cupy()
         for device, host in self.pairs:
             if hosts is not None and id(host) not in hosts:
                 continue
-            if device.flags.c_contiguous or device.flags.f_contiguous:
-                device.set(host)
+            if id(host) in self.staged:
+                copier = self.copier()
+                if copier is None:
+                    device.set(host)
+                elif device.nbytes:  # waited for in release(), before the buffer is lent again
+                    copier.to_device(device, host)
             else:  # a strided view: CuPy can only set through a contiguous copy
                 device[...] = cupy.asarray(host)
             self.nbytes += int(device.nbytes)
-            record(
-                "to_device", f"PyccelKernel {self.name!r}: {_describe(device)}", int(device.nbytes)
-            )
+            if is_recording():
+                record(
+                    "to_device",
+                    f"PyccelKernel {self.name!r}: {_describe(device)}",
+                    int(device.nbytes),
+                )
 
     def release(self) -> None:
         if self.buffers:
@@ -191,6 +229,38 @@ class _Conversion:
                 cupy.cuda.get_current_stream().synchronize()
             _pool.give_back(self.buffers)
             self.buffers = []
+
+
+class _AsyncCopier:
+    """``cudaMemcpyAsync`` between device arrays and pinned host buffers on CuPy's current
+    stream (one stream synchronisation per direction instead of one blocking copy per array)."""
+
+    def __init__(self, cupy: Any) -> None:
+        runtime = cupy.cuda.runtime
+        self._memcpy = runtime.memcpyAsync
+        self._d2h = runtime.memcpyDeviceToHost
+        self._h2d = runtime.memcpyHostToDevice
+        self._stream = cupy.cuda.get_current_stream()
+
+    def to_host(self, host: np.ndarray, device: Any) -> None:
+        self._memcpy(host.ctypes.data, device.data.ptr, device.nbytes, self._d2h, self._stream.ptr)
+
+    def to_device(self, device: Any, host: np.ndarray) -> None:
+        self._memcpy(device.data.ptr, host.ctypes.data, device.nbytes, self._h2d, self._stream.ptr)
+
+    def synchronize(self) -> None:
+        self._stream.synchronize()
+
+
+def _async_copier() -> _AsyncCopier | None:
+    """An asynchronous copier when the pool lends pinned memory and CuPy has
+    ``memcpyAsync``; ``None`` for the blocking ``get``/``set`` path."""
+    if not _pool.pinned:
+        return None
+    cupy = _cupy()
+    if cupy is None or not hasattr(getattr(cupy.cuda, "runtime", None), "memcpyAsync"):
+        return None
+    return _AsyncCopier(cupy)
 
 
 def _in_modules(value: Any, modules: tuple[str, ...]) -> bool:
@@ -421,7 +491,8 @@ class PyccelKernel:
         try:
             host_args = conv.to_host(args)
             host_kwargs = conv.to_host(kwargs)
-            if conv.pairs:
+            conv.wait()
+            if conv.pairs and is_recording():
                 record("kernel_conversion", f"PyccelKernel {self._name!r}")
             selected = self._selected_hosts(args, kwargs, host_args, host_kwargs)
             result = self._kernel(*host_args, **host_kwargs)
