@@ -223,7 +223,8 @@ def test_launches_are_recorded_in_the_ledger(cp):
 CACHE_SCRIPT = r"""
 import sys, numpy as np, cupy
 from cunumpy.kernels import CudaKernel
-k = CudaKernel('extern "C" __global__ void inc(double* x) { if (threadIdx.x < 4) x[threadIdx.x] += 1.0; }', "inc")
+src = 'extern "C" __global__ void inc(double* x) { if (threadIdx.x < 4) x[threadIdx.x] += 1.0; }'
+k = CudaKernel(src, "inc")
 k.compile()
 x = cupy.zeros(4)
 k(x, n_threads=4)
