@@ -24,3 +24,38 @@ def test_walkthrough_on_the_gpu(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "0 transfer(s) through cunumpy" in result.stdout.split("=== step 4")[1]
     assert (tmp_path / "particles_cupy.png").is_file()
+
+
+def step_reports(stdout: str) -> list[str]:
+    """The 'transfers of one time step' report of each step of the walk-through."""
+    reports = []
+    for section in stdout.split("transfers of one time step:\n")[1:]:
+        reports.append(section.split("kernel profile:")[0].strip())
+    return reports
+
+
+def test_transfer_reports_match_the_emulated_device(tmp_path):
+    """The same program (Kernels with and without CUDA versions) on the emulated device and on
+    the GPU reports the same transfers, step by step."""
+    args = [sys.executable, str(WALKTHROUGH), "--particles", "800", "--steps", "12"]
+    base = {k: v for k, v in os.environ.items() if k not in {"CUNUMPY_BACKEND"}}
+    gpu = subprocess.run(
+        [*args, "--output", str(tmp_path / "gpu")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**base, "CUNUMPY_BACKEND": "cupy"},
+    )
+    fake = subprocess.run(
+        [*args, "--output", str(tmp_path / "fake")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**base, "CUNUMPY_FAKE_CUPY": "1"},
+    )
+    assert gpu.returncode == 0, gpu.stderr[-3000:]
+    assert fake.returncode == 0, fake.stderr[-3000:]
+    gpu_reports, fake_reports = step_reports(gpu.stdout), step_reports(fake.stdout)
+    assert len(gpu_reports) == 4
+    assert gpu_reports == fake_reports
+    assert "fallback (1)" in gpu_reports[1]
