@@ -238,8 +238,9 @@ class _AsyncCopier:
     def __init__(self, cupy: Any) -> None:
         runtime = cupy.cuda.runtime
         self._memcpy = runtime.memcpyAsync
-        self._d2h = runtime.memcpyDeviceToHost
-        self._h2d = runtime.memcpyHostToDevice
+        # cudaMemcpyKind's values (fixed by CUDA), should a CuPy version not export the names
+        self._d2h = getattr(runtime, "memcpyDeviceToHost", 2)
+        self._h2d = getattr(runtime, "memcpyHostToDevice", 1)
         self._stream = cupy.cuda.get_current_stream()
 
     def to_host(self, host: np.ndarray, device: Any) -> None:
