@@ -42,38 +42,53 @@ pub struct KernelLimits {
     pub static_shared: u32,
 }
 
-fn extents(what: &str, values: &[i64]) -> Result<Vec<u64>, LaunchError> {
+/// Up to three non-negative extents, on the stack.
+#[derive(Clone, Copy)]
+struct Extents {
+    values: [u64; 3],
+    len: usize,
+}
+
+impl Extents {
+    fn as_slice(&self) -> &[u64] {
+        &self.values[..self.len]
+    }
+}
+
+fn extents(what: &str, values: &[i64]) -> Result<Extents, LaunchError> {
     if values.is_empty() || values.len() > 3 {
         return Err(LaunchError::Invalid(format!(
             "{what} must have 1 to 3 dimensions, got {}",
             values.len()
         )));
     }
-    values
-        .iter()
-        .map(|&v| {
-            u64::try_from(v).map_err(|_| {
-                LaunchError::Invalid(format!("{what} must be non-negative, got {values:?}"))
-            })
-        })
-        .collect()
+    let mut out = Extents {
+        values: [1; 3],
+        len: values.len(),
+    };
+    for (o, &v) in out.values.iter_mut().zip(values) {
+        *o = u64::try_from(v).map_err(|_| {
+            LaunchError::Invalid(format!("{what} must be non-negative, got {values:?}"))
+        })?;
+    }
+    Ok(out)
 }
 
 /// Validates a block shape (1 to 3 positive extents, at most 1024 threads).
 pub fn block_shape(block: &[i64]) -> Result<Vec<u32>, LaunchError> {
     let dims = extents("block", block)?;
-    if dims.contains(&0) {
+    if dims.as_slice().contains(&0) {
         return Err(LaunchError::Invalid(format!(
             "block sizes must be positive, got {block:?}"
         )));
     }
-    let threads: u64 = dims.iter().product();
+    let threads: u64 = dims.as_slice().iter().product();
     if threads > 1024 {
         return Err(LaunchError::Invalid(format!(
             "a block has at most 1024 threads, got {block:?} ({threads} threads)"
         )));
     }
-    Ok(dims.into_iter().map(|d| d as u32).collect())
+    Ok(dims.as_slice().iter().map(|&d| d as u32).collect())
 }
 
 fn pad3(values: &[u64]) -> Result<[u32; 3], LaunchError> {
@@ -88,13 +103,17 @@ fn pad3(values: &[u64]) -> Result<[u32; 3], LaunchError> {
 
 /// The grid and block of a launch. Exactly one of `n_threads` and `grid` must be given;
 /// `grid = ceil(n_threads / block)` per axis. A 1-D block with N-D `n_threads` becomes
-/// `(b, 1, ...)`.
+/// `(b, 1, ...)`. Allocates nothing (it runs on every launch).
 pub fn launch_shape(
     n_threads: Option<&[i64]>,
     grid: Option<&[i64]>,
     block: &[u32],
 ) -> Result<LaunchShape, LaunchError> {
-    let block64: Vec<u64> = block.iter().map(|&b| b as u64).collect();
+    let mut b = [1u64; 3];
+    for (o, &v) in b.iter_mut().zip(block) {
+        *o = v as u64;
+    }
+    let block_len = block.len().min(3);
     match (n_threads, grid) {
         (Some(_), Some(_)) | (None, None) => Err(LaunchError::Ambiguous(
             "pass exactly one of n_threads and grid".into(),
@@ -102,26 +121,25 @@ pub fn launch_shape(
         (None, Some(grid)) => {
             let g = extents("grid", grid)?;
             Ok(LaunchShape {
-                grid: pad3(&g)?,
-                block: pad3(&block64)?,
+                grid: pad3(g.as_slice())?,
+                block: pad3(&b[..block_len])?,
             })
         }
         (Some(n), None) => {
             let n = extents("n_threads", n)?;
-            let mut b = block64.clone();
-            if b.len() != n.len() {
-                if b.len() == 1 {
-                    b.resize(n.len(), 1);
-                } else {
-                    return Err(LaunchError::Invalid(format!(
-                        "n_threads {n:?} and block {block:?} have different numbers of dimensions"
-                    )));
-                }
+            if block_len != n.len && block_len != 1 {
+                return Err(LaunchError::Invalid(format!(
+                    "n_threads {:?} and block {block:?} have different numbers of dimensions",
+                    n.as_slice()
+                )));
             }
-            let g: Vec<u64> = n.iter().zip(&b).map(|(n, b)| n.div_ceil(*b)).collect();
+            let mut g = [1u64; 3];
+            for axis in 0..n.len {
+                g[axis] = n.values[axis].div_ceil(b[axis]);
+            }
             Ok(LaunchShape {
-                grid: pad3(&g)?,
-                block: pad3(&b)?,
+                grid: pad3(&g[..n.len])?,
+                block: pad3(&b[..n.len.max(block_len)])?,
             })
         }
     }

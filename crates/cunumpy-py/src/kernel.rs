@@ -126,20 +126,37 @@ fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
     )))
 }
 
-fn dims(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<i64>>> {
+/// Extents given as an int (the common case, kept on the stack) or a sequence.
+pub(crate) enum Dims {
+    One([i64; 1]),
+    Many(Vec<i64>),
+}
+
+impl Dims {
+    pub(crate) fn as_slice(&self) -> &[i64] {
+        match self {
+            Dims::One(v) => v,
+            Dims::Many(v) => v,
+        }
+    }
+}
+
+fn dims(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Dims>> {
     let Some(obj) = obj else { return Ok(None) };
     if obj.is_none() {
         return Ok(None);
     }
     if let Ok(v) = obj.extract::<i64>() {
-        return Ok(Some(vec![v]));
+        return Ok(Some(Dims::One([v])));
     }
-    obj.extract::<Vec<i64>>().map(Some).map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{what} must be an int or a tuple of 1 to 3 ints, got {}",
-            obj.repr().map(|r| r.to_string()).unwrap_or_default()
-        ))
-    })
+    obj.extract::<Vec<i64>>()
+        .map(|v| Some(Dims::Many(v)))
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} must be an int or a tuple of 1 to 3 ints, got {}",
+                obj.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })
 }
 
 /// Expands argument objects (`__cuda_args__()`) into their values.
@@ -290,17 +307,28 @@ impl KernelLauncher {
         shared_mem: i64,
     ) -> PyResult<(LaunchShape, u32)> {
         let config = self.config()?;
-        let block_dims = match dims(block, "block")? {
-            Some(b) => launch::block_shape(&b).map_err(|e| errors::launch_error(py, e))?,
-            None => config.block.clone(),
+        let given_block;
+        let block_dims: &[u32] = match dims(block, "block")? {
+            Some(b) => {
+                given_block =
+                    launch::block_shape(b.as_slice()).map_err(|e| errors::launch_error(py, e))?;
+                &given_block
+            }
+            None => &config.block,
         };
         let mut n = dims(n_threads, "n_threads")?;
         let g = dims(grid, "grid")?;
         if n.is_none() && g.is_none() {
-            n = self.infer_n_threads(py, flat, args, block_dims.len())?;
+            n = self
+                .infer_n_threads(py, flat, args, block_dims.len())?
+                .map(Dims::Many);
         }
-        let shape = launch::launch_shape(n.as_deref(), g.as_deref(), &block_dims)
-            .map_err(|e| errors::launch_error(py, e))?;
+        let shape = launch::launch_shape(
+            n.as_ref().map(Dims::as_slice),
+            g.as_ref().map(Dims::as_slice),
+            block_dims,
+        )
+        .map_err(|e| errors::launch_error(py, e))?;
         let shared = u32::try_from(shared_mem).map_err(|_| {
             PyValueError::new_err(format!(
                 "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
@@ -341,6 +369,7 @@ impl KernelLauncher {
             NThreadsFrom::Disabled => None,
             NThreadsFrom::Callable(f) => {
                 dims(Some(&f.call1(py, (original,))?.into_bound(py)), "n_threads")?
+                    .map(|d| d.as_slice().to_vec())
             }
             NThreadsFrom::FirstArray => Some(vec![first().ok_or_else(missing)?[0]]),
             NThreadsFrom::LastAxis => {
