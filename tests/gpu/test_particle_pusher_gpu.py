@@ -58,4 +58,4 @@ def test_transfer_reports_match_the_emulated_device(tmp_path):
     gpu_reports, fake_reports = step_reports(gpu.stdout), step_reports(fake.stdout)
     assert len(gpu_reports) == 4
     assert gpu_reports == fake_reports
-    assert "fallback (1)" in gpu_reports[1]
+    assert "fallback (2)" in gpu_reports[1]  # step 2: gather and push fall back
