@@ -74,6 +74,14 @@ def main() -> None:
             cupy.cuda.get_current_stream().ptr  # noqa: B018 - the cost being measured
         return time.perf_counter() - start
 
+    def bare_loop(count: int) -> float:
+        bare = kernel._bare_launch
+        start = time.perf_counter()
+        for _ in range(count):
+            bare()
+        stream.synchronize()
+        return time.perf_counter() - start
+
     def check_only(count: int) -> float:
         check = kernel._check_args
         start = time.perf_counter()
@@ -98,6 +106,7 @@ def main() -> None:
             ("floor_us", floor_loop),
             ("cunumpy_us", cunumpy_loop),
             ("cupy_rawkernel_us", cupy_loop),
+            ("bare_pyo3_launch_us", bare_loop),
         ):
             value = best_us(loop, opts.launches, opts.repeats)
             results[name] = min(results.get(name, value), value)
@@ -111,6 +120,9 @@ def main() -> None:
         **{k: round(v, 3) for k, v in results.items()},
         "ratio_vs_floor": round(results["cunumpy_us"] / results["floor_us"], 3),
         "ratio_vs_cupy_rawkernel": round(results["cunumpy_us"] / results["cupy_rawkernel_us"], 3),
+        # A Python call into a Rust launcher that checks nothing: the least any checked path
+        # can cost (the stream is not even looked up).
+        "ratio_bare_pyo3_vs_floor": round(results["bare_pyo3_launch_us"] / results["floor_us"], 3),
         "targets": {"ratio_vs_floor": 1.25, "ratio_vs_cupy_rawkernel": 0.7},
     }
     print(json.dumps(out, indent=2))

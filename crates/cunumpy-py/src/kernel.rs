@@ -803,6 +803,32 @@ impl KernelLauncher {
         Ok(flat.len())
     }
 
+    /// Benchmark probe: one launch of the last call's packed arguments with grid 1 and block
+    /// 1 on the legacy stream, no checks at all: what a Python call into a Rust launcher costs
+    /// at the least (call it after one ordinary launch).
+    fn _bare_launch(&self, py: Python<'_>) -> PyResult<()> {
+        let config = self.config()?;
+        let Some(loaded) = lock(&self.loaded).first().cloned() else {
+            return Err(PyRuntimeError::new_err(
+                "_bare_launch: launch the kernel once first",
+            ));
+        };
+        let mut last = lock(&self.last_call);
+        let Some(call) = last.as_mut() else {
+            return Err(PyRuntimeError::new_err(
+                "_bare_launch: launch the kernel once first",
+            ));
+        };
+        // SAFETY: the buffer was packed and checked by an earlier launch of this kernel with
+        // the same (still referenced) arguments; cuLaunchKernel copies the values.
+        unsafe {
+            loaded
+                .function
+                .launch([1, 1, 1], [1, 1, 1], 0, 0, call.buffer.params())
+        }
+        .map_err(|e| errors::cuda_error(py, &config.name, e))
+    }
+
     /// The benchmark floor: `n` launches of this kernel in a tight Rust loop (arguments
     /// packed once), then one synchronize. Returns the seconds taken.
     #[pyo3(signature = (*args, n_launches, n_threads=1))]
