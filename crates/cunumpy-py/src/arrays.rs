@@ -1,7 +1,7 @@
 //! Reading Python objects into the core's argument values: CuPy arrays by a fast path,
 //! anything with `__cuda_array_interface__` by the protocol, Python and NumPy scalars.
 
-use cunumpy_core::args::{Scalar, ScalarSource};
+use cunumpy_core::args::{Arg, DeviceArray, Scalar, ScalarSource};
 use cunumpy_core::dtype::DType;
 use pyo3::exceptions::PyOverflowError;
 use pyo3::intern;
@@ -16,6 +16,26 @@ pub enum Object {
     Host(String),
     Struct(String, Vec<u8>),
     Other(String),
+}
+
+impl Object {
+    /// The core's view of this argument (`device` stands in for arrays that do not say).
+    pub fn as_arg(&self, device: i32) -> Arg<'_> {
+        match self {
+            Object::Scalar(s, src) => Arg::Scalar(*s, *src),
+            Object::Device(info) => Arg::DeviceArray(DeviceArray {
+                ptr: info.ptr,
+                dtype: info.dtype.as_ref().copied().map_err(String::as_str),
+                shape: &info.shape,
+                strides: &info.strides,
+                c_contiguous: info.c_contiguous,
+                device: info.device.unwrap_or(device),
+            }),
+            Object::Host(t) => Arg::HostArray { type_name: t },
+            Object::Struct(name, bytes) => Arg::Struct { name, bytes },
+            Object::Other(t) => Arg::Other { type_name: t },
+        }
+    }
 }
 
 /// A device array's facts, owned.

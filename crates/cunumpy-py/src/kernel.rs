@@ -3,7 +3,7 @@
 
 use crate::arrays::{self, Object};
 use crate::errors;
-use cunumpy_core::args::{Arg, ArgPlan, DeviceArray, LaunchBuffer};
+use cunumpy_core::args::{ArgPlan, LaunchBuffer};
 use cunumpy_core::includes::resolve_includes;
 use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
 use cunumpy_core::ledger::{Event, EventKind, Ledger};
@@ -273,20 +273,7 @@ impl KernelLauncher {
                 Some(cunumpy_core::signature::ParamKind::View { .. })
             );
             let object = arrays::read_object(obj, full)?;
-            let arg = match &object {
-                Object::Scalar(s, src) => Arg::Scalar(*s, *src),
-                Object::Device(info) => Arg::DeviceArray(DeviceArray {
-                    ptr: info.ptr,
-                    dtype: info.dtype.as_ref().copied().map_err(String::as_str),
-                    shape: &info.shape,
-                    strides: &info.strides,
-                    c_contiguous: info.c_contiguous,
-                    device: info.device.unwrap_or(device),
-                }),
-                Object::Host(t) => Arg::HostArray { type_name: t },
-                Object::Struct(name, bytes) => Arg::Struct { name, bytes },
-                Object::Other(t) => Arg::Other { type_name: t },
-            };
+            let arg = object.as_arg(device);
             plan.pack(i, &arg, device, &mut buffer)
                 .map_err(|e| errors::arg_error(py, e))?;
         }

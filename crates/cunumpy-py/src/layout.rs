@@ -1,6 +1,6 @@
 //! `_core.StructLayout`: the core's C struct layout and value packing, for `cunumpy.arguments`.
 
-use cunumpy_core::args::{Arg, DeviceArray};
+use cunumpy_core::args::Arg;
 use cunumpy_core::layout::{FieldSpec, FieldType, FieldValue, StructLayout as CoreLayout};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -24,23 +24,6 @@ fn field_spec(item: &Bound<'_, PyAny>) -> PyResult<(String, FieldSpec)> {
         ));
     }
     Ok((name, FieldSpec::Text(spec.extract()?)))
-}
-
-fn arg_of<'a>(object: &'a Object, device: i32) -> Arg<'a> {
-    match object {
-        Object::Scalar(s, src) => Arg::Scalar(*s, *src),
-        Object::Device(info) => Arg::DeviceArray(DeviceArray {
-            ptr: info.ptr,
-            dtype: info.dtype.as_ref().copied().map_err(String::as_str),
-            shape: &info.shape,
-            strides: &info.strides,
-            c_contiguous: info.c_contiguous,
-            device: info.device.unwrap_or(device),
-        }),
-        Object::Host(t) => Arg::HostArray { type_name: t },
-        Object::Struct(name, bytes) => Arg::Struct { name, bytes },
-        Object::Other(t) => Arg::Other { type_name: t },
-    }
 }
 
 fn kind_name(ty: &FieldType) -> &'static str {
@@ -188,7 +171,7 @@ impl StructLayout {
             .iter()
             .zip(&objects)
             .map(|(field, objs)| {
-                let args: Vec<Arg<'_>> = objs.iter().map(|o| arg_of(o, device)).collect();
+                let args: Vec<Arg<'_>> = objs.iter().map(|o| o.as_arg(device)).collect();
                 match (field.extents.is_empty(), args.as_slice()) {
                     (true, [one]) => FieldValue::One(*one),
                     _ => FieldValue::Many(args),
