@@ -115,8 +115,84 @@ def main() -> int:
             if isinstance(row.get(peer), float):
                 row[f"ratio_vs_{peer}"] = ours / row[peer]
         result["expressions"][name] = row
+    result["call_costs"] = call_costs(cupy, xp)
     print(json.dumps(result, indent=2))
     return 0
+
+
+_TOUCH = r"""
+extern "C" __global__ void touch(double* x, int n) {
+    if (threadIdx.x == 0 && n < 0) x[0] = 1.0;
+}
+"""
+
+_WARM_PROCESS = """
+import sys, time
+t0 = time.perf_counter()
+import cupy
+import cunumpy as xp
+x = cupy.ones(1000)
+cupy.cuda.runtime.deviceSynchronize()
+t1 = time.perf_counter()
+f = xp.fuse(lambda a, b: xp.sum(a * b - 2.5), kernel_name=sys.argv[1])
+f(x, x)
+cupy.cuda.runtime.deviceSynchronize()
+t2 = time.perf_counter()
+print(t2 - t1, t1 - t0)
+"""
+
+
+def call_costs(cupy, xp) -> dict:
+    """First call of a new function (trace, plan, NVRTC compile, load, launch), the first call
+    in a new process with a warm disk cache, and a cached call's host overhead (1-element
+    arrays, µs per call, one sync at the end) against a 1-element CudaKernel launch."""
+    import subprocess
+    import time
+
+    name = f"bench_first_{time.time_ns()}"  # a new kernel name: a source not in any cache
+    x = cupy.ones(1000)
+    f = xp.fuse(lambda a, b: xp.sum(a * b - 2.5), kernel_name=name)
+    cupy.cuda.runtime.deviceSynchronize()
+    t = time.perf_counter()
+    f(x, x)
+    cupy.cuda.runtime.deviceSynchronize()
+    first_s = time.perf_counter() - t
+    proc = subprocess.run(
+        [sys.executable, "-c", _WARM_PROCESS, name], capture_output=True, text=True, check=False
+    )
+    warm = proc.stdout.split() if proc.returncode == 0 else None
+
+    def per_call_us(fn, count=20000, repeats=5):
+        best_us = float("inf")
+        for _ in range(repeats):
+            fn()
+            cupy.cuda.runtime.deviceSynchronize()
+            t = time.perf_counter()
+            for _ in range(count):
+                fn()
+            cupy.cuda.get_current_stream().synchronize()
+            best_us = min(best_us, (time.perf_counter() - t) / count * 1e6)
+        return best_us
+
+    one = cupy.ones(1)
+    add = xp.fuse(lambda a: a * 2.0 + 1.0, kernel_name="bench_overhead")
+    center = xp.fuse(lambda a: a - xp.mean(a), kernel_name="bench_overhead_ws")
+    kernel = xp.kernels.CudaKernel(_TOUCH, "touch", block_size=1)
+    raw = cupy.RawKernel(_TOUCH, "touch")
+    n1 = cupy.int32(1)  # NumPy's int32
+    costs = {
+        "first_call_new_function_s": first_s,
+        "first_call_new_process_warm_cache_s": float(warm[0]) if warm else proc.stderr[-500:],
+        "new_process_import_s": float(warm[1]) if warm else None,
+        "fused_elementwise_call_us": per_call_us(lambda: add(one)),
+        "fused_two_kernel_call_us": per_call_us(lambda: center(one)),
+        "cuda_kernel_1_element_launch_us": per_call_us(lambda: kernel(one, 1, n_threads=1)),
+        "cupy_raw_kernel_launch_us": per_call_us(lambda: raw((1,), (1,), (one, n1))),
+    }
+    costs["fused_overhead_vs_cuda_kernel"] = (
+        costs["fused_elementwise_call_us"] / costs["cuda_kernel_1_element_launch_us"]
+    )
+    return costs
 
 
 if __name__ == "__main__":

@@ -13,41 +13,16 @@ pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
 
 
-def _cpu_corpus():
-    """The corpus of tests/cpu/test_fusion_cpu.py: the same functions run on the GPU."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "cpu" / "test_fusion_cpu.py"
-    spec = importlib.util.spec_from_file_location("_fusion_cpu_corpus", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.CASES
+from fusion_corpus import CASES, run_case  # noqa: E402
 
 
-CASES = _cpu_corpus()
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_fused_on_gpu_matches_numpy(case):
+    def to_host(x):
+        assert isinstance(x, cupy.ndarray), type(x)
+        return cupy.asnumpy(x)
 
-
-def _to_gpu(x):
-    return cupy.asarray(x) if isinstance(x, np.ndarray) else x
-
-
-@pytest.mark.parametrize("name,func,args", CASES, ids=[c[0] for c in CASES])
-def test_fused_on_gpu_matches_numpy(name, func, args):
-    with np.errstate(all="ignore"):
-        expected = func(*args)  # NumPy backend evaluates eagerly
-    got = fuse(func)(*[_to_gpu(a) for a in args])
-    if not isinstance(expected, tuple):
-        expected, got = (expected,), (got,)
-    for g, e in zip(got, expected, strict=True):
-        assert isinstance(g, cupy.ndarray)
-        g, e = cupy.asnumpy(g), np.asarray(e)
-        assert g.dtype == e.dtype and g.shape == e.shape
-        if e.dtype.kind == "f":
-            tol = 2e-5 if e.dtype == np.float32 else 1e-11
-            np.testing.assert_allclose(g, e, rtol=tol, atol=tol)
-        else:
-            np.testing.assert_array_equal(g, e)
+    run_case(case, cupy.asarray, to_host, cupy.empty)
 
 
 @pytest.mark.parametrize("n", [1000, 1 << 22])

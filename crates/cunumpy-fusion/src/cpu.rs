@@ -19,6 +19,9 @@ pub const BLOCK: usize = 1024;
 const TASK: usize = 16 * BLOCK;
 /// Elements per parallel task of a reduction (fixed: results do not depend on thread count).
 const RED_CHUNK: usize = 16 * BLOCK;
+/// Kernels over at most this many points run on the calling thread (a rayon hand-off costs
+/// more than the work below it).
+const SERIAL_BELOW: usize = 2 * TASK;
 
 /// A read-only host array: C-contiguous data and its shape.
 #[derive(Clone, Copy, Debug)]
@@ -130,6 +133,9 @@ enum RegState<'a> {
     Borrowed(Data<'a>),
     /// In the scratch column of the register.
     Col,
+    /// Written straight into the block's destination (the last register of an elementwise
+    /// program with one store); nothing reads it afterwards.
+    Direct,
 }
 
 /// Per-thread scratch: one column per register.
@@ -207,6 +213,7 @@ fn operand<'x, T: Elem>(st: &RegState<'x>, col: &'x Column) -> Option<Operand<'x
         RegState::Splat(v) => T::from_sv(*v).map(Operand::Splat),
         RegState::Borrowed(d) => T::slice(d).map(Operand::Slice),
         RegState::Col => T::slice(&col.as_data()).map(Operand::Slice),
+        RegState::Direct => None,
     }
 }
 
@@ -303,6 +310,7 @@ fn exec1<T: Elem, U: Elem>(
     ca: &Column,
     out: &mut Column,
     len: usize,
+    direct: Option<&mut DataMut<'_>>,
 ) -> Result<RegState<'static>> {
     let oa = operand::<T>(a, ca).ok_or_else(|| internal("operand dtype"))?;
     if let Operand::Splat(_) = oa {
@@ -310,8 +318,16 @@ fn exec1<T: Elem, U: Elem>(
         f(oa, &mut t);
         return Ok(RegState::Splat(t[0].to_sv()));
     }
-    f(oa, ensure_col::<U>(out, len));
-    Ok(RegState::Col)
+    Ok(match direct.and_then(|d| U::data_mut(d)) {
+        Some(d) => {
+            f(oa, d);
+            RegState::Direct
+        }
+        None => {
+            f(oa, ensure_col::<U>(out, len));
+            RegState::Col
+        }
+    })
 }
 
 fn exec2<T: Elem, U: Elem>(
@@ -320,6 +336,7 @@ fn exec2<T: Elem, U: Elem>(
     b: (&RegState<'_>, &Column),
     out: &mut Column,
     len: usize,
+    direct: Option<&mut DataMut<'_>>,
 ) -> Result<RegState<'static>> {
     let oa = operand::<T>(a.0, a.1).ok_or_else(|| internal("operand dtype"))?;
     let ob = operand::<T>(b.0, b.1).ok_or_else(|| internal("operand dtype"))?;
@@ -328,8 +345,16 @@ fn exec2<T: Elem, U: Elem>(
         f(oa, ob, &mut t);
         return Ok(RegState::Splat(t[0].to_sv()));
     }
-    f(oa, ob, ensure_col::<U>(out, len));
-    Ok(RegState::Col)
+    Ok(match direct.and_then(|d| U::data_mut(d)) {
+        Some(d) => {
+            f(oa, ob, d);
+            RegState::Direct
+        }
+        None => {
+            f(oa, ob, ensure_col::<U>(out, len));
+            RegState::Col
+        }
+    })
 }
 
 fn exec3<C: Elem, T: Elem>(
@@ -339,6 +364,7 @@ fn exec3<C: Elem, T: Elem>(
     c: (&RegState<'_>, &Column),
     out: &mut Column,
     len: usize,
+    direct: Option<&mut DataMut<'_>>,
 ) -> Result<RegState<'static>> {
     let oa = operand::<C>(a.0, a.1).ok_or_else(|| internal("operand dtype"))?;
     let ob = operand::<T>(b.0, b.1).ok_or_else(|| internal("operand dtype"))?;
@@ -348,8 +374,16 @@ fn exec3<C: Elem, T: Elem>(
         f(oa, ob, oc, &mut t);
         return Ok(RegState::Splat(t[0].to_sv()));
     }
-    f(oa, ob, oc, ensure_col::<T>(out, len));
-    Ok(RegState::Col)
+    Ok(match direct.and_then(|d| T::data_mut(d)) {
+        Some(d) => {
+            f(oa, ob, oc, d);
+            RegState::Direct
+        }
+        None => {
+            f(oa, ob, oc, ensure_col::<T>(out, len));
+            RegState::Col
+        }
+    })
 }
 
 macro_rules! by_type {
@@ -386,10 +420,14 @@ fn eval_block<'a>(
     len: usize,
     scratch: &mut Scratch,
     states: &mut Vec<RegState<'a>>,
+    mut direct: Option<&mut DataMut<'_>>,
 ) -> Result<()> {
     states.clear();
+    let last = pr.prog.regs.len().saturating_sub(1);
     for (i, reg) in pr.prog.regs.iter().enumerate() {
         let mut out = std::mem::take(&mut scratch.cols[i]);
+        // the last register may be computed straight into the destination
+        let mut dst = if i == last { direct.take() } else { None };
         let cols = &scratch.cols;
         let st = match &reg.kind {
             RegKind::Leaf(l) => match l.src {
@@ -424,34 +462,34 @@ fn eval_block<'a>(
                 let in_dt = pr.prog.regs[args[args.len() - 1]].dtype;
                 match op.def().cpu {
                     CpuKernel::All1(s) => {
-                        by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len))?
+                        by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
                     }
                     CpuKernel::Bits1(s) => {
-                        by_bits!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len))?
+                        by_bits!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
                     }
                     CpuKernel::Float1(s) => {
-                        by_float!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len))?
+                        by_float!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
                     }
                     CpuKernel::Pred1(s) => {
-                        by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len))?
+                        by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
                     }
                     CpuKernel::All2(s) => {
-                        by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len))?
+                        by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
                     }
                     CpuKernel::Cmp2(s) => {
-                        by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len))?
+                        by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
                     }
                     CpuKernel::Bits2(s) => {
-                        by_bits!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len))?
+                        by_bits!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
                     }
                     CpuKernel::Float2(s) => {
-                        by_float!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len))?
+                        by_float!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
                     }
                     CpuKernel::Where(s) => {
-                        by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len))?
+                        by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len, dst.take()))?
                     }
                     CpuKernel::All3(s) => {
-                        by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len))?
+                        by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len, dst.take()))?
                     }
                 }
             }
@@ -464,6 +502,9 @@ fn eval_block<'a>(
 
 /// Copies a register's block value into a destination slice.
 fn store_reg(st: &RegState<'_>, col: &Column, dst: &mut DataMut<'_>) -> Result<()> {
+    if let RegState::Direct = st {
+        return Ok(());
+    }
     with_elem!(dst.dtype(), T => {
         let o = T::data_mut(dst).ok_or_else(|| internal("store dtype"))?;
         match operand::<T>(st, col).ok_or_else(|| internal("store operand"))? {
@@ -476,9 +517,9 @@ fn store_reg(st: &RegState<'_>, col: &Column, dst: &mut DataMut<'_>) -> Result<(
 
 /// Runs a program over a whole space (elementwise kernels and reduction epilogues), in
 /// parallel, storing registers into the targets (each a full C-contiguous array of the space).
-fn run_elementwise(
+fn run_elementwise<'e>(
     pr: &Prepared<'_>,
-    env: &Env<'_>,
+    env: &Env<'e>,
     targets: Vec<(usize, DataMut<'_>)>,
 ) -> Result<()> {
     let n: usize = pr.dims.iter().product();
@@ -500,23 +541,49 @@ fn run_elementwise(
         tasks.push((t, outs));
     }
     let nregs = pr.prog.regs.len();
+    // the one store of the last register, when that register is an op: computed in place
+    let last = nregs.saturating_sub(1);
+    let direct = match regs.iter().filter(|&&r| r == last).count() {
+        1 if matches!(
+            pr.prog.regs.get(last).map(|r| &r.kind),
+            Some(RegKind::Op { .. })
+        ) =>
+        {
+            regs.iter().position(|&r| r == last)
+        }
+        _ => None,
+    };
+    let run_task = |(scratch, states): &mut (Scratch, Vec<RegState<'e>>),
+                    (t, mut outs): (usize, Vec<DataMut<'_>>)|
+     -> Result<()> {
+        let t0 = t * TASK;
+        let t1 = (t0 + TASK).min(n);
+        let mut s = t0;
+        while s < t1 {
+            let len = BLOCK.min(t1 - s);
+            match direct {
+                Some(j) => {
+                    let mut d = sub_mut(&mut outs[j], s - t0, len);
+                    eval_block(pr, env, s, len, scratch, states, Some(&mut d))?;
+                }
+                None => eval_block(pr, env, s, len, scratch, states, None)?,
+            }
+            for (o, &r) in outs.iter_mut().zip(&regs) {
+                let mut dst = sub_mut(o, s - t0, len);
+                store_reg(&states[r], &scratch.cols[r], &mut dst)?;
+            }
+            s += len;
+        }
+        Ok(())
+    };
+    if n <= SERIAL_BELOW {
+        // small spaces run on the calling thread: no pool wake-up, no task hand-off
+        let mut state = (Scratch::new(nregs), Vec::with_capacity(nregs));
+        return tasks.into_iter().try_for_each(|t| run_task(&mut state, t));
+    }
     tasks.into_par_iter().try_for_each_init(
         || (Scratch::new(nregs), Vec::with_capacity(nregs)),
-        |(scratch, states), (t, mut outs)| -> Result<()> {
-            let t0 = t * TASK;
-            let t1 = (t0 + TASK).min(n);
-            let mut s = t0;
-            while s < t1 {
-                let len = BLOCK.min(t1 - s);
-                eval_block(pr, env, s, len, scratch, states)?;
-                for (o, &r) in outs.iter_mut().zip(&regs) {
-                    let mut dst = sub_mut(o, s - t0, len);
-                    store_reg(&states[r], &scratch.cols[r], &mut dst)?;
-                }
-                s += len;
-            }
-            Ok(())
-        },
+        run_task,
     )
 }
 
@@ -713,7 +780,7 @@ fn pairwise(rb: &RedBody, mut parts: Vec<Partial>) -> Result<Option<Partial>> {
 
 /// Runs the main phase of a reduction kernel: the M results of every reduction, finalized to
 /// the result dtypes.
-fn run_reduction(rb: &RedBody, env: &Env<'_>) -> Result<Vec<Column>> {
+fn run_reduction<'e>(rb: &RedBody, env: &Env<'e>) -> Result<Vec<Column>> {
     let (m, k) = (rb.m, rb.k);
     let nd = rb.space.dims.len();
     let kd: Vec<usize> = (0..nd).filter(|&j| !rb.space.reduced[j]).collect();
@@ -765,57 +832,67 @@ fn run_reduction(rb: &RedBody, env: &Env<'_>) -> Result<Vec<Column>> {
         }
     }
     let nregs = rb.prog.regs.len();
-    let partials: Vec<Partial> = tasks
-        .par_iter()
-        .map_init(
-            || (Scratch::new(nregs), Vec::with_capacity(nregs)),
-            |(scratch, states), t| -> Result<Partial> {
-                let mut part = new_partial(rb, t.m1 - t.m0)?;
-                if columns {
-                    let len = t.m1 - t.m0;
-                    for kk in t.k0..t.k1 {
-                        let q0 = kk * m + t.m0;
-                        eval_block(&pr, env, q0, len, scratch, states)?;
-                        for (j, r) in rb.reds.iter().enumerate() {
-                            accumulate_columns(
-                                r.kind,
-                                &mut part[j],
-                                &states[r.reg],
-                                &scratch.cols[r.reg],
-                                0,
-                                len,
-                            )?;
-                        }
-                    }
-                } else {
-                    let (q_start, q_end) = if t.m1 - t.m0 == 1 {
-                        (t.m0 * k + t.k0, t.m0 * k + t.k1)
-                    } else {
-                        (t.m0 * k, t.m1 * k)
-                    };
-                    let mut q = q_start;
-                    while q < q_end {
-                        let len = BLOCK.min(q_end - q);
-                        eval_block(&pr, env, q, len, scratch, states)?;
-                        for (j, r) in rb.reds.iter().enumerate() {
-                            accumulate_rows(
-                                r.kind,
-                                &mut part[j],
-                                &states[r.reg],
-                                &scratch.cols[r.reg],
-                                q,
-                                len,
-                                k,
-                                t.m0,
-                            )?;
-                        }
-                        q += len;
+    let run_task =
+        |(scratch, states): &mut (Scratch, Vec<RegState<'e>>), t: &RedTask| -> Result<Partial> {
+            let mut part = new_partial(rb, t.m1 - t.m0)?;
+            if columns {
+                let len = t.m1 - t.m0;
+                for kk in t.k0..t.k1 {
+                    let q0 = kk * m + t.m0;
+                    eval_block(&pr, env, q0, len, scratch, states, None)?;
+                    for (j, r) in rb.reds.iter().enumerate() {
+                        accumulate_columns(
+                            r.kind,
+                            &mut part[j],
+                            &states[r.reg],
+                            &scratch.cols[r.reg],
+                            0,
+                            len,
+                        )?;
                     }
                 }
-                Ok(part)
-            },
-        )
-        .collect::<Result<Vec<_>>>()?;
+            } else {
+                let (q_start, q_end) = if t.m1 - t.m0 == 1 {
+                    (t.m0 * k + t.k0, t.m0 * k + t.k1)
+                } else {
+                    (t.m0 * k, t.m1 * k)
+                };
+                let mut q = q_start;
+                while q < q_end {
+                    let len = BLOCK.min(q_end - q);
+                    eval_block(&pr, env, q, len, scratch, states, None)?;
+                    for (j, r) in rb.reds.iter().enumerate() {
+                        accumulate_rows(
+                            r.kind,
+                            &mut part[j],
+                            &states[r.reg],
+                            &scratch.cols[r.reg],
+                            q,
+                            len,
+                            k,
+                            t.m0,
+                        )?;
+                    }
+                    q += len;
+                }
+            }
+            Ok(part)
+        };
+    let partials: Vec<Partial> = if m * k <= SERIAL_BELOW {
+        let mut state = (Scratch::new(nregs), Vec::with_capacity(nregs));
+        tasks
+            .iter()
+            .map(|t| run_task(&mut state, t))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        tasks
+            .par_iter()
+            .map_init(
+                || (Scratch::new(nregs), Vec::with_capacity(nregs)),
+                run_task,
+            )
+            .collect::<Result<Vec<_>>>()?
+    };
     // results (accumulator dtype), combining the partials of each m range pairwise
     let mut results: Vec<Column> = new_partial(rb, m)?;
     let mut i = 0;

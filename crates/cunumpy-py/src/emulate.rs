@@ -96,6 +96,29 @@ fn library_for(py: Python<'_>, config: &Config) -> PyResult<(Arc<EmuLibrary>, bo
         compiler: std::env::var("CXX").ok(),
         cache_dir: default_cache_dir(),
     };
+    library_for_key(py, key)
+}
+
+/// The emulation library of kernel `kernel` of a generated, self-contained module `source`
+/// (no options, no include directories), e.g. one launch of a fusion plan: from this
+/// process's table, else compiled (or found in the disk cache) with the GIL released.
+pub(crate) fn library_for_source(
+    py: Python<'_>,
+    source: &str,
+    kernel: &str,
+) -> PyResult<(Arc<EmuLibrary>, bool)> {
+    let key = LibraryKey {
+        source: source.to_string(),
+        expression: kernel.to_string(),
+        options: Vec::new(),
+        include_dirs: Vec::new(),
+        compiler: std::env::var("CXX").ok(),
+        cache_dir: default_cache_dir(),
+    };
+    library_for_key(py, key)
+}
+
+fn library_for_key(py: Python<'_>, key: LibraryKey) -> PyResult<(Arc<EmuLibrary>, bool)> {
     if let Some(lib) = lock(&LIBRARIES).as_ref().and_then(|m| m.get(&key)) {
         return Ok((lib.clone(), lib.cache_outcome() == CacheOutcome::DiskHit));
     }
@@ -117,7 +140,7 @@ fn library_for(py: Python<'_>, config: &Config) -> PyResult<(Arc<EmuLibrary>, bo
     });
     let lib = Arc::new(built.map_err(|e| {
         let err = errors::emu_error(py, e);
-        let _ = err.value(py).setattr("options", config.options.clone());
+        let _ = err.value(py).setattr("options", key.options.clone());
         err
     })?);
     let hit = lib.cache_outcome() == CacheOutcome::DiskHit;
@@ -216,6 +239,17 @@ fn run(
         }
     });
     result.map_err(|e| errors::emu_error(py, e))
+}
+
+/// Validates a launch shape against the emulated device's limits.
+pub(crate) fn validate_fake_launch(
+    py: Python<'_>,
+    name: &str,
+    shape: &LaunchShape,
+    shared: u32,
+) -> PyResult<()> {
+    launch::validate(name, shape, shared, &FAKE_DEVICE, &FAKE_KERNEL)
+        .map_err(|e| errors::launch_error(py, e))
 }
 
 /// `CudaKernel.__call__` on the fake CuPy backend: device 0, checked bounds, recorded in the

@@ -11,6 +11,7 @@ use cunumpy_core::dtype::DType;
 use cunumpy_core::launch::LaunchShape;
 use cunumpy_core::ledger::Ledger;
 use cunumpy_cuda::{Driver, Function, Module};
+use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_fusion::{
     self as fusion, launch_param_values, ArrayMut, ArrayRef, Axis, Data, DataMut, DevicePointers,
     FusionError, Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan, PlanOptions,
@@ -19,7 +20,8 @@ use cunumpy_fusion::{
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList};
+use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyDict, PyList};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -188,6 +190,7 @@ impl FusionGraph {
         Ok(FusionPlan {
             plan,
             loaded: Mutex::new(Vec::new()),
+            emulated: Mutex::new(None),
         })
     }
 
@@ -233,7 +236,12 @@ struct Loaded {
 pub struct FusionPlan {
     plan: Plan,
     loaded: Mutex<Vec<Arc<Loaded>>>,
+    /// On the emulated device: one emulation library per launch, in launch order.
+    emulated: Mutex<Option<Arc<EmulatedPlan>>>,
 }
+
+/// The emulation libraries of a plan's launches (all built from the plan's one source).
+type EmulatedPlan = Vec<(Arc<EmuLibrary>, bool)>;
 
 fn operand_name(o: &Operand) -> String {
     match o {
@@ -286,12 +294,96 @@ struct HostView {
     shape: Vec<usize>,
 }
 
+/// NumPy's `PyArrayInterface`, what an `__array_struct__` capsule points at (a stable ABI:
+/// the array interface protocol, version 3).
+#[repr(C)]
+struct ArrayInterface {
+    two: c_int,
+    nd: c_int,
+    typekind: c_char,
+    itemsize: c_int,
+    flags: c_int,
+    shape: *const isize,
+    strides: *const isize,
+    data: *mut c_void,
+    descr: *mut c_void,
+}
+
+const ARRAY_C_CONTIGUOUS: c_int = 0x0001;
+const ARRAY_ALIGNED: c_int = 0x0100;
+const ARRAY_NOTSWAPPED: c_int = 0x0200;
+const ARRAY_WRITEABLE: c_int = 0x0400;
+
+/// The fast path of [`host_view`]: `__array_struct__` (a capsule, no dict or strings to
+/// build). None when the object has none or it is not what we can use as is, so the caller
+/// falls back to `__array_interface__` and its error messages.
+fn host_view_from_struct(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    writable: bool,
+) -> PyResult<Option<HostView>> {
+    let Ok(capsule) = obj.getattr(intern!(py, "__array_struct__")) else {
+        return Ok(None);
+    };
+    let Ok(capsule) = capsule.cast_into::<PyCapsule>() else {
+        return Ok(None);
+    };
+    let Ok(ptr) = capsule.pointer_checked(None) else {
+        return Ok(None);
+    };
+    // SAFETY: an `__array_struct__` capsule (NumPy's, or any object following the array
+    // interface protocol) points at a `PyArrayInterface` that stays valid while the capsule
+    // lives (it keeps the array referenced); `capsule` is alive for this whole function, and
+    // the `two` field is checked before anything else is trusted.
+    let ai = unsafe { &*(ptr.as_ptr() as *const ArrayInterface) };
+    let need = ARRAY_C_CONTIGUOUS
+        | ARRAY_ALIGNED
+        | ARRAY_NOTSWAPPED
+        | if writable { ARRAY_WRITEABLE } else { 0 };
+    if ai.two != 2 || ai.nd < 0 || ai.flags & need != need || (ai.nd > 0 && ai.shape.is_null()) {
+        return Ok(None);
+    }
+    let nd = ai.nd as usize;
+    let shape: Vec<usize> = if nd == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: `shape` points at `nd` dimensions (the protocol), non-null (checked), alive
+        // with the capsule.
+        let dims = unsafe { std::slice::from_raw_parts(ai.shape, nd) };
+        if dims.iter().any(|&d| d < 0) {
+            return Ok(None);
+        }
+        dims.iter().map(|&d| d as usize).collect()
+    };
+    let _ = (ai.typekind, ai.strides, ai.descr);
+    let Ok(dtype) = arrays::dtype_of(&obj.getattr(intern!(py, "dtype"))?)? else {
+        return Ok(None);
+    };
+    if usize::try_from(ai.itemsize).ok() != Some(dtype.itemsize()) {
+        return Ok(None);
+    }
+    let len = shape.iter().product();
+    let ptr = ai.data as usize;
+    if ptr == 0 && len > 0 {
+        return Ok(None);
+    }
+    Ok(Some(HostView {
+        ptr,
+        len,
+        dtype,
+        shape,
+    }))
+}
+
 fn host_view(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     what: &str,
     writable: bool,
 ) -> PyResult<HostView> {
+    if let Some(v) = host_view_from_struct(py, obj, writable)? {
+        return Ok(v);
+    }
     let bad = |msg: String| errors::raise(py, "FusionTypeError", format!("fuse: {what}: {msg}"));
     let iface = obj
         .getattr(intern!(py, "__array_interface__"))
@@ -497,6 +589,140 @@ impl FusionPlan {
         Ok(loaded)
     }
 
+    /// The emulation library of every launch (compiled once per plan, or found in this
+    /// process's table or the disk cache), with whether each came from the disk cache.
+    fn emulation_libraries(&self, py: Python<'_>) -> PyResult<Arc<EmulatedPlan>> {
+        if let Some(e) = lock(&self.emulated).as_ref() {
+            return Ok(e.clone());
+        }
+        let source = self.plan.cuda_source();
+        let mut libs = Vec::new();
+        for k in &self.plan.kernels {
+            for l in &k.launches {
+                libs.push(crate::emulate::library_for_source(py, &source, &l.name)?);
+            }
+        }
+        let libs = Arc::new(libs);
+        *lock(&self.emulated) = Some(libs.clone());
+        Ok(libs)
+    }
+
+    /// `launch` on the emulated device: the same checks and parameter packing as on a GPU,
+    /// then each launch runs the generated CUDA C in the CPU emulator, in order, with every
+    /// pointer parameter bounds-checked against its array (or the workspace).
+    fn launch_emulated(
+        &self,
+        py: Python<'_>,
+        inputs: &[Bound<'_, PyAny>],
+        scalars: &[Bound<'_, PyAny>],
+        outputs: &[Bound<'_, PyAny>],
+        workspace: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let mut in_ptrs = Vec::with_capacity(inputs.len());
+        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+            in_ptrs.push(self.device_pointer(py, obj, format!("input {i}"), Some(spec), None)?);
+        }
+        let mut out_ptrs = Vec::with_capacity(outputs.len());
+        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+            out_ptrs.push(self.device_pointer(py, obj, format!("output {i}"), Some(spec), None)?);
+        }
+        let ws = match workspace {
+            Some(w) if !w.is_none() => {
+                let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, None)?;
+                if nbytes < self.plan.workspace_bytes {
+                    return Err(errors::raise(
+                        py,
+                        "FusionValueError",
+                        format!(
+                            "fused function '{}': the workspace has {nbytes} bytes, the plan \
+                             needs {}",
+                            self.name(),
+                            self.plan.workspace_bytes
+                        ),
+                    ));
+                }
+                (ptr, nbytes)
+            }
+            _ => (0, 0),
+        };
+        let svs = scalars
+            .iter()
+            .enumerate()
+            .map(|(i, s)| scalar_value(s, i))
+            .collect::<PyResult<Vec<_>>>()?;
+        let in_addr: Vec<u64> = in_ptrs.iter().map(|p| p.0).collect();
+        let out_addr: Vec<u64> = out_ptrs.iter().map(|p| p.0).collect();
+        let ptrs = DevicePointers {
+            inputs: &in_addr,
+            outputs: &out_addr,
+            workspace: ws.0,
+        };
+        let mut launches = Vec::new();
+        for k in &self.plan.kernels {
+            for l in &k.launches {
+                let values =
+                    launch_param_values(&self.plan, l, &ptrs, &svs).map_err(|e| err(py, e))?;
+                // the byte length behind each pointer parameter, for the emulator's checks
+                let bounds: Vec<Option<usize>> = l
+                    .params
+                    .iter()
+                    .map(|p| match p.value {
+                        ParamValue::Input(i) => in_ptrs.get(i).map(|p| p.1),
+                        ParamValue::Output(i) => out_ptrs.get(i).map(|p| p.1),
+                        ParamValue::Workspace { offset } => Some(ws.1.saturating_sub(offset)),
+                        ParamValue::Scalar(_) | ParamValue::Int(_) => None,
+                    })
+                    .collect();
+                launches.push((l, LaunchBuffer::from_raw_values(&values), bounds));
+            }
+        }
+        let libs = self.emulation_libraries(py)?;
+        if libs.len() != launches.len() {
+            return Err(PyRuntimeError::new_err(
+                "internal: the emulation libraries do not match the plan's launches",
+            ));
+        }
+        let recording = Ledger::global().is_recording();
+        for ((lib, _), (l, mut buffer, bounds)) in libs.iter().zip(launches) {
+            if l.grid == 0 {
+                continue;
+            }
+            let shape = LaunchShape {
+                grid: [l.grid, 1, 1],
+                block: [l.block, 1, 1],
+            };
+            crate::emulate::validate_fake_launch(py, &l.name, &shape, l.shared_bytes)?;
+            let options = LaunchOptions {
+                bounds: Some(bounds),
+                ..LaunchOptions::default()
+            };
+            let lib = lib.clone();
+            let result = py.detach(move || {
+                // SAFETY: the buffer holds one value per parameter of this launch, of the C
+                // types the generated kernel declares (`launch_param_values` follows the
+                // parameter list the source was generated from). Pointer values are host
+                // addresses of fake-CuPy arrays (and the workspace) that the caller keeps
+                // referenced for the call, checked above to be C-contiguous and of the plan's
+                // shapes and dtypes; every pointer parameter's byte length is passed as a
+                // bound, so an access outside it is caught rather than performed.
+                unsafe {
+                    lib.launch(
+                        buffer.params(),
+                        shape.grid,
+                        shape.block,
+                        l.shared_bytes as usize,
+                        &options,
+                    )
+                }
+            });
+            result.map_err(|e| errors::emu_error(py, e))?;
+            if recording {
+                KernelLauncher::record_launch(py, &l.name, &shape);
+            }
+        }
+        Ok(())
+    }
+
     fn current_device(&self, py: Python<'_>) -> PyResult<(&'static Driver, i32)> {
         let driver = Driver::get().map_err(|e| errors::cuda_error(py, self.name(), e))?;
         let device = KernelLauncher::launch_device(driver)
@@ -510,7 +736,7 @@ impl FusionPlan {
         obj: &Bound<'_, PyAny>,
         what: String,
         spec: Option<&fusion::TensorSpec>,
-        device: i32,
+        device: Option<i32>,
     ) -> PyResult<(u64, usize)> {
         let got = match arrays::read_object(obj, true)? {
             Object::Device(info) => Ok(info),
@@ -555,17 +781,18 @@ impl FusionPlan {
                 ),
             ));
         }
-        if info.device.is_some_and(|d| d != device) {
-            return Err(errors::raise(
-                py,
-                "KernelArgumentValueError",
-                format!(
-                    "fused function '{}': {what} lives on device {}, the current device is \
-                     {device}",
-                    self.name(),
-                    info.device.unwrap_or(device)
-                ),
-            ));
+        if let (Some(device), Some(on)) = (device, info.device) {
+            if on != device {
+                return Err(errors::raise(
+                    py,
+                    "KernelArgumentValueError",
+                    format!(
+                        "fused function '{}': {what} lives on device {on}, the current device \
+                         is {device}",
+                        self.name(),
+                    ),
+                ));
+            }
         }
         let nbytes = shape.iter().product::<usize>() * dtype.itemsize();
         Ok((info.ptr, nbytes))
@@ -784,7 +1011,12 @@ impl FusionPlan {
     }
 
     /// Compiles the plan's CUDA for the current device (disk cache first); True on a hit.
+    /// On the emulated device (the fake CuPy), builds the emulation library of every launch;
+    /// True when all came from the disk cache.
     fn compile(&self, py: Python<'_>) -> PyResult<bool> {
+        if crate::emulate::fake_backend_active() {
+            return Ok(self.emulation_libraries(py)?.iter().all(|(_, hit)| *hit));
+        }
         let (_, device) = self.current_device(py)?;
         Ok(self.loaded_for(py, device)?.from_cache)
     }
@@ -806,24 +1038,28 @@ impl FusionPlan {
         self.count(py, "input arrays", self.plan.inputs.len(), inputs.len())?;
         self.count(py, "outputs", self.plan.outputs.len(), outputs.len())?;
         self.count(py, "scalars", self.plan.scalars.len(), scalars.len())?;
+        if crate::emulate::fake_backend_active() {
+            return self.launch_emulated(py, &inputs, &scalars, &outputs, workspace.as_ref());
+        }
         let (_, device) = self.current_device(py)?;
         let mut in_ptrs = Vec::with_capacity(inputs.len());
         for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
             in_ptrs.push(
-                self.device_pointer(py, obj, format!("input {i}"), Some(spec), device)?
+                self.device_pointer(py, obj, format!("input {i}"), Some(spec), Some(device))?
                     .0,
             );
         }
         let mut out_ptrs = Vec::with_capacity(outputs.len());
         for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
             out_ptrs.push(
-                self.device_pointer(py, obj, format!("output {i}"), Some(spec), device)?
+                self.device_pointer(py, obj, format!("output {i}"), Some(spec), Some(device))?
                     .0,
             );
         }
         let ws = match &workspace {
             Some(w) if !w.is_none() => {
-                let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, device)?;
+                let (ptr, nbytes) =
+                    self.device_pointer(py, w, "workspace".into(), None, Some(device))?;
                 if nbytes < self.plan.workspace_bytes {
                     return Err(errors::raise(
                         py,
@@ -909,6 +1145,9 @@ impl FusionPlan {
 
     #[getter]
     fn is_compiled(&self) -> bool {
+        if crate::emulate::fake_backend_active() {
+            return lock(&self.emulated).is_some();
+        }
         let device = Driver::get_if_loaded().and_then(|d| d.current_device().ok());
         device.is_some_and(|dev| lock(&self.loaded).iter().any(|l| l.device == dev))
     }

@@ -471,6 +471,9 @@ class FusedFunction:
         self._lock = threading.Lock()
         self.trace_count = 0
         self.plan_count = 0
+        # (type, dtype, shape) of each argument -> _Call: the calls already seen skip
+        # classification, signature keys and output-spec look-ups
+        self._calls: dict[tuple[Any, ...], _Call] = {}
         functools.update_wrapper(self, function)
 
     def __repr__(self) -> str:
@@ -562,30 +565,44 @@ class FusedFunction:
 
     # ---- calling -------------------------------------------------------------------------
     def __call__(self, *args: Any, out: Any = None) -> Any:
+        key = _call_key(args)
+        call = self._calls.get(key) if key is not None else None
+        if call is not None and out is None:
+            return call.run(args)
         if any(isinstance(a, Symbol) for a in args):
             if out is not None:
                 raise _unsupported("`out=` in a nested fused call")
             return _rebound(self._function)(*args)  # inlined into the caller's trace
         trace, plan, arrays, scalars = self._prepare(args)
         backend = _backend_of(arrays)
-        outs = self._run(plan, backend, arrays, scalars, out)
+        if key is not None and call is None:
+            call = _Call(self, trace, plan, backend, args)
+            if len(self._calls) < 256:
+                self._calls[key] = call
+        outs = self._run(plan, backend, arrays, scalars, out, call)
         if trace.tuple_out:
             return tuple(outs)
         return outs[0]
 
     def _run(
-        self, plan: Any, backend: str, arrays: list[Any], scalars: list[Any], out: Any
+        self,
+        plan: Any,
+        backend: str,
+        arrays: list[Any],
+        scalars: list[Any],
+        out: Any,
+        call: _Call | None = None,
     ) -> list[Any]:
         specs = plan.outputs
         targets = self._out_targets(out, len(specs))
         if backend == "numpy":
             xp = np
-            inputs = [np.ascontiguousarray(a) for a in arrays]
         else:
             import cupy
 
             xp = cupy
-            inputs = [cupy.ascontiguousarray(a) for a in arrays]
+        # (ascontiguousarray would turn a 0-d array into a 1-d one)
+        inputs = [a if a.flags.c_contiguous else xp.ascontiguousarray(a) for a in arrays]
         results = []
         direct = []
         for i, (shape, dtype) in enumerate(specs):
@@ -603,8 +620,7 @@ class FusedFunction:
         if backend == "numpy":
             plan.execute_cpu(inputs, scalars, results)
         else:
-            ws = plan.workspace_bytes
-            workspace = xp.empty(ws, xp.uint8) if ws else None
+            workspace = call.workspace() if call is not None else _new_workspace(plan)
             plan.launch(inputs, scalars, results, workspace)
         final = []
         for i, r in enumerate(results):
@@ -635,6 +651,93 @@ class FusedFunction:
                 f"fuse: '{self.kernel_name}' has {n} output(s), out= gives {len(outs)}"
             )
         return outs
+
+
+_SCALAR_TYPES = (bool, int, float)
+_HOST_TYPES: set[type] = {np.ndarray}
+_DEVICE_TYPES: set[type] = set()
+
+
+def _call_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A cheap key of a call: the type of each argument, and dtype and shape of arrays
+    (None for an argument of another kind: the call takes the full path)."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is Symbol:
+            return None
+        if t in _HOST_TYPES or t in _DEVICE_TYPES:
+            key.append((t, a.dtype, a.shape))
+        elif t in _SCALAR_TYPES or isinstance(a, np.generic):
+            key.append(t)
+        elif hasattr(a, "__cuda_array_interface__"):
+            _DEVICE_TYPES.add(t)
+            key.append((t, a.dtype, a.shape))
+        else:
+            return None
+    return tuple(key)
+
+
+def _new_workspace(plan: Any) -> Any:
+    import cupy
+
+    ws = plan.workspace_bytes
+    return cupy.empty(ws, cupy.uint8) if ws else None
+
+
+class _Call:
+    """What a call signature (argument types, dtypes, shapes) resolved to: the plan, which
+    arguments are arrays and which scalars, the output specs, and the plan's workspace (one per
+    device and stream, reused: kernels on one stream run in order)."""
+
+    __slots__ = ("plan", "backend", "arrays", "scalars", "constants", "specs", "tuple_out")
+    __slots__ += ("_workspaces",)
+
+    def __init__(self, owner: FusedFunction, trace: _Trace, plan: Any, backend: str, args: Any):
+        self.plan = plan
+        self.backend = backend
+        self.arrays = [
+            i for i, a in enumerate(args) if isinstance(a, np.ndarray) or _is_device_array(a)
+        ]
+        self.scalars = [i for i in range(len(args)) if i not in self.arrays]
+        self.constants = list(trace.constants)
+        self.specs = [(tuple(shape), np.dtype(dtype)) for shape, dtype in plan.outputs]
+        self.tuple_out = trace.tuple_out
+        self._workspaces: dict[tuple[int, int], Any] = {}
+
+    def workspace(self) -> Any:
+        if not self.plan.workspace_bytes:
+            return None
+        import cupy
+
+        where = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
+        ws = self._workspaces.get(where)
+        if ws is None:
+            if len(self._workspaces) > 8:
+                self._workspaces.clear()
+            ws = self._workspaces[where] = _new_workspace(self.plan)
+        return ws
+
+    def run(self, args: tuple[Any, ...]) -> Any:
+        """The call without out=: fresh outputs, straight to the plan."""
+        inputs = [args[i] for i in self.arrays]
+        scalars = []
+        for i in self.scalars:
+            a = args[i]
+            scalars.append(a.item() if isinstance(a, np.generic) else a)
+        scalars += self.constants
+        if self.backend == "numpy":
+            inputs = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in inputs]
+            results = [np.empty(shape, dtype) for shape, dtype in self.specs]
+            self.plan.execute_cpu(inputs, scalars, results)
+            outs = [r[()] if r.ndim == 0 else r for r in results]
+        else:
+            import cupy
+
+            inputs = [a if a.flags.c_contiguous else cupy.ascontiguousarray(a) for a in inputs]
+            outs = [cupy.empty(shape, dtype) for shape, dtype in self.specs]
+            self.plan.launch(inputs, scalars, outs, self.workspace())
+        return tuple(outs) if self.tuple_out else outs[0]
 
 
 def fuse(function: Callable[..., Any] | None = None, *, kernel_name: str | None = None) -> Any:

@@ -1,0 +1,99 @@
+"""The fusion corpus (tests/fusion_corpus.py) on the emulated device: with
+``CUNUMPY_FAKE_CUPY=1`` a fused function on (fake) CuPy arrays runs its generated CUDA C in
+the CPU emulator, kernel by kernel, with every pointer parameter bounds-checked; the results
+are checked against NumPy. Each chunk of the corpus runs in its own process so the fake never
+leaks into other tests."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cunumpy.kernel_testing import emulation_compiler
+
+pytestmark = [
+    pytest.mark.cxx,
+    pytest.mark.skipif(emulation_compiler() is None, reason="needs a host C++ compiler"),
+]
+
+TESTS = Path(__file__).resolve().parents[1]
+CHUNKS = 4
+
+
+def run_fake(code):
+    env = {**os.environ, "CUNUMPY_FAKE_CUPY": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("CUNUMPY_BACKEND", None)
+    result = subprocess.run(
+        # the fake is installed by `import cunumpy`, before anything imports cupy
+        [sys.executable, "-c", "import cunumpy\n" + textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=TESTS,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_corpus_on_the_emulated_device(chunk):
+    out = run_fake(
+        f"""
+        import json, sys, traceback
+        sys.path.insert(0, {str(TESTS)!r})
+        import cupy
+        from fusion_corpus import CASES, run_case
+        assert cupy.__name__ == "cupy" and cunumpy._core._fake_backend_active()
+        report = {{}}
+        for case in CASES[{chunk}::{CHUNKS}]:
+            try:
+                run_case(case, cupy.asarray, cupy.asnumpy, cupy.empty)
+                report[case.name] = "ok"
+            except Exception:
+                report[case.name] = traceback.format_exc()[-1500:]
+        print(json.dumps(report))
+        """
+    )
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report, "no cases ran"
+    failed = {k: v for k, v in report.items() if v != "ok"}
+    assert not failed, "\n\n".join(f"{k}:\n{v}" for k, v in failed.items())
+
+
+def test_fused_kernels_run_in_the_emulator_and_are_recorded():
+    out = run_fake(
+        """
+        import json
+        import numpy as np
+        import cupy
+        from cunumpy.kernels import fuse
+
+        f = fuse(lambda a: a - np.mean(a), kernel_name="emu_center")
+        a = np.arange(5000, dtype=np.float64)
+        d = cupy.asarray(a)
+        plan = f.plan(d)
+        assert not plan.is_compiled
+        r = f(d)
+        assert isinstance(r, cupy.ndarray) and plan.is_compiled
+        with cunumpy.profiling.count_transfers() as counter:
+            f(d)
+        names = [e.description for e in counter.events if e.kind == "launch"]
+        print(json.dumps({
+            "ok": bool(np.allclose(cupy.asnumpy(r), a - a.mean())),
+            "launches": counter.launches,
+            "planned": sum(len(k["launches"]) for k in plan.kernels),
+            "names": names,
+            "hit": plan.compile(),
+        }))
+        """
+    )
+    info = json.loads(out.strip().splitlines()[-1])
+    assert info["ok"]
+    assert info["launches"] == info["planned"] >= 2
+    assert all("emu_center" in n for n in info["names"])
+    assert info["hit"] in (True, False)
