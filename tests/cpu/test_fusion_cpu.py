@@ -194,3 +194,21 @@ def test_larger_arrays_parallel_and_deterministic():
     r1, r2 = f(a, b), f(a, b)
     assert r1 == r2  # bitwise: fixed reduction order
     assert r1 == pytest.approx(np.sum((a - b) ** 2), rel=1e-12)
+
+
+def test_repeated_calls_take_the_call_table_and_match_the_first():
+    f = fuse(lambda a, s: (xp.sum(a * s), a * s))
+    for s in (2, 2.0, np.float32(2), np.int16(2), True):
+        first = f(F32, s)
+        again = f(F32, s)
+        expected = (np.sum(F32 * s), F32 * s)
+        for g1, g2, e in zip(first, again, expected, strict=True):
+            assert np.ndim(g1) == np.ndim(e) and np.asarray(g2).dtype == np.asarray(e).dtype
+            np.testing.assert_allclose(g2, e, rtol=2e-5)
+            np.testing.assert_array_equal(g1, g2)
+    assert np.ndim(f(F32, 3.0)[0]) == 0  # a full reduction is a NumPy scalar on every path
+    # non-contiguous arrays of a cached signature are copied, not misread
+    g = fuse(lambda a: a + 1)
+    g(A.copy())
+    np.testing.assert_array_equal(g(A[:, ::-1].copy()), A[:, ::-1] + 1)
+    np.testing.assert_array_equal(g(np.asfortranarray(A)), A + 1)

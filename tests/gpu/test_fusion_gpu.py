@@ -66,3 +66,23 @@ def test_mixed_backends_rejected():
 
     with pytest.raises(MixedBackendError):
         fuse(lambda a, b: a + b)(cupy.ones(3), np.ones(3))
+
+
+def test_cached_calls_reuse_one_workspace_per_stream():
+    a = cupy.asarray(np.random.default_rng(3).standard_normal(1 << 20))
+    expected = cupy.asnumpy(a) - float(cupy.asnumpy(a).mean())
+    f = fuse(lambda a: a - xp.mean(a), kernel_name="ws_reuse")
+    assert f.plan(a).workspace_bytes > 0
+    results = [f(a), f(a)]
+    (call,) = f._calls.values()
+    ws = call.workspace()
+    assert ws is not None and ws.nbytes >= f.plan(a).workspace_bytes
+    results.append(f(a))
+    assert call.workspace() is ws  # same device and stream: the same buffer
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        results.append(f(a))
+        assert call.workspace() is not ws  # another stream gets its own
+    stream.synchronize()
+    for r in results:
+        np.testing.assert_allclose(cupy.asnumpy(r), expected, rtol=1e-12, atol=1e-12)

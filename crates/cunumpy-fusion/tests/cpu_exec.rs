@@ -840,3 +840,58 @@ fn argument_errors_name_the_problem() {
     .unwrap_err();
     assert!(err.to_string().contains("input 1"), "{err}");
 }
+
+#[test]
+fn serial_and_parallel_sizes_and_outputs_of_one_value() {
+    // sizes below, at and above the single-thread threshold; the last op is written straight
+    // into its output unless the value is stored twice (then both outputs get a copy)
+    for n in [1, 1023, 32_768, 32_769, 200_003] {
+        let (x, y) = (data(n, 60), data(n, 61));
+        let (ix, iy) = (f64s(&x), f64s(&y));
+        let mut g = GraphBuilder::new();
+        let a = g.input(DType::Float64, 1).unwrap();
+        let b = g.input(DType::Float64, 1).unwrap();
+        let k = g.scalar(DType::Float64, true).unwrap();
+        let ab = g.op(Op::Mul, &[a, b]).unwrap();
+        let r = g.op(Op::Sub, &[ab, k]).unwrap();
+        let lt = g.op(Op::Lt, &[a, b]).unwrap();
+        let s = g.reduce(ReduceKind::Sum, r, &Axis::All, false).unwrap();
+        for v in [r, r, lt, s] {
+            g.output(v).unwrap();
+        }
+        let graph = g.finish().unwrap();
+        let (_, outs) = run(
+            &graph,
+            &[(&ix, &[n]), (&iy, &[n])],
+            &[ScalarValue::Float(0.5)],
+        );
+        let want: Vec<f64> = (0..n).map(|i| x[i] * y[i] - 0.5).collect();
+        close(&outs[0].f64s(), &want, 0.0, "r");
+        close(&outs[1].f64s(), &want, 0.0, "r again");
+        let sum: f64 = want.iter().sum();
+        close(&outs[3].f64s(), &[sum], 1e-10, "sum");
+        let (_, again) = run(
+            &graph,
+            &[(&ix, &[n]), (&iy, &[n])],
+            &[ScalarValue::Float(0.5)],
+        );
+        assert_eq!(again[3].f64s(), outs[3].f64s(), "deterministic at {n}");
+        let Out::B(lt_got) = &outs[2] else {
+            panic!("a bool output")
+        };
+        assert!((0..n).all(|i| lt_got[i] == (x[i] < y[i])), "a < b at {n}");
+    }
+    // one output, computed in place: a single op chain into a fresh output
+    let n = 70_001;
+    let x = data(n, 62);
+    let ix = f64s(&x);
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 1).unwrap();
+    let e = g.op(Op::Exp, &[a]).unwrap();
+    let r = g.op(Op::Mul, &[e, a]).unwrap();
+    g.output(r).unwrap();
+    let graph = g.finish().unwrap();
+    let (_, outs) = run(&graph, &[(&ix, &[n])], &[]);
+    let want: Vec<f64> = x.iter().map(|v| v.exp() * v).collect();
+    close(&outs[0].f64s(), &want, 0.0, "exp(a)*a");
+}
