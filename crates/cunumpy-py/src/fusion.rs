@@ -355,13 +355,22 @@ fn host_view_from_struct(
         }
         dims.iter().map(|&d| d as usize).collect()
     };
-    let _ = (ai.typekind, ai.strides, ai.descr);
-    let Ok(dtype) = arrays::dtype_of(&obj.getattr(intern!(py, "dtype"))?)? else {
-        return Ok(None);
+    let _ = (ai.strides, ai.descr);
+    // native byte order (NOTSWAPPED above), so kind and size name the dtype
+    let dtype = match (ai.typekind as u8, ai.itemsize) {
+        (b'b', 1) => DType::Bool,
+        (b'i', 1) => DType::Int8,
+        (b'u', 1) => DType::UInt8,
+        (b'i', 2) => DType::Int16,
+        (b'u', 2) => DType::UInt16,
+        (b'i', 4) => DType::Int32,
+        (b'u', 4) => DType::UInt32,
+        (b'i', 8) => DType::Int64,
+        (b'u', 8) => DType::UInt64,
+        (b'f', 4) => DType::Float32,
+        (b'f', 8) => DType::Float64,
+        _ => return Ok(None),
     };
-    if usize::try_from(ai.itemsize).ok() != Some(dtype.itemsize()) {
-        return Ok(None);
-    }
     let len = shape.iter().product();
     let ptr = ai.data as usize;
     if ptr == 0 && len > 0 {
