@@ -705,12 +705,16 @@ class _Call:
         self.tuple_out = trace.tuple_out
         self._workspaces: dict[tuple[int, int], Any] = {}
 
-    def workspace(self) -> Any:
+    def workspace(self, stream: int | None = None) -> Any:
+        """The plan's workspace for the current device and ``stream`` (CuPy's current stream
+        by default), allocated on first use; None when the plan needs none."""
         if not self.plan.workspace_bytes:
             return None
         import cupy
 
-        where = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
+        if stream is None:
+            stream = cupy.cuda.get_current_stream().ptr
+        where = (cupy.cuda.runtime.getDevice(), stream)
         ws = self._workspaces.get(where)
         if ws is None:
             if len(self._workspaces) > 8:
@@ -736,7 +740,8 @@ class _Call:
 
             inputs = [a if a.flags.c_contiguous else cupy.ascontiguousarray(a) for a in inputs]
             outs = [cupy.empty(shape, dtype) for shape, dtype in self.specs]
-            self.plan.launch(inputs, scalars, outs, self.workspace())
+            stream = cupy.cuda.get_current_stream().ptr
+            self.plan.launch(inputs, scalars, outs, self.workspace(stream), stream)
         return tuple(outs) if self.tuple_out else outs[0]
 
 
