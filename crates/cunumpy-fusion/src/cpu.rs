@@ -12,6 +12,7 @@ use crate::ops::{CpuKernel, K1, K2, K3};
 use crate::plan::{Body, LeafSrc, Operand as PlanOperand, Plan, Program, RedBody, RegKind};
 use cunumpy_core::dtype::{DType, DTypeKind};
 use rayon::prelude::*;
+use std::cell::RefCell;
 
 /// Elements evaluated per op call.
 pub const BLOCK: usize = 1024;
@@ -143,11 +144,34 @@ struct Scratch {
     cols: Vec<Column>,
 }
 
+thread_local! {
+    /// The columns of the last finished `Scratch` of this thread, reused by the next one so
+    /// that a call does not allocate and zero a fresh block per register.
+    static SPARE_COLUMNS: RefCell<Vec<Column>> = const { RefCell::new(Vec::new()) };
+}
+
 impl Scratch {
     fn new(n: usize) -> Self {
-        Scratch {
-            cols: vec![Column::default(); n],
-        }
+        let mut cols = SPARE_COLUMNS
+            .try_with(|s| s.try_borrow_mut().map(|mut v| std::mem::take(&mut *v)))
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or_default();
+        cols.resize_with(n, Column::default);
+        Scratch { cols }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let cols = std::mem::take(&mut self.cols);
+        let _ = SPARE_COLUMNS.try_with(|s| {
+            if let Ok(mut spare) = s.try_borrow_mut() {
+                if spare.len() < cols.len() {
+                    *spare = cols;
+                }
+            }
+        });
     }
 }
 
