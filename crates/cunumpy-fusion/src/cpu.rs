@@ -8,7 +8,7 @@
 use crate::elem::{cast_into, cast_sv, with_elem, Column, Data, DataMut, Elem, Operand, Sv};
 use crate::error::{FusionError, Result};
 use crate::graph::ReduceKind;
-use crate::ops::{CpuKernel, K1, K2, K3};
+use crate::ops::{CpuKernel, Op, K1, K2, K3};
 use crate::plan::{Body, LeafSrc, Operand as PlanOperand, Plan, Program, RedBody, RegKind};
 use cunumpy_core::dtype::{DType, DTypeKind};
 use rayon::prelude::*;
@@ -551,11 +551,15 @@ fn run_elementwise<'e>(
         return Ok(());
     }
     let regs: Vec<usize> = targets.iter().map(|t| t.0).collect();
+    // work per point, in units of a cheap op; heavy programs get smaller tasks, and go
+    // parallel at smaller sizes, than cheap ones
+    let work = program_work(pr.prog);
+    let task = (TASK * 4 / work).clamp(BLOCK, TASK) / BLOCK * BLOCK;
     let mut chunked: Vec<std::vec::IntoIter<DataMut<'_>>> = targets
         .into_iter()
-        .map(|(_, d)| d.into_chunks(TASK).into_iter())
+        .map(|(_, d)| d.into_chunks(task).into_iter())
         .collect();
-    let n_tasks = n.div_ceil(TASK);
+    let n_tasks = n.div_ceil(task);
     let mut tasks: Vec<(usize, Vec<DataMut<'_>>)> = Vec::with_capacity(n_tasks);
     for t in 0..n_tasks {
         let mut outs = Vec::with_capacity(chunked.len());
@@ -580,8 +584,8 @@ fn run_elementwise<'e>(
     let run_task = |(scratch, states): &mut (Scratch, Vec<RegState<'e>>),
                     (t, mut outs): (usize, Vec<DataMut<'_>>)|
      -> Result<()> {
-        let t0 = t * TASK;
-        let t1 = (t0 + TASK).min(n);
+        let t0 = t * task;
+        let t1 = (t0 + task).min(n);
         let mut s = t0;
         while s < t1 {
             let len = BLOCK.min(t1 - s);
@@ -600,7 +604,7 @@ fn run_elementwise<'e>(
         }
         Ok(())
     };
-    if n <= SERIAL_BELOW {
+    if n_tasks == 1 || n.saturating_mul(work) <= SERIAL_BELOW * 4 {
         // small spaces run on the calling thread: no pool wake-up, no task hand-off
         let mut state = (Scratch::new(nregs), Vec::with_capacity(nregs));
         return tasks.into_iter().try_for_each(|t| run_task(&mut state, t));
@@ -609,6 +613,42 @@ fn run_elementwise<'e>(
         || (Scratch::new(nregs), Vec::with_capacity(nregs)),
         run_task,
     )
+}
+
+/// The cost of one point of a program, in units of a cheap op (a transcendental function
+/// counts 16), at least 1.
+fn program_work(prog: &Program) -> usize {
+    let heavy = |op: Op| {
+        matches!(
+            op,
+            Op::Exp
+                | Op::Log
+                | Op::Log2
+                | Op::Log10
+                | Op::Expm1
+                | Op::Log1p
+                | Op::Sin
+                | Op::Cos
+                | Op::Tan
+                | Op::Arcsin
+                | Op::Arccos
+                | Op::Arctan
+                | Op::Arctan2
+                | Op::Sinh
+                | Op::Cosh
+                | Op::Tanh
+                | Op::Pow
+        )
+    };
+    prog.regs
+        .iter()
+        .map(|r| match &r.kind {
+            RegKind::Op { op, .. } if heavy(*op) => 16,
+            RegKind::Op { .. } | RegKind::Cast { .. } => 1,
+            _ => 0,
+        })
+        .sum::<usize>()
+        .max(1)
 }
 
 fn sub_mut<'b>(d: &'b mut DataMut<'_>, start: usize, len: usize) -> DataMut<'b> {
