@@ -40,26 +40,56 @@ def run_fake(code):
     return result.stdout
 
 
+CHUNK_CODE = """
+import json, sys, traceback
+sys.path.insert(0, {tests!r})
+import cupy
+from fusion_corpus import CASES, run_case
+assert cupy.__name__ == "cupy" and cunumpy._core._fake_backend_active()
+report = {{}}
+for case in CASES[{chunk}::{chunks}]:
+    try:
+        run_case(case, cupy.asarray, cupy.asnumpy, cupy.empty)
+        report[case.name] = "ok"
+    except Exception:
+        report[case.name] = traceback.format_exc()[-1500:]
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus_runs():
+    """All chunks started at once (each compiles its kernels with the host compiler, one
+    process per core keeps the machine busy); each test then waits for its own chunk."""
+    env = {**os.environ, "CUNUMPY_FAKE_CUPY": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("CUNUMPY_BACKEND", None)
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import cunumpy\n"
+                + CHUNK_CODE.format(tests=str(TESTS), chunk=chunk, chunks=CHUNKS),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=TESTS,
+        )
+        for chunk in range(CHUNKS)
+    ]
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+
+
 @pytest.mark.parametrize("chunk", range(CHUNKS))
-def test_corpus_on_the_emulated_device(chunk):
-    out = run_fake(
-        f"""
-        import json, sys, traceback
-        sys.path.insert(0, {str(TESTS)!r})
-        import cupy
-        from fusion_corpus import CASES, run_case
-        assert cupy.__name__ == "cupy" and cunumpy._core._fake_backend_active()
-        report = {{}}
-        for case in CASES[{chunk}::{CHUNKS}]:
-            try:
-                run_case(case, cupy.asarray, cupy.asnumpy, cupy.empty)
-                report[case.name] = "ok"
-            except Exception:
-                report[case.name] = traceback.format_exc()[-1500:]
-        print(json.dumps(report))
-        """
-    )
-    report = json.loads(out.strip().splitlines()[-1])
+def test_corpus_on_the_emulated_device(corpus_runs, chunk):
+    stdout, stderr = corpus_runs[chunk].communicate(timeout=1800)
+    assert corpus_runs[chunk].returncode == 0, stdout[-3000:] + stderr[-3000:]
+    report = json.loads(stdout.strip().splitlines()[-1])
     assert report, "no cases ran"
     failed = {k: v for k, v in report.items() if v != "ok"}
     assert not failed, "\n\n".join(f"{k}:\n{v}" for k, v in failed.items())
