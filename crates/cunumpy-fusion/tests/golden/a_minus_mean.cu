@@ -95,10 +95,16 @@ extern "C" __global__ void a_minus_mean_k1(
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
+    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+    const int i = i0 + u * stride;
+    if (i < n) {
         const double r0 = in0[i];
         const double r1 = buf0[0];
         const double r2 = (r0 - r1);
         out0[i] = r2;
+    }
+    }
     }
 }

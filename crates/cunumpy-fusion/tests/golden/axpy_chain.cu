@@ -19,7 +19,11 @@ extern "C" __global__ void axpy_chain_k0(
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
+    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+    const int i = i0 + u * stride;
+    if (i < n) {
         const double r0 = in0[i];
         const double r1 = in1[i];
         const double r2 = (r0 * r1);
@@ -31,5 +35,7 @@ extern "C" __global__ void axpy_chain_k0(
         const double r8 = (r7 * r0);
         const double r9 = (r6 - r8);
         out0[i] = r9;
+    }
+    }
     }
 }

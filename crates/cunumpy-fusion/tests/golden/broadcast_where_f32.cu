@@ -19,7 +19,11 @@ extern "C" __global__ void broadcast_where_f32_k0(
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
+    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+    const int i = i0 + u * stride;
+    if (i < n) {
         int ctmp = i;
         const int c1 = ctmp % d1; ctmp /= d1;
         const int c0 = ctmp;
@@ -33,5 +37,7 @@ extern "C" __global__ void broadcast_where_f32_k0(
         const float r7 = (float)(r6);
         const float r8 = (r3 ? r5 : r7);
         out0[i] = r8;
+    }
+    }
     }
 }

@@ -96,7 +96,11 @@ extern "C" __global__ void softmax_rows_f32_k2(
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
+    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+    const int i = i0 + u * stride;
+    if (i < n) {
         int ctmp = i;
         const int c1 = ctmp % d1; ctmp /= d1;
         const int c0 = ctmp;
@@ -107,5 +111,7 @@ extern "C" __global__ void softmax_rows_f32_k2(
         const float r4 = buf1[c0];
         const float r5 = (r3 / r4);
         out0[i] = r5;
+    }
+    }
     }
 }
