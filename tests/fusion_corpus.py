@@ -38,6 +38,11 @@ F32 = rng.standard_normal((6, 37)).astype(np.float32)
 F32B = rng.standard_normal((6, 37)).astype(np.float32)
 BOOL = rng.random((6, 37)) > 0.5
 BOOL2 = rng.random((6, 37)) > 0.3
+Z = rng.standard_normal((6, 37)) + 1j * rng.standard_normal((6, 37))
+Z2 = rng.standard_normal((6, 37)) + 1j * rng.standard_normal((6, 37))
+ZROW = rng.standard_normal(37) + 1j * rng.standard_normal(37)
+Z64 = Z.astype(np.complex64)
+Z64B = Z2.astype(np.complex64)
 
 
 @dataclass
@@ -172,6 +177,50 @@ CASES: list[Case] = [
     Case("three_outputs_mixed", lambda a: (a.sum(), a - 1, a.max(axis=0)), (A,), out=True),
     Case("outputs_of_dtypes", lambda a, i: (a > 0, i + 1, a.astype(np.float32)), (A, I32)),
     Case("stats", lambda a: (np.min(a, axis=1), np.max(a, axis=1), np.mean(a, axis=1)), (A,)),
+    # ---- complex (complex64 / complex128) ------------------------------------------------
+    Case(
+        "complex_arith_mixed_float",
+        lambda z, w, a, r: z * a + z / (w + 2) - w**2 + r * 0.5,
+        (Z, Z2, A, ZROW),
+        out=True,
+    ),
+    # float32 array + Python complex (weak) -> complex64
+    Case("complex64_weak_python_complex", lambda z, f: z * f + f * 1.5j - 2j, (Z64, F32)),
+    # a NumPy complex64 scalar is strong: with a complex128 array -> complex128
+    Case("complex_numpy_scalar", lambda z, s, f: z * s + f, (Z, np.complex64(1 - 2j), F32)),
+    Case("complex_python_scalar_arg", lambda z, s: (z - s) / s, (Z64, 0.5 + 0.25j)),
+    Case(
+        "complex_abs_real_imag_conj",
+        lambda z: (np.abs(z), z.real, np.imag(z), np.conj(z) * z.imag, z.conjugate()),
+        (Z,),
+    ),
+    Case("complex64_abs_real_imag", lambda z: (abs(z), np.real(z) - z.imag), (Z64,)),
+    Case(
+        "complex_exp_log_sqrt_trig",
+        lambda z: np.exp(z) * np.sqrt(z) + np.log(z) - np.sin(z) * np.cos(z) + np.tanh(z),
+        (Z,),
+    ),
+    Case("complex64_exp_sqrt", lambda z: np.exp(z * 0.5j) + np.sqrt(z), (Z64,)),
+    Case("complex_power", lambda z, w: z**3 + z ** (-2) + z**0.5 + z**w, (Z, Z2)),
+    Case(
+        "complex_sum_axis_keepdims",
+        lambda z, w: np.sum(z * np.conj(w), axis=1, keepdims=True),
+        (Z, Z2),
+    ),
+    Case("complex_sum_axis0_prod", lambda z: (z.sum(axis=0), np.prod(1 + 0.1j * z, axis=1)), (Z,)),
+    Case("complex64_mean", lambda z: (np.mean(z * 2j, axis=0), z.mean()), (Z64,)),
+    Case("complex_minus_mean", lambda z: z - np.mean(z, axis=-1, keepdims=True), (Z,)),
+    Case("complex_abs_sum", lambda z: np.sum(np.abs(z) ** 2, axis=1), (Z,)),
+    Case(
+        "complex_where_compare",
+        lambda z, w, a: (np.where(a > 0, z, w), z == w, np.where(z != 0, z, 1j)),
+        (Z, Z2, A),
+    ),
+    Case(
+        "complex_from_real_astype",
+        lambda a, f: (a.astype(np.complex64) * 1j + f, f.astype(np.complex128).imag),
+        (A, F32),
+    ),
     # ---- nested fused calls (inlined) ---------------------------------------------------
     Case(
         "nested_dist",
@@ -187,7 +236,7 @@ CASES: list[Case] = [
     ),
 ]
 
-TOLERANCE = {"float32": 2e-5, "float64": 1e-11}
+TOLERANCE = {"float32": 2e-5, "float64": 1e-11, "complex64": 5e-5, "complex128": 1e-11}
 
 
 def expected_of(case: Case) -> tuple[np.ndarray, ...]:
@@ -205,7 +254,7 @@ def check_results(case: Case, got: tuple[np.ndarray, ...]) -> None:
         g = np.asarray(g)
         assert g.dtype == e.dtype, (case.name, g.dtype, e.dtype)
         assert g.shape == e.shape, (case.name, g.shape, e.shape)
-        if e.dtype.kind == "f":
+        if e.dtype.kind in "fc":
             tol = case.tol.get(e.dtype.name, TOLERANCE[e.dtype.name])
             np.testing.assert_allclose(g, e, rtol=tol, atol=tol, err_msg=case.name)
         else:

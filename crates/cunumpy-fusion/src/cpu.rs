@@ -5,10 +5,11 @@
 //! depend on the thread count, and the chunks' partial results are combined in a fixed
 //! pairwise tree.
 
+use crate::complex::Complex;
 use crate::elem::{cast_into, cast_sv, with_elem, Column, Data, DataMut, Elem, Operand, Sv};
 use crate::error::{FusionError, Result};
 use crate::graph::ReduceKind;
-use crate::ops::{CpuKernel, Op, K1, K2, K3};
+use crate::ops::{CpuKernel, CxKernel, Op, K1, K2, K3};
 use crate::plan::{Body, LeafSrc, Operand as PlanOperand, Plan, Program, RedBody, RegKind};
 use cunumpy_core::dtype::{DType, DTypeKind};
 use rayon::prelude::*;
@@ -75,7 +76,8 @@ macro_rules! from_slices {
     };
 }
 from_slices!(bool => Bool, i8 => Int8, u8 => UInt8, i16 => Int16, u16 => UInt16, i32 => Int32,
-    u32 => UInt32, i64 => Int64, u64 => UInt64, f32 => Float32, f64 => Float64);
+    u32 => UInt32, i64 => Int64, u64 => UInt64, f32 => Float32, f64 => Float64,
+    Complex<f32> => Complex64, Complex<f64> => Complex128);
 
 /// The value of a scalar parameter at call time; converted to the declared dtype.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -84,15 +86,25 @@ pub enum ScalarValue {
     Int(i64),
     UInt(u64),
     Float(f64),
+    /// A complex value (real part, imaginary part).
+    Complex(f64, f64),
 }
 
 impl ScalarValue {
-    fn to_sv(self, dtype: DType) -> Option<Sv> {
+    /// The value converted to `dtype`; None when it does not convert (a complex value with a
+    /// nonzero imaginary part for a real dtype).
+    pub(crate) fn to_sv(self, dtype: DType) -> Option<Sv> {
         let v = match self {
             ScalarValue::Bool(b) => Sv::Bool(b),
             ScalarValue::Int(i) => Sv::Int64(i),
             ScalarValue::UInt(u) => Sv::UInt64(u),
             ScalarValue::Float(f) => Sv::Float64(f),
+            ScalarValue::Complex(re, im) => {
+                if im != 0.0 && dtype.kind() != DTypeKind::Complex {
+                    return None;
+                }
+                Sv::Complex128(Complex::new(re, im))
+            }
         };
         cast_sv(v, dtype)
     }
@@ -325,7 +337,7 @@ fn load_leaf<'a>(
         let out = ensure_col::<T>(col, len);
         gather(src, &pr.dims, st, start, out).ok_or_else(|| internal("gather out of bounds"))?;
         Ok(RegState::Col)
-    }, else Err(internal("complex leaf")))
+    })
 }
 
 fn exec1<T: Elem, U: Elem>(
@@ -436,6 +448,37 @@ macro_rules! by_float {
     };
 }
 
+/// Runs the complex loop of an op (`dt`: the complex loop dtype).
+fn exec_complex<'c>(
+    k: CxKernel,
+    dt: DType,
+    arg: &dyn Fn(usize) -> (&'c RegState<'c>, &'c Column),
+    out: &mut Column,
+    len: usize,
+    direct: Option<&mut DataMut<'_>>,
+) -> Result<RegState<'static>> {
+    let c128 = dt == DType::Complex128;
+    macro_rules! pick {
+        ($s:expr, $f:ident => $call:expr) => {
+            if c128 {
+                let $f = $s.c128;
+                $call
+            } else {
+                let $f = $s.c64;
+                $call
+            }
+        };
+    }
+    match k {
+        CxKernel::Same1(s) => pick!(s, f => exec1(f, arg(0).0, arg(0).1, out, len, direct)),
+        CxKernel::ToReal(s) => pick!(s, f => exec1(f, arg(0).0, arg(0).1, out, len, direct)),
+        CxKernel::Pred1(s) => pick!(s, f => exec1(f, arg(0).0, arg(0).1, out, len, direct)),
+        CxKernel::Same2(s) => pick!(s, f => exec2(f, arg(0), arg(1), out, len, direct)),
+        CxKernel::Cmp2(s) => pick!(s, f => exec2(f, arg(0), arg(1), out, len, direct)),
+        CxKernel::Where(s) => pick!(s, f => exec3(f, arg(0), arg(1), arg(2), out, len, direct)),
+    }
+}
+
 /// Evaluates a program over `len` points starting at flat index `start` of its space.
 fn eval_block<'a>(
     pr: &Prepared<'_>,
@@ -478,42 +521,47 @@ fn eval_block<'a>(
                             cast_into::<S, D>(oa, ensure_col::<D>(&mut out, len));
                             RegState::Col
                         }
-                    }, else return Err(internal("complex cast")))
-                }, else return Err(internal("complex cast")))
+                    })
+                })
             }
             RegKind::Op { op, args } => {
                 let arg = |k: usize| (&states[args[k]], &cols[args[k]]);
                 let in_dt = pr.prog.regs[args[args.len() - 1]].dtype;
-                match op.def().cpu {
-                    CpuKernel::All1(s) => {
-                        by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::Bits1(s) => {
-                        by_bits!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::Float1(s) => {
-                        by_float!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::Pred1(s) => {
-                        by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::All2(s) => {
-                        by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::Cmp2(s) => {
-                        by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::Bits2(s) => {
-                        by_bits!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::Float2(s) => {
-                        by_float!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::Where(s) => {
-                        by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len, dst.take()))?
-                    }
-                    CpuKernel::All3(s) => {
-                        by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len, dst.take()))?
+                if in_dt.kind() == DTypeKind::Complex {
+                    let k = op.def().cpu_complex.ok_or_else(|| internal("complex op"))?;
+                    exec_complex(k, in_dt, &arg, &mut out, len, dst.take())?
+                } else {
+                    match op.def().cpu {
+                        CpuKernel::All1(s) => {
+                            by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::Bits1(s) => {
+                            by_bits!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::Float1(s) => {
+                            by_float!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::Pred1(s) => {
+                            by_all!(in_dt, s, f => exec1(f, arg(0).0, arg(0).1, &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::All2(s) => {
+                            by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::Cmp2(s) => {
+                            by_all!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::Bits2(s) => {
+                            by_bits!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::Float2(s) => {
+                            by_float!(in_dt, s, f => exec2(f, arg(0), arg(1), &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::Where(s) => {
+                            by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len, dst.take()))?
+                        }
+                        CpuKernel::All3(s) => {
+                            by_all!(in_dt, s, f => exec3(f, arg(0), arg(1), arg(2), &mut out, len, dst.take()))?
+                        }
                     }
                 }
             }
@@ -536,7 +584,7 @@ fn store_reg(st: &RegState<'_>, col: &Column, dst: &mut DataMut<'_>) -> Result<(
             Operand::Splat(v) => o.fill(v),
         }
         Ok(())
-    }, else Err(internal("complex store")))
+    })
 }
 
 /// Runs a program over a whole space (elementwise kernels and reduction epilogues), in
@@ -657,7 +705,10 @@ fn sub_mut<'b>(d: &'b mut DataMut<'_>, start: usize, len: usize) -> DataMut<'b> 
             match d { $(DataMut::$v(s) => DataMut::$v(&mut s[start..start + len]),)* }
         };
     }
-    arms!(Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64)
+    arms!(
+        Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64,
+        Complex64, Complex128
+    )
 }
 
 fn identity<T: Elem>(kind: ReduceKind) -> T {
@@ -750,10 +801,7 @@ type Partial = Vec<Column>;
 fn new_partial(rb: &RedBody, len: usize) -> Result<Partial> {
     rb.reds
         .iter()
-        .map(|r| {
-            with_elem!(r.acc, T => Ok(T::new_col(vec![identity::<T>(r.kind); len])),
-                else Err(internal("complex accumulator")))
-        })
+        .map(|r| with_elem!(r.acc, T => Ok(T::new_col(vec![identity::<T>(r.kind); len]))))
         .collect()
 }
 
@@ -783,7 +831,7 @@ fn accumulate_rows(
             pos = end;
         }
         Ok(())
-    }, else Err(internal("complex accumulator")))
+    })
 }
 
 fn accumulate_columns(
@@ -810,7 +858,7 @@ fn accumulate_columns(
             }
         }
         Ok(())
-    }, else Err(internal("complex accumulator")))
+    })
 }
 
 fn combine_into(kind: ReduceKind, a: &mut Column, b: &Column) -> Result<()> {
@@ -821,7 +869,7 @@ fn combine_into(kind: ReduceKind, a: &mut Column, b: &Column) -> Result<()> {
             *x = combine(kind, *x, y);
         }
         Ok(())
-    }, else Err(internal("complex partial")))
+    })
 }
 
 /// Combines partials pairwise in a fixed tree.
@@ -972,7 +1020,7 @@ fn run_reduction<'e>(rb: &RedBody, env: &Env<'e>) -> Result<Vec<Column>> {
                     let dst = T::col_mut(res).ok_or_else(|| internal("result dtype"))?;
                     let src = T::slice(&part.as_data()).ok_or_else(|| internal("result dtype"))?;
                     dst[tasks[i].m0..tasks[i].m0 + src.len()].copy_from_slice(src);
-                }, else return Err(internal("complex result")));
+                });
             }
         }
         i = j;
@@ -992,13 +1040,18 @@ fn finalize(c: Column, kind: ReduceKind, out: DType, k: usize) -> Result<Column>
             let v: Vec<D> = match kind {
                 ReduceKind::Mean { ddof } => {
                     let div = k as f64 - ddof as f64;
-                    src.iter().map(|x| D::from_f64(x.to_f64() / div)).collect()
+                    src.iter()
+                        .map(|x| {
+                            let (re, im) = x.to_c();
+                            D::from_c(re / div, im / div)
+                        })
+                        .collect()
                 }
                 _ => src.iter().map(|&x| D::cast_from::<A>(x)).collect(),
             };
             Ok(D::new_col(v))
-        }, else Err(internal("complex result")))
-    }, else Err(internal("complex result")))
+        })
+    })
 }
 
 fn col_slice<A: Elem>(c: &Column) -> Result<&[A]> {
@@ -1097,8 +1150,8 @@ pub fn execute_cpu(
         for s in stores {
             if let PlanOperand::Buffer(b) = s.dst {
                 let spec = &plan.buffers[b];
-                let col = with_elem!(spec.dtype, T => T::new_col(vec![T::default(); spec.elements]),
-                    else return Err(internal("complex buffer")));
+                let col =
+                    with_elem!(spec.dtype, T => T::new_col(vec![T::default(); spec.elements]));
                 written.push((b, col));
             }
         }
@@ -1161,7 +1214,10 @@ fn column_mut(c: &mut Column) -> DataMut<'_> {
             match c { $(Column::$v(s) => DataMut::$v(&mut s[..]),)* }
         };
     }
-    arms!(Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64)
+    arms!(
+        Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64,
+        Complex64, Complex128
+    )
 }
 
 /// The destinations of a kernel's stores, in store order.

@@ -6,6 +6,7 @@
 //! a fixed order by a second launch, no atomics.
 
 use crate::graph::ReduceKind;
+use crate::ops::Op;
 use crate::plan::{
     Body, Launch, LeafSrc, Operand, Param, ParamValue, Plan, Program, RedBody, RegKind, Space,
     Strategy,
@@ -90,8 +91,140 @@ CN_D bool cn_isinf(bool) { return false; }
 CN_D bool cn_isfinite(bool) { return true; }
 "#;
 
+/// Helpers for complex64 (`cn_c64`) and complex128 (`cn_c128`), appended after [`PREAMBLE`]
+/// only in sources that use a complex value or `imag`: POD structs laid out like NumPy's
+/// complex types (real part first; aligned to their size, as CuPy's complex arrays are), the
+/// arithmetic and comparison operators, the math functions NumPy defines for complex (same
+/// formulas as the CPU executor), warp shuffles of both parts, and `cn_imag` of real types.
+pub const COMPLEX_PREAMBLE: &str = r#"
+// complex64 / complex128 (NumPy's layout: real, imag)
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+struct cn_c128;
+struct alignas(8) cn_c64 {
+    float re, im;
+    cn_c64() = default;
+    CN_D cn_c64(float r, float i = 0.0f) : re(r), im(i) {}
+    CN_D explicit cn_c64(const cn_c128& z);
+};
+struct alignas(16) cn_c128 {
+    double re, im;
+    cn_c128() = default;
+    CN_D cn_c128(double r, double i = 0.0) : re(r), im(i) {}
+    CN_D explicit cn_c128(const cn_c64& z) : re(z.re), im(z.im) {}
+};
+CN_D cn_c64::cn_c64(const cn_c128& z) : re((float)z.re), im((float)z.im) {}
+
+#define CN_COMPLEX_HELPERS(C, T, F, TANH_CUT)                                         \
+CN_D C operator+(C a, C b) { return C(a.re + b.re, a.im + b.im); }                  \
+CN_D C operator-(C a, C b) { return C(a.re - b.re, a.im - b.im); }                  \
+CN_D C operator*(C a, C b) { return C(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); } \
+CN_D C operator/(C a, C b) { T abr = fabs##F(b.re), abi = fabs##F(b.im);            \
+    if (abr >= abi) { if (abr == 0 && abi == 0) return C(a.re / abr, a.im / abi);    \
+        T rat = b.im / b.re, scl = (T)1 / (b.re + b.im * rat);                       \
+        return C((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl); }            \
+    T rat = b.re / b.im, scl = (T)1 / (b.im + b.re * rat);                           \
+    return C((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl); }                \
+CN_D C operator/(C a, T b) { return C(a.re / b, a.im / b); }                        \
+CN_D C operator-(C a) { return C(-a.re, -a.im); }                                   \
+CN_D C operator+(C a) { return a; }                                                 \
+CN_D bool operator==(C a, C b) { return a.re == b.re && a.im == b.im; }             \
+CN_D bool operator!=(C a, C b) { return a.re != b.re || a.im != b.im; }             \
+CN_D T cn_abs(C a) { return hypot##F(a.re, a.im); }                                 \
+CN_D T cn_real(C a) { return a.re; }                                                \
+CN_D T cn_imag(C a) { return a.im; }                                                \
+CN_D C cn_conj(C a) { return C(a.re, -a.im); }                                      \
+CN_D bool cn_isnan(C a) { return a.re != a.re || a.im != a.im; }                    \
+CN_D bool cn_isinf(C a) { return isinf(a.re) || isinf(a.im); }                      \
+CN_D bool cn_isfinite(C a) { return isfinite(a.re) && isfinite(a.im); }             \
+CN_D C cn_reciprocal(C a) { return C((T)1) / a; }                                   \
+CN_D C exp(C a) { T e = exp##F(a.re); if (a.im == 0) return C(e, a.im);             \
+    return C(e * cos##F(a.im), e * sin##F(a.im)); }                                  \
+CN_D C log(C a) { return C(log##F(hypot##F(a.re, a.im)), atan2##F(a.im, a.re)); }   \
+CN_D C sqrt(C z) { T a = z.re, b = z.im;                                             \
+    if (a == 0 && b == 0) return C((T)0, b);                                         \
+    if (isinf(b)) return C((T)INFINITY, b);                                          \
+    if (a != a) return C(a, a);                                                      \
+    if (isinf(a)) return a > 0 ? C(a, b != b ? b : copysign##F((T)0, b))             \
+                               : C(fabs##F(b - b), copysign##F(-a, b));              \
+    T t = sqrt##F((fabs##F(a) + hypot##F(a, b)) * (T)0.5);                           \
+    return a >= 0 ? C(t, b / (2 * t)) : C(fabs##F(b) / (2 * t), copysign##F(t, b)); } \
+CN_D C sin(C z) { return C(sin##F(z.re) * cosh##F(z.im), cos##F(z.re) * sinh##F(z.im)); } \
+CN_D C cos(C z) { return C(cos##F(z.re) * cosh##F(z.im), -(sin##F(z.re) * sinh##F(z.im))); } \
+CN_D C sinh(C z) { return C(sinh##F(z.re) * cos##F(z.im), cosh##F(z.re) * sin##F(z.im)); } \
+CN_D C cosh(C z) { return C(cosh##F(z.re) * cos##F(z.im), sinh##F(z.re) * sin##F(z.im)); } \
+CN_D C tanh(C z) { T x = z.re, y = z.im;                                             \
+    if (fabs##F(x) >= (T)TANH_CUT) { T e = exp##F(-2 * fabs##F(x));                  \
+        return C(copysign##F((T)1, x), 4 * sin##F(y) * cos##F(y) * e); }             \
+    T t = tan##F(y), beta = 1 + t * t, s = sinh##F(x), rho = sqrt##F(1 + s * s);     \
+    T den = 1 + beta * s * s; return C(beta * rho * s / den, t / den); }             \
+CN_D C cn_pow(C a, C b) { if (b.re == 0 && b.im == 0) return C((T)1);              \
+    if (a.re == 0 && a.im == 0)                                                      \
+        return (b.re > 0 && b.im == 0) ? C((T)0) : C((T)NAN, (T)NAN);                \
+    if (b.im == 0 && b.re == trunc##F(b.re) && fabs##F(b.re) < 100) {                \
+        long long n = (long long)b.re;                                               \
+        if (n == 1) return a; if (n == 2) return a * a; if (n == 3) return a * a * a; \
+        unsigned long long m = n < 0 ? (unsigned long long)-n : (unsigned long long)n; \
+        C acc((T)1), p = a;                                                          \
+        while (m > 0) { if (m & 1) acc = acc * p; m >>= 1; if (m > 0) p = p * p; }   \
+        return n < 0 ? C((T)1) / acc : acc; }                                        \
+    return exp(b * log(a)); }                                                        \
+CN_D C __shfl_down_sync(unsigned mask, C v, int o) {                                 \
+    return C(__shfl_down_sync(mask, v.re, o), __shfl_down_sync(mask, v.im, o)); }
+CN_COMPLEX_HELPERS(cn_c64, float, f, 9)
+CN_COMPLEX_HELPERS(cn_c128, double, , 22)
+
+// imag of a real value is zero (real and conjugate of a real value are the value itself)
+#define CN_IMAG_OF_REAL(T) CN_D T cn_imag(T) { return (T)0; }
+CN_IMAG_OF_REAL(bool)
+CN_IMAG_OF_REAL(signed char)
+CN_IMAG_OF_REAL(unsigned char)
+CN_IMAG_OF_REAL(short)
+CN_IMAG_OF_REAL(unsigned short)
+CN_IMAG_OF_REAL(int)
+CN_IMAG_OF_REAL(unsigned int)
+CN_IMAG_OF_REAL(long long)
+CN_IMAG_OF_REAL(unsigned long long)
+CN_IMAG_OF_REAL(float)
+CN_IMAG_OF_REAL(double)
+"#;
+
+/// Whether a plan needs [`COMPLEX_PREAMBLE`]: a complex value anywhere, or `imag`.
+pub(crate) fn uses_complex(plan: &Plan) -> bool {
+    let prog_uses = |p: &Program| {
+        p.regs
+            .iter()
+            .any(|r| is_complex(r.dtype) || matches!(r.kind, RegKind::Op { op: Op::Imag, .. }))
+    };
+    plan.kernels.iter().any(|k| match &k.body {
+        Body::Elementwise { prog, .. } => prog_uses(prog),
+        Body::Reduction(rb) => {
+            prog_uses(&rb.prog)
+                || prog_uses(&rb.epi)
+                || rb
+                    .reds
+                    .iter()
+                    .any(|r| is_complex(r.acc) || is_complex(r.out))
+        }
+    })
+}
+
+fn is_complex(d: DType) -> bool {
+    matches!(d, DType::Complex64 | DType::Complex128)
+}
+
+/// The C type of a dtype in generated code (`cn_c64` / `cn_c128` for the complex types).
+pub(crate) fn c_type(d: DType) -> &'static str {
+    match d {
+        DType::Complex64 => "cn_c64",
+        DType::Complex128 => "cn_c128",
+        _ => d.c_name(),
+    }
+}
+
 fn ctype(d: DType) -> &'static str {
-    d.c_name()
+    c_type(d)
 }
 
 /// The C type a reduction accumulates in (shuffles need 32-bit or wider types).
@@ -99,7 +232,7 @@ fn acc_ctype(d: DType) -> &'static str {
     match d {
         DType::Bool | DType::Int8 | DType::Int16 => "int",
         DType::UInt8 | DType::UInt16 => "unsigned int",
-        _ => d.c_name(),
+        _ => c_type(d),
     }
 }
 
@@ -531,7 +664,13 @@ impl Gen<'_> {
             let v = match r.kind {
                 ReduceKind::Mean { ddof } => {
                     self.index_param(ps, "K", rb.k);
-                    format!("(double)acc{j} / ((double)K - {ddof}.0)")
+                    // a complex accumulator divides by a real count (an operator overload)
+                    let acc = if is_complex(r.acc) {
+                        format!("acc{j}")
+                    } else {
+                        format!("(double)acc{j}")
+                    };
+                    format!("{acc} / ((double)K - {ddof}.0)")
                 }
                 _ => format!("acc{j}"),
             };

@@ -2,6 +2,7 @@
 //! scalar operation), typed slices, columns and scalars, and the slice-level loop helpers that
 //! the op table's CPU functions are built from.
 
+use crate::complex::Complex;
 use cunumpy_core::dtype::DType;
 
 /// Read-only element data of one array, typed. Booleans are Rust `bool` (NumPy stores them as
@@ -19,6 +20,8 @@ pub enum Data<'a> {
     UInt64(&'a [u64]),
     Float32(&'a [f32]),
     Float64(&'a [f64]),
+    Complex64(&'a [Complex<f32>]),
+    Complex128(&'a [Complex<f64>]),
 }
 
 /// Writable element data of one array, typed.
@@ -35,6 +38,8 @@ pub enum DataMut<'a> {
     UInt64(&'a mut [u64]),
     Float32(&'a mut [f32]),
     Float64(&'a mut [f64]),
+    Complex64(&'a mut [Complex<f32>]),
+    Complex128(&'a mut [Complex<f64>]),
 }
 
 /// An owned typed vector (scratch registers, reduction results, workspace buffers).
@@ -51,6 +56,8 @@ pub(crate) enum Column {
     UInt64(Vec<u64>),
     Float32(Vec<f32>),
     Float64(Vec<f64>),
+    Complex64(Vec<Complex<f32>>),
+    Complex128(Vec<Complex<f64>>),
 }
 
 impl Default for Column {
@@ -73,6 +80,8 @@ pub(crate) enum Sv {
     UInt64(u64),
     Float32(f32),
     Float64(f64),
+    Complex64(Complex<f32>),
+    Complex128(Complex<f64>),
 }
 
 macro_rules! data_common {
@@ -136,7 +145,10 @@ macro_rules! data_common {
         }
     };
 }
-data_common!(Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64);
+data_common!(
+    Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64, Complex64,
+    Complex128
+);
 
 /// Scalar semantics of one element type, following NumPy's loops: wrapping integer arithmetic,
 /// Python-style floor division and modulo (0 for a zero divisor), NaN-propagating min/max.
@@ -152,6 +164,18 @@ pub(crate) trait Elem:
     fn from_i64(v: i64) -> Self;
     fn from_u64(v: u64) -> Self;
     fn from_bool(v: bool) -> Self;
+    /// The value as a complex number (real types: imaginary part 0).
+    #[inline(always)]
+    fn to_c(self) -> (f64, f64) {
+        (self.to_f64(), 0.0)
+    }
+    /// A value from a complex number (real types keep the real part; the graph refuses
+    /// complex-to-real conversions, so none is dropped silently).
+    #[inline(always)]
+    fn from_c(re: f64, im: f64) -> Self {
+        let _ = im;
+        Self::from_f64(re)
+    }
 
     fn add_(self, o: Self) -> Self;
     fn sub_(self, o: Self) -> Self;
@@ -189,6 +213,10 @@ pub(crate) trait Elem:
     #[inline(always)]
     fn cast_from<S: Elem>(x: S) -> Self {
         match Self::DT {
+            DType::Complex64 | DType::Complex128 => {
+                let (re, im) = x.to_c();
+                Self::from_c(re, im)
+            }
             DType::Bool => Self::from_bool(x.to_bool()),
             DType::Float32 | DType::Float64 => Self::from_f64(x.to_f64()),
             DType::UInt8 | DType::UInt16 | DType::UInt32 | DType::UInt64 => {
@@ -911,6 +939,134 @@ macro_rules! float_elem {
 float_elem!(f32, Float32);
 float_elem!(f64, Float64);
 
+// Complex elements. The arithmetic NumPy defines for complex is implemented here; the
+// operations it does not define for complex (floor_divide, remainder, floor, ceil, trunc, sign)
+// are refused by `Op::signature` before a plan exists, so their bodies below (NaN) are never
+// reached. min/max order lexicographically as NumPy's maximum/minimum do.
+macro_rules! complex_elem {
+    ($t:ident, $v:ident) => {
+        impl Elem for Complex<$t> {
+            elem_access!(Complex<$t>, $v);
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self.re as f64
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                self.re as i64
+            }
+            #[inline(always)]
+            fn to_u64(self) -> u64 {
+                self.re as i64 as u64
+            }
+            #[inline(always)]
+            fn to_bool(self) -> bool {
+                self.re != 0.0 || self.im != 0.0
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                Complex::new(v as $t, 0.0)
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                Complex::new(v as $t, 0.0)
+            }
+            #[inline(always)]
+            fn from_u64(v: u64) -> Self {
+                Complex::new(v as $t, 0.0)
+            }
+            #[inline(always)]
+            fn from_bool(v: bool) -> Self {
+                Complex::new(v as u8 as $t, 0.0)
+            }
+            #[inline(always)]
+            fn to_c(self) -> (f64, f64) {
+                (self.re as f64, self.im as f64)
+            }
+            #[inline(always)]
+            fn from_c(re: f64, im: f64) -> Self {
+                Complex::new(re as $t, im as $t)
+            }
+            #[inline(always)]
+            fn add_(self, o: Self) -> Self {
+                self.add(o)
+            }
+            #[inline(always)]
+            fn sub_(self, o: Self) -> Self {
+                self.sub(o)
+            }
+            #[inline(always)]
+            fn mul_(self, o: Self) -> Self {
+                self.mul(o)
+            }
+            fn floordiv_(self, _o: Self) -> Self {
+                Complex::new($t::NAN, $t::NAN)
+            }
+            fn rem_(self, _o: Self) -> Self {
+                Complex::new($t::NAN, $t::NAN)
+            }
+            #[inline(always)]
+            fn pow_(self, o: Self) -> Self {
+                self.pow(o)
+            }
+            #[inline(always)]
+            fn min_(self, o: Self) -> Self {
+                if self.is_nan() || self <= o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            fn max_(self, o: Self) -> Self {
+                if self.is_nan() || self >= o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            fn neg_(self) -> Self {
+                self.neg()
+            }
+            #[inline(always)]
+            fn abs_(self) -> Self {
+                Complex::new(self.abs(), 0.0)
+            }
+            fn sign_(self) -> Self {
+                Complex::new($t::NAN, $t::NAN)
+            }
+            #[inline(always)]
+            fn reciprocal_(self) -> Self {
+                Self::new(1.0, 0.0).div(self)
+            }
+            fn floor_(self) -> Self {
+                Complex::new($t::NAN, $t::NAN)
+            }
+            fn ceil_(self) -> Self {
+                Complex::new($t::NAN, $t::NAN)
+            }
+            fn trunc_(self) -> Self {
+                Complex::new($t::NAN, $t::NAN)
+            }
+            #[inline(always)]
+            fn is_nan_(self) -> bool {
+                self.is_nan()
+            }
+            #[inline(always)]
+            fn is_inf_(self) -> bool {
+                self.is_inf()
+            }
+            #[inline(always)]
+            fn is_finite_(self) -> bool {
+                self.is_finite()
+            }
+        }
+    };
+}
+complex_elem!(f32, Complex64);
+complex_elem!(f64, Complex128);
+
 /// One operand of a slice-level kernel: a slice of the block, or one value for the whole block.
 #[derive(Clone, Copy, Debug)]
 pub enum Operand<'a, T> {
@@ -1083,9 +1239,9 @@ pub(crate) fn cast_into<S: Elem, D: Elem>(a: Operand<'_, S>, o: &mut [D]) {
     map1(a, o, D::cast_from::<S>);
 }
 
-/// Runs `$body` with `$T` bound to the Rust element type of `$dt` (complex dtypes: `$else`).
+/// Runs `$body` with `$T` bound to the Rust element type of `$dt`.
 macro_rules! with_elem {
-    ($dt:expr, $T:ident => $body:expr, else $other:expr) => {
+    ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
             DType::Bool => {
                 type $T = bool;
@@ -1131,7 +1287,14 @@ macro_rules! with_elem {
                 type $T = f64;
                 $body
             }
-            DType::Complex64 | DType::Complex128 => $other,
+            DType::Complex64 => {
+                type $T = Complex<f32>;
+                $body
+            }
+            DType::Complex128 => {
+                type $T = Complex<f64>;
+                $body
+            }
         }
     };
 }
@@ -1141,6 +1304,6 @@ pub(crate) use with_elem;
 pub(crate) fn cast_sv(v: Sv, to: DType) -> Option<Sv> {
     with_elem!(v.dtype(), S => {
         let x = S::from_sv(v)?;
-        with_elem!(to, D => Some(D::cast_from::<S>(x).to_sv()), else None)
-    }, else None)
+        with_elem!(to, D => Some(D::cast_from::<S>(x).to_sv()))
+    })
 }

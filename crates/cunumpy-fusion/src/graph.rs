@@ -75,12 +75,14 @@ impl ReduceKind {
         match self {
             ReduceKind::Sum | ReduceKind::Prod => match arg.kind() {
                 DTypeKind::Float => (DType::Float64, arg),
+                DTypeKind::Complex => (DType::Complex128, arg),
                 _ => (wide_int(arg), wide_int(arg)),
             },
             ReduceKind::Min | ReduceKind::Max => (arg, arg),
             ReduceKind::Any | ReduceKind::All => (DType::Bool, DType::Bool),
             ReduceKind::Mean { .. } => match arg.kind() {
                 DTypeKind::Float => (DType::Float64, arg),
+                DTypeKind::Complex => (DType::Complex128, arg),
                 _ => (DType::Float64, DType::Float64),
             },
         }
@@ -166,14 +168,8 @@ pub struct GraphBuilder {
     memo: HashMap<Node, Value>,
 }
 
-fn unsupported_dtype(what: &str, d: DType) -> Result<()> {
-    if d.kind() == DTypeKind::Complex {
-        return Err(FusionError::UnsupportedDType {
-            op: what.to_string(),
-            dtype: d,
-        });
-    }
-    Ok(())
+fn is_complex(d: DType) -> bool {
+    d.kind() == DTypeKind::Complex
 }
 
 impl GraphBuilder {
@@ -212,7 +208,6 @@ impl GraphBuilder {
 
     /// Declares the next array argument.
     pub fn input(&mut self, dtype: DType, ndim: usize) -> Result<Value> {
-        unsupported_dtype("input", dtype)?;
         let index = self.inputs.len();
         self.inputs.push(InputDecl { dtype, ndim });
         Ok(self.push(Node {
@@ -226,7 +221,6 @@ impl GraphBuilder {
     /// Declares the next scalar parameter. A Python `bool`/`int`/`float` is weak, with dtype
     /// bool/int64/float64; a NumPy scalar is strong, with its own dtype.
     pub fn scalar(&mut self, dtype: DType, weak: bool) -> Result<Value> {
-        unsupported_dtype("scalar", dtype)?;
         let index = self.scalars.len();
         self.scalars.push(ScalarDecl { dtype, weak });
         Ok(self.push(Node {
@@ -237,10 +231,22 @@ impl GraphBuilder {
         }))
     }
 
-    /// Converts a value (`astype`); a weak value becomes strong.
+    /// Converts a value (`astype`); a weak value becomes strong. Complex to a real or
+    /// integer dtype is refused (NumPy drops the imaginary part with a `ComplexWarning`; take
+    /// `real`, `imag` or `absolute` explicitly instead).
     pub fn astype(&mut self, v: Value, dtype: DType) -> Result<Value> {
-        unsupported_dtype("astype", dtype)?;
         let n = self.get(v, "astype")?.clone();
+        if is_complex(n.dtype) && !is_complex(dtype) {
+            return Err(FusionError::Type {
+                op: "astype".into(),
+                types: vec![n.dtype, dtype],
+                reason: format!(
+                    "cannot convert {} to {dtype}: it would drop the imaginary part (NumPy \
+                     warns with ComplexWarning); use real(x), imag(x) or abs(x) first",
+                    n.dtype
+                ),
+            });
+        }
         if n.dtype == dtype && !n.weak {
             return Ok(v);
         }
@@ -278,6 +284,13 @@ impl GraphBuilder {
     /// Applies an op of the table with NumPy 2 typing and broadcasting of ndims.
     pub fn op(&mut self, op: Op, args: &[Value]) -> Result<Value> {
         let def = op.def();
+        // real and conjugate of a non-complex value are the value itself (NumPy returns it)
+        if matches!(op, Op::Real | Op::Conj) && args.len() == 1 {
+            let n = self.get(args[0], def.name)?;
+            if !is_complex(n.dtype) {
+                return Ok(args[0]);
+            }
+        }
         let mut types = Vec::with_capacity(args.len());
         let mut ndim = 0;
         for &a in args {
@@ -346,6 +359,17 @@ impl GraphBuilder {
         keepdims: bool,
     ) -> Result<Value> {
         let n = self.get(v, kind.name())?.clone();
+        if is_complex(n.dtype)
+            && matches!(
+                kind,
+                ReduceKind::Min | ReduceKind::Max | ReduceKind::Any | ReduceKind::All
+            )
+        {
+            return Err(FusionError::UnsupportedDType {
+                op: kind.name().to_string(),
+                dtype: n.dtype,
+            });
+        }
         let axes = self.normalize_axes(kind.name(), n.ndim, axis)?;
         let (_, out) = kind.types(n.dtype);
         let ndim = if keepdims {
@@ -369,7 +393,14 @@ impl GraphBuilder {
     /// `var(v, axis, ddof, keepdims)`, NumPy's two-pass definition:
     /// `mean(square(v - mean(v, axis, keepdims=True)), axis, keepdims) * n / (n - ddof)`.
     pub fn var(&mut self, v: Value, axis: &Axis, ddof: u32, keepdims: bool) -> Result<Value> {
-        self.get(v, "var")?;
+        let n = self.get(v, "var")?;
+        if is_complex(n.dtype) {
+            // NumPy's complex var is the mean of |v - mean|**2 (a real result)
+            return Err(FusionError::UnsupportedDType {
+                op: "var".into(),
+                dtype: n.dtype,
+            });
+        }
         let m = self.reduce(ReduceKind::Mean { ddof: 0 }, v, axis, true)?;
         let d = self.op(Op::Sub, &[v, m])?;
         let sq = self.op(Op::Mul, &[d, d])?;
@@ -378,6 +409,13 @@ impl GraphBuilder {
 
     /// `std(v, axis, ddof, keepdims)` = `sqrt(var(...))`.
     pub fn std(&mut self, v: Value, axis: &Axis, ddof: u32, keepdims: bool) -> Result<Value> {
+        let n = self.get(v, "std")?;
+        if is_complex(n.dtype) {
+            return Err(FusionError::UnsupportedDType {
+                op: "std".into(),
+                dtype: n.dtype,
+            });
+        }
         let var = self.var(v, axis, ddof, keepdims)?;
         self.op(Op::Sqrt, &[var])
     }

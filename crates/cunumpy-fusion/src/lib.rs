@@ -29,6 +29,7 @@
 //! assert!(p.cuda_source().contains("extern \"C\" __global__"));
 //! ```
 
+mod complex;
 mod cpu;
 mod cuda;
 mod elem;
@@ -39,8 +40,9 @@ mod pack;
 mod plan;
 mod promote;
 
+pub use complex::Complex;
 pub use cpu::{execute_cpu, ArrayMut, ArrayRef, ScalarValue, BLOCK};
-pub use cuda::PREAMBLE;
+pub use cuda::{COMPLEX_PREAMBLE, PREAMBLE};
 pub use elem::{Data, DataMut};
 pub use error::{FusionError, Result};
 pub use graph::{

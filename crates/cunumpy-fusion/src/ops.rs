@@ -2,6 +2,7 @@
 //! CUDA C expression template and CPU kernel. The graph builder (type checking), the planner,
 //! the CUDA code generator and the CPU executor all read this table and nothing else.
 
+use crate::complex::Complex;
 use crate::elem::{map1, map2, map3, BitElem, Elem, FloatElem, Operand};
 use crate::promote::{float_for, promote, ArgType};
 use cunumpy_core::dtype::{DType, DTypeKind};
@@ -67,6 +68,9 @@ pub enum Op {
     IsNan,
     IsInf,
     IsFinite,
+    Real,
+    Imag,
+    Conj,
 }
 
 /// How an operation types its arguments: given the argument dtypes (and weak flags), the
@@ -133,6 +137,74 @@ kernel_sets! {
     Bits2 [Same2] { b: bool, i8: i8, u8: u8, i16: i16, u16: u16, i32: i32, u32: u32, i64: i64, u64: u64 }
     Float1 [Same1] { f32: f32, f64: f64 }
     Float2 [Same2] { f32: f32, f64: f64 }
+    Cx1 [Same1] { c64: C64, c128: C128 }
+    Cx2 [Same2] { c64: C64, c128: C128 }
+    CxCmp2 [Cmp] { c64: C64, c128: C128 }
+    CxPred1 [Pred] { c64: C64, c128: C128 }
+    CxSel3 [Sel] { c64: C64, c128: C128 }
+}
+
+/// The Rust element types of complex64 and complex128.
+pub(crate) type C64 = Complex<f32>;
+pub(crate) type C128 = Complex<f64>;
+
+/// Complex-to-real loops (absolute, real, imag).
+#[derive(Clone, Copy)]
+pub(crate) struct CxReal1 {
+    pub(crate) c64: K1<C64, f32>,
+    pub(crate) c128: K1<C128, f64>,
+}
+
+/// The complex loops of an op (the ops [`Op::signature`] accepts complex arguments for).
+#[derive(Clone, Copy)]
+pub(crate) enum CxKernel {
+    Same1(Cx1),
+    Same2(Cx2),
+    Cmp2(CxCmp2),
+    Pred1(CxPred1),
+    Where(CxSel3),
+    ToReal(CxReal1),
+}
+
+macro_rules! cx1 {
+    ($f:expr) => {
+        CxKernel::Same1(Cx1 {
+            c64: |a, o| map1(a, o, $f),
+            c128: |a, o| map1(a, o, $f),
+        })
+    };
+}
+macro_rules! cx2 {
+    ($f:expr) => {
+        CxKernel::Same2(Cx2 {
+            c64: |a, b, o| map2(a, b, o, $f),
+            c128: |a, b, o| map2(a, b, o, $f),
+        })
+    };
+}
+macro_rules! cx_cmp2 {
+    ($f:expr) => {
+        CxKernel::Cmp2(CxCmp2 {
+            c64: |a, b, o| map2(a, b, o, $f),
+            c128: |a, b, o| map2(a, b, o, $f),
+        })
+    };
+}
+macro_rules! cx_pred1 {
+    ($f:expr) => {
+        CxKernel::Pred1(CxPred1 {
+            c64: |a, o| map1(a, o, $f),
+            c128: |a, o| map1(a, o, $f),
+        })
+    };
+}
+macro_rules! cx_real1 {
+    ($f:expr) => {
+        CxKernel::ToReal(CxReal1 {
+            c64: |a, o| map1(a, o, $f),
+            c128: |a, o| map1(a, o, $f),
+        })
+    };
 }
 
 /// The CPU kernel of an op: slice-level loops, one per element type it supports (each one a
@@ -270,10 +342,17 @@ pub struct OpDef {
     /// `cn_*` are overloaded for every C type in the source preamble.
     pub cuda: &'static str,
     pub(crate) cpu: CpuKernel,
+    /// The complex64/complex128 loops, for the ops defined on complex (the CUDA expression is
+    /// the same: the preamble overloads operators and functions for `cn_c64`/`cn_c128`).
+    pub(crate) cpu_complex: Option<CxKernel>,
 }
 
 macro_rules! row {
     ($op:ident, $name:expr, $arity:expr, $rule:ident, $operator:expr, $cuda:expr, $cpu:expr) => {
+        row!($op, $name, $arity, $rule, $operator, $cuda, $cpu, None)
+    };
+    ($op:ident, $name:expr, $arity:expr, $rule:ident, $operator:expr, $cuda:expr, $cpu:expr,
+     $cx:expr) => {
         OpDef {
             op: Op::$op,
             name: $name,
@@ -282,6 +361,7 @@ macro_rules! row {
             operator: $operator,
             cuda: $cuda,
             cpu: $cpu,
+            cpu_complex: $cx,
         }
     };
 }
@@ -289,7 +369,7 @@ macro_rules! row {
 /// The op table, indexed by `Op as usize`.
 // The comparison rows are instantiated for bool too, where `a < b` is what NumPy means.
 #[allow(clippy::bool_comparison)]
-pub static OPS: [OpDef; 57] = [
+pub static OPS: [OpDef; 60] = [
     row!(
         Add,
         "add",
@@ -297,7 +377,8 @@ pub static OPS: [OpDef; 57] = [
         Arith,
         true,
         "({0} + {1})",
-        all2!(|a, b| a.add_(b))
+        all2!(|a, b| a.add_(b)),
+        Some(cx2!(|a, b| a.add(b)))
     ),
     row!(
         Sub,
@@ -306,7 +387,8 @@ pub static OPS: [OpDef; 57] = [
         ArithNoBool,
         true,
         "({0} - {1})",
-        all2!(|a, b| a.sub_(b))
+        all2!(|a, b| a.sub_(b)),
+        Some(cx2!(|a, b| a.sub(b)))
     ),
     row!(
         Mul,
@@ -315,7 +397,8 @@ pub static OPS: [OpDef; 57] = [
         Arith,
         true,
         "({0} * {1})",
-        all2!(|a, b| a.mul_(b))
+        all2!(|a, b| a.mul_(b)),
+        Some(cx2!(|a, b| a.mul(b)))
     ),
     row!(
         TrueDiv,
@@ -324,7 +407,8 @@ pub static OPS: [OpDef; 57] = [
         TrueDiv,
         true,
         "({0} / {1})",
-        float2!(|a, b| a.truediv_(b))
+        float2!(|a, b| a.truediv_(b)),
+        Some(cx2!(|a, b| a.div(b)))
     ),
     row!(
         FloorDiv,
@@ -351,7 +435,8 @@ pub static OPS: [OpDef; 57] = [
         ArithBoolAsInt8,
         true,
         "cn_pow({0}, {1})",
-        all2!(|a, b| a.pow_(b))
+        all2!(|a, b| a.pow_(b)),
+        Some(cx2!(|a, b| a.pow(b)))
     ),
     row!(
         Neg,
@@ -360,7 +445,8 @@ pub static OPS: [OpDef; 57] = [
         ArithNoBool,
         true,
         "(-{0})",
-        all1!(|a| a.neg_())
+        all1!(|a| a.neg_()),
+        Some(cx1!(|a| a.neg()))
     ),
     row!(
         Pos,
@@ -369,7 +455,8 @@ pub static OPS: [OpDef; 57] = [
         ArithNoBool,
         true,
         "(+{0})",
-        all1!(|a| a)
+        all1!(|a| a),
+        Some(cx1!(|a| a))
     ),
     row!(
         Abs,
@@ -378,7 +465,8 @@ pub static OPS: [OpDef; 57] = [
         Keep,
         true,
         "cn_abs({0})",
-        all1!(|a| a.abs_())
+        all1!(|a| a.abs_()),
+        Some(cx_real1!(|a| a.abs()))
     ),
     row!(
         Eq,
@@ -387,7 +475,8 @@ pub static OPS: [OpDef; 57] = [
         Compare,
         true,
         "({0} == {1})",
-        cmp2!(|a, b| a == b)
+        cmp2!(|a, b| a == b),
+        Some(cx_cmp2!(|a, b| a == b))
     ),
     row!(
         Ne,
@@ -396,7 +485,8 @@ pub static OPS: [OpDef; 57] = [
         Compare,
         true,
         "({0} != {1})",
-        cmp2!(|a, b| a != b)
+        cmp2!(|a, b| a != b),
+        Some(cx_cmp2!(|a, b| a != b))
     ),
     row!(
         Lt,
@@ -531,7 +621,8 @@ pub static OPS: [OpDef; 57] = [
         FloatMath,
         false,
         "exp({0})",
-        float1!(|a| a.exp_())
+        float1!(|a| a.exp_()),
+        Some(cx1!(|a| a.exp()))
     ),
     row!(
         Log,
@@ -540,7 +631,8 @@ pub static OPS: [OpDef; 57] = [
         FloatMath,
         false,
         "log({0})",
-        float1!(|a| a.ln_())
+        float1!(|a| a.ln_()),
+        Some(cx1!(|a| a.ln()))
     ),
     row!(
         Log2,
@@ -585,7 +677,8 @@ pub static OPS: [OpDef; 57] = [
         FloatMath,
         false,
         "sqrt({0})",
-        float1!(|a| a.sqrt_())
+        float1!(|a| a.sqrt_()),
+        Some(cx1!(|a| a.sqrt()))
     ),
     row!(
         Sin,
@@ -594,7 +687,8 @@ pub static OPS: [OpDef; 57] = [
         FloatMath,
         false,
         "sin({0})",
-        float1!(|a| a.sin_())
+        float1!(|a| a.sin_()),
+        Some(cx1!(|a| a.sin()))
     ),
     row!(
         Cos,
@@ -603,7 +697,8 @@ pub static OPS: [OpDef; 57] = [
         FloatMath,
         false,
         "cos({0})",
-        float1!(|a| a.cos_())
+        float1!(|a| a.cos_()),
+        Some(cx1!(|a| a.cos()))
     ),
     row!(
         Tan,
@@ -657,7 +752,8 @@ pub static OPS: [OpDef; 57] = [
         FloatMath,
         false,
         "sinh({0})",
-        float1!(|a| a.sinh_())
+        float1!(|a| a.sinh_()),
+        Some(cx1!(|a| a.sinh()))
     ),
     row!(
         Cosh,
@@ -666,7 +762,8 @@ pub static OPS: [OpDef; 57] = [
         FloatMath,
         false,
         "cosh({0})",
-        float1!(|a| a.cosh_())
+        float1!(|a| a.cosh_()),
+        Some(cx1!(|a| a.cosh()))
     ),
     row!(
         Tanh,
@@ -675,7 +772,8 @@ pub static OPS: [OpDef; 57] = [
         FloatMath,
         false,
         "tanh({0})",
-        float1!(|a| a.tanh_())
+        float1!(|a| a.tanh_()),
+        Some(cx1!(|a| a.tanh()))
     ),
     row!(
         Floor,
@@ -729,7 +827,8 @@ pub static OPS: [OpDef; 57] = [
         ArithBoolAsInt8,
         false,
         "({0} * {0})",
-        all1!(|a| a.mul_(a))
+        all1!(|a| a.mul_(a)),
+        Some(cx1!(|a| a.mul(a)))
     ),
     row!(
         Reciprocal,
@@ -738,7 +837,8 @@ pub static OPS: [OpDef; 57] = [
         ArithBoolAsInt8,
         false,
         "cn_reciprocal({0})",
-        all1!(|a| a.reciprocal_())
+        all1!(|a| a.reciprocal_()),
+        Some(cx1!(|a| a.reciprocal_()))
     ),
     row!(
         Minimum,
@@ -774,7 +874,11 @@ pub static OPS: [OpDef; 57] = [
         Where,
         false,
         "({0} ? {1} : {2})",
-        sel3!(|c, x, y| if c { x } else { y })
+        sel3!(|c, x, y| if c { x } else { y }),
+        Some(CxKernel::Where(CxSel3 {
+            c64: |c, x, y, o| map3(c, x, y, o, |c, x, y| if c { x } else { y }),
+            c128: |c, x, y, o| map3(c, x, y, o, |c, x, y| if c { x } else { y })
+        }))
     ),
     row!(
         IsNan,
@@ -783,7 +887,8 @@ pub static OPS: [OpDef; 57] = [
         Predicate,
         false,
         "cn_isnan({0})",
-        pred1!(|a| a.is_nan_())
+        pred1!(|a| a.is_nan_()),
+        Some(cx_pred1!(|a| a.is_nan()))
     ),
     row!(
         IsInf,
@@ -792,7 +897,8 @@ pub static OPS: [OpDef; 57] = [
         Predicate,
         false,
         "cn_isinf({0})",
-        pred1!(|a| a.is_inf_())
+        pred1!(|a| a.is_inf_()),
+        Some(cx_pred1!(|a| a.is_inf()))
     ),
     row!(
         IsFinite,
@@ -801,7 +907,40 @@ pub static OPS: [OpDef; 57] = [
         Predicate,
         false,
         "cn_isfinite({0})",
-        pred1!(|a| a.is_finite_())
+        pred1!(|a| a.is_finite_()),
+        Some(cx_pred1!(|a| a.is_finite()))
+    ),
+    // real and conjugate of a real dtype are the value itself (the graph builder returns the
+    // argument); imag of a real dtype is zero
+    row!(
+        Real,
+        "real",
+        1,
+        Keep,
+        false,
+        "cn_real({0})",
+        all1!(|a| a),
+        Some(cx_real1!(|a| a.re))
+    ),
+    row!(
+        Imag,
+        "imag",
+        1,
+        Keep,
+        false,
+        "cn_imag({0})",
+        all1!(|_a| Elem::from_i64(0)),
+        Some(cx_real1!(|a| a.im))
+    ),
+    row!(
+        Conj,
+        "conjugate",
+        1,
+        Keep,
+        false,
+        "cn_conj({0})",
+        all1!(|a| a),
+        Some(cx1!(|a| a.conj()))
     ),
 ];
 
@@ -842,6 +981,7 @@ impl Op {
             "le" => "less_equal",
             "gt" => "greater",
             "ge" => "greater_equal",
+            "conj" => "conjugate",
             other => other,
         };
         OPS.iter().find(|d| d.name == canonical).map(|d| d.op)
@@ -860,6 +1000,9 @@ impl Op {
         }
         let all_same = |t: DType| (vec![t; args.len()], t);
         let common = || promote(args);
+        if args.iter().any(|a| a.dtype.kind() == DTypeKind::Complex) {
+            return self.complex_signature(args);
+        }
         match d.rule {
             Rule::Arith => Ok(all_same(common())),
             Rule::ArithNoBool => {
@@ -906,5 +1049,47 @@ impl Op {
             }
             Rule::Clip => Ok(all_same(common())),
         }
+    }
+
+    /// Whether NumPy's loop for this op is implemented for complex arguments here.
+    pub fn supports_complex(self) -> bool {
+        self.def().cpu_complex.is_some()
+    }
+
+    /// The signature when an argument is complex: the ops with complex loops (see
+    /// [`Op::supports_complex`]); absolute, real and imag give the real dtype of the same
+    /// precision.
+    fn complex_signature(self, args: &[ArgType]) -> Result<(Vec<DType>, DType), String> {
+        let n = args.len();
+        if self == Op::Where {
+            if args[0].dtype.kind() == DTypeKind::Complex {
+                return Err(format!(
+                    "does not take a complex condition ({}); compare it first, e.g. `c != 0`",
+                    args[0].dtype
+                ));
+            }
+            let t = promote(&args[1..]);
+            return Ok((vec![DType::Bool, t, t], t));
+        }
+        let t = promote(args);
+        if !self.supports_complex() {
+            return Err(format!(
+                "is not supported for complex dtypes (promoted dtype {t})"
+            ));
+        }
+        Ok(match self {
+            Op::Eq | Op::Ne | Op::IsNan | Op::IsInf | Op::IsFinite => (vec![t; n], DType::Bool),
+            Op::Abs | Op::Real | Op::Imag => (vec![t; n], real_of(t)),
+            _ => (vec![t; n], t),
+        })
+    }
+}
+
+/// The real dtype of a complex dtype's parts (other dtypes: themselves).
+pub(crate) fn real_of(t: DType) -> DType {
+    match t {
+        DType::Complex64 => DType::Float32,
+        DType::Complex128 => DType::Float64,
+        other => other,
     }
 }

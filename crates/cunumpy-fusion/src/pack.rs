@@ -4,7 +4,7 @@
 //! the result into a launch buffer.
 
 use crate::cpu::ScalarValue;
-use crate::elem::{cast_sv, Sv};
+use crate::elem::Sv;
 use crate::error::{FusionError, Result};
 use crate::plan::{Launch, ParamValue, Plan};
 
@@ -40,6 +40,8 @@ fn sv_bytes(v: Sv) -> Vec<u8> {
         Sv::UInt64(x) => x.to_le_bytes().to_vec(),
         Sv::Float32(x) => x.to_le_bytes().to_vec(),
         Sv::Float64(x) => x.to_le_bytes().to_vec(),
+        Sv::Complex64(c) => [c.re.to_le_bytes(), c.im.to_le_bytes()].concat(),
+        Sv::Complex128(c) => [c.re.to_le_bytes(), c.im.to_le_bytes()].concat(),
     }
 }
 
@@ -90,16 +92,12 @@ pub fn launch_param_values(
                 let (dtype, _) = plan.scalars.get(*i).copied().ok_or_else(|| {
                     bad(launch, &p.name, "a declared scalar".into(), format!("{i}"))
                 })?;
-                if dtype.c_name() != p.ctype {
-                    return Err(bad(launch, &p.name, dtype.c_name().into(), p.ctype.clone()));
+                let want = crate::cuda::c_type(dtype);
+                if want != p.ctype {
+                    return Err(bad(launch, &p.name, want.into(), p.ctype.clone()));
                 }
-                let sv = match *value {
-                    ScalarValue::Bool(b) => Sv::Bool(b),
-                    ScalarValue::Int(x) => Sv::Int64(x),
-                    ScalarValue::UInt(x) => Sv::UInt64(x),
-                    ScalarValue::Float(x) => Sv::Float64(x),
-                };
-                let cast = cast_sv(sv, dtype)
+                let cast = value
+                    .to_sv(dtype)
                     .ok_or_else(|| bad(launch, &p.name, dtype.to_string(), format!("{value:?}")))?;
                 sv_bytes(cast)
             }

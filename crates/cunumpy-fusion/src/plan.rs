@@ -1047,6 +1047,9 @@ impl Plan {
     /// is a plain `extern "C" __global__` function named as in [`Launch::name`].
     pub fn cuda_source(&self) -> String {
         let mut s = String::from(cuda::PREAMBLE);
+        if cuda::uses_complex(self) {
+            s.push_str(cuda::COMPLEX_PREAMBLE);
+        }
         for k in &self.kernels {
             s.push('\n');
             s.push_str(&k.source);

@@ -4,6 +4,7 @@
 //! `CUNUMPY_REQUIRE_CXX=1`, which turns the skip into a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+use cunumpy_core::dtype::DTypeKind;
 use cunumpy_fusion::*;
 use std::process::Command;
 
@@ -39,9 +40,12 @@ const ALL: [DType; 11] = [
 /// per output (axis 0 of the first) and one warp per output (axis 1 of the second).
 fn sources() -> Vec<String> {
     let shapes = [vec![3, 1 << 20], vec![1 << 20, 3]];
-    let mut out: Vec<String> = shapes.iter().map(|_| PREAMBLE.to_string()).collect();
+    let mut out: Vec<String> = shapes
+        .iter()
+        .map(|_| format!("{PREAMBLE}{COMPLEX_PREAMBLE}"))
+        .collect();
     // every op on every dtype, as elementwise kernels, one plan per dtype
-    for &t in &ALL {
+    for &t in ALL.iter().chain(&[DType::Complex64, DType::Complex128]) {
         let mut g = GraphBuilder::new();
         let x = g.input(t, 2).unwrap();
         let y = g.input(t, 1).unwrap();
@@ -68,8 +72,13 @@ fn sources() -> Vec<String> {
             ReduceKind::Mean { ddof: 1 },
         ] {
             for axis in [Axis::All, Axis::One(0), Axis::One(1)] {
-                let r = g.reduce(k, x, &axis, false).unwrap();
-                g.output(r).unwrap();
+                match g.reduce(k, x, &axis, false) {
+                    Ok(r) => {
+                        g.output(r).unwrap();
+                    }
+                    // min, max, any and all are refused for complex
+                    Err(e) => assert!(t.kind() == DTypeKind::Complex, "{e}"),
+                }
             }
         }
         let graph = g.finish().unwrap();
@@ -84,7 +93,9 @@ fn sources() -> Vec<String> {
                 &opts,
             )
             .unwrap();
-            src.push_str(&p.cuda_source()[PREAMBLE.len()..]);
+            let all = p.cuda_source();
+            let kernels = &all[PREAMBLE.len()..];
+            src.push_str(kernels.strip_prefix(COMPLEX_PREAMBLE).unwrap_or(kernels));
         }
     }
     out
@@ -102,6 +113,9 @@ fn generated_cuda_type_checks_with_host_compiler() {
         return;
     }
     let all = sources().concat();
+    for needle in ["const cn_c64 r", "cn_c128 acc0", "exp(r", "cn_abs(r"] {
+        assert!(all.contains(needle), "no complex kernel code {needle}");
+    }
     for strategy in ["_partial(", "for (int k = 0; k < K; ++k)", "k += 32)"] {
         assert!(all.contains(strategy), "no kernel with {strategy}");
     }

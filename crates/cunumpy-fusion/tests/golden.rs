@@ -161,3 +161,33 @@ fn golden_row_and_column_reductions() {
         &[vec![1000, 100_000]],
     );
 }
+
+#[test]
+fn golden_complex_rows() {
+    // z: complex64 rows, f: float32, a Python complex (weak -> complex64):
+    // (abs(exp(z * f + s)), mean(conj(z) * z, axis=1, keepdims=True))
+    let mut g = GraphBuilder::new();
+    let z = g.input(DType::Complex64, 2).unwrap();
+    let f = g.input(DType::Float32, 1).unwrap();
+    let s = g.scalar(DType::Complex128, true).unwrap();
+    let zf = g.op(Op::Mul, &[z, f]).unwrap();
+    let t = g.op(Op::Add, &[zf, s]).unwrap();
+    let e = g.op(Op::Exp, &[t]).unwrap();
+    let r = g.op(Op::Abs, &[e]).unwrap();
+    g.output(r).unwrap();
+    let c = g.op_by_name("conj", &[z]).unwrap();
+    let p = g.op(Op::Mul, &[c, z]).unwrap();
+    let m = g
+        .reduce(ReduceKind::Mean { ddof: 0 }, p, &Axis::One(1), true)
+        .unwrap();
+    g.output(m).unwrap();
+    let graph = g.finish().unwrap();
+    check("complex_rows_c64", &graph, &[vec![1000, 256], vec![256]]);
+    // the complex helpers come after the shared preamble, only in sources that use them
+    let p = plan(&graph, &[vec![1000, 256], vec![256]]).unwrap();
+    assert!(p.cuda_source()[PREAMBLE.len()..].starts_with(COMPLEX_PREAMBLE));
+    assert!(p
+        .kernels
+        .iter()
+        .any(|k| k.source.contains("const cn_c128 s0")));
+}

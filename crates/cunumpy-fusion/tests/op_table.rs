@@ -117,8 +117,9 @@ fn cuda_templates_use_exactly_their_arguments() {
             .collect();
         for h in helpers {
             assert!(
-                PREAMBLE.contains(&format!(" {h}(")),
-                "{}: helper {h} is not in the preamble",
+                PREAMBLE.contains(&format!(" {h}("))
+                    || COMPLEX_PREAMBLE.contains(&format!(" {h}(")),
+                "{}: helper {h} is not in the preamble (or the complex one)",
                 d.name
             );
         }

@@ -13,14 +13,14 @@ use cunumpy_core::ledger::Ledger;
 use cunumpy_cuda::{Driver, Function, Module};
 use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_fusion::{
-    self as fusion, launch_param_values, ArrayMut, ArrayRef, Axis, Data, DataMut, DevicePointers,
-    FusionError, Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan, PlanOptions,
-    ReduceKind, ScalarValue, Strategy, Value,
+    self as fusion, launch_param_values, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut,
+    DevicePointers, FusionError, Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan,
+    PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyDict, PyList};
+use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyComplex, PyDict, PyList};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -276,11 +276,14 @@ fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarValue> {
     if let Ok(v) = obj.extract::<f64>() {
         return Ok(ScalarValue::Float(v));
     }
+    if let Ok(c) = obj.cast::<PyComplex>() {
+        return Ok(ScalarValue::Complex(c.real(), c.imag()));
+    }
     Err(errors::raise(
         obj.py(),
         "FusionTypeError",
         format!(
-            "fuse: scalar {i}: expected a bool, int or float, got {}",
+            "fuse: scalar {i}: expected a bool, int, float or complex, got {}",
             obj.get_type().name()?
         ),
     ))
@@ -369,6 +372,8 @@ fn host_view_from_struct(
         (b'u', 8) => DType::UInt64,
         (b'f', 4) => DType::Float32,
         (b'f', 8) => DType::Float64,
+        (b'c', 8) => DType::Complex64,
+        (b'c', 16) => DType::Complex128,
         _ => return Ok(None),
     };
     let len = shape.iter().product();
@@ -470,6 +475,8 @@ unsafe fn data_of<'a>(v: &HostView) -> Data<'a> {
         DType::Int64 => Data::Int64(s!(i64)),
         DType::UInt64 => Data::UInt64(s!(u64)),
         DType::Float32 => Data::Float32(s!(f32)),
+        DType::Complex64 => Data::Complex64(s!(Complex<f32>)),
+        DType::Complex128 => Data::Complex128(s!(Complex<f64>)),
         _ => Data::Float64(s!(f64)),
     }
 }
@@ -486,6 +493,8 @@ fn empty_data(d: DType) -> Data<'static> {
         DType::Int64 => Data::Int64(&[]),
         DType::UInt64 => Data::UInt64(&[]),
         DType::Float32 => Data::Float32(&[]),
+        DType::Complex64 => Data::Complex64(&[]),
+        DType::Complex128 => Data::Complex128(&[]),
         _ => Data::Float64(&[]),
     }
 }
@@ -516,6 +525,8 @@ unsafe fn data_mut_of<'a>(v: &HostView) -> DataMut<'a> {
         DType::Int64 => s!(i64, Int64),
         DType::UInt64 => s!(u64, UInt64),
         DType::Float32 => s!(f32, Float32),
+        DType::Complex64 => s!(Complex<f32>, Complex64),
+        DType::Complex128 => s!(Complex<f64>, Complex128),
         _ => s!(f64, Float64),
     }
 }

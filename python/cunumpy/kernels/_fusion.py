@@ -45,8 +45,16 @@ _OP_ALIASES = {
     "acos",
     "atan",
     "atan2",
+    "conj",
 }
 _OPS = {name for name, _ in _core._fusion_ops()} | _OP_ALIASES
+# the dtype of a Python scalar argument or constant (weak, NEP 50), by _python_scalar_kind
+_PYTHON_SCALAR_DTYPES = {
+    "bool": "bool",
+    "int": "int64",
+    "float": "float64",
+    "complex": "complex128",
+}
 _REDUCTIONS = {"sum", "prod", "min", "max", "amin", "amax", "mean", "var", "std", "any", "all"}
 _local = threading.local()
 
@@ -85,6 +93,18 @@ def _dtype_name(dtype: Any) -> str:
         return np.dtype(getattr(dtype, "name", str(dtype))).name
 
 
+def _python_scalar_kind(x: Any) -> str:
+    """``"bool"``, ``"int"``, ``"float"`` or ``"complex"`` for a Python scalar (subclasses of
+    float, such as NumPy's float64, count as float; of complex, as complex)."""
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int"
+    if isinstance(x, complex):
+        return "complex"
+    return "float"
+
+
 class _Tracer:
     """Turns operations on symbols into graph-builder calls; constants become parameters."""
 
@@ -108,8 +128,8 @@ class _Tracer:
             if x._tracer is not self:
                 raise _unsupported("a value from another fused call")
             return x._id
-        if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-            dtype = "bool" if isinstance(x, bool) else "int64" if isinstance(x, int) else "float64"
+        if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+            dtype = _PYTHON_SCALAR_DTYPES[_python_scalar_kind(x)]
             if dtype == "int64" and not -(2**63) <= x < 2**64:
                 raise FusionTypeError(
                     f"fuse: the constant {x} does not fit in 64 bits "
@@ -260,6 +280,22 @@ class Symbol:
 
     def __getattr__(self, name: str) -> Any:
         raise _unsupported(f"`.{name}`")
+
+    @property
+    def real(self) -> Symbol:
+        """The real part (the value itself for a real dtype)."""
+        return self._tracer.op("real", self)
+
+    @property
+    def imag(self) -> Symbol:
+        """The imaginary part (zeros for a real dtype)."""
+        return self._tracer.op("imag", self)
+
+    def conj(self) -> Symbol:
+        """The complex conjugate (the value itself for a real dtype)."""
+        return self._tracer.op("conjugate", self)
+
+    conjugate = conj
 
     def astype(self, dtype: Any, copy: bool = True) -> Symbol:
         """The value converted to ``dtype``."""
@@ -492,8 +528,8 @@ class FusedFunction:
             elif isinstance(a, np.generic):
                 key.append(("n", a.dtype.str))
                 scalars.append(a.item())
-            elif isinstance(a, (bool, int, float)):
-                key.append(("p", type(a).__name__ if type(a) in (bool, int, float) else "float"))
+            elif isinstance(a, (bool, int, float, complex)):
+                key.append(("p", _python_scalar_kind(a)))
                 scalars.append(a)
             else:
                 raise FusionTypeError(
@@ -511,7 +547,7 @@ class FusedFunction:
             elif k[0] == "n":
                 symbols.append(tracer.sym(tracer.call("scalar", np.dtype(k[1]).name, False)))
             else:
-                dtype = {"bool": "bool", "int": "int64", "float": "float64"}[k[1]]
+                dtype = _PYTHON_SCALAR_DTYPES[k[1]]
                 symbols.append(tracer.sym(tracer.call("scalar", dtype, True)))
         previous = getattr(_local, "tracer", None)
         _local.tracer = tracer
@@ -653,7 +689,7 @@ class FusedFunction:
         return outs
 
 
-_SCALAR_TYPES = (bool, int, float)
+_SCALAR_TYPES = (bool, int, float, complex)
 _HOST_TYPES: set[type] = {np.ndarray}
 _DEVICE_TYPES: set[type] = set()
 

@@ -1,0 +1,172 @@
+/* plan:
+plan `complex_rows_c64`: 2 kernel(s), 2 launch(es), workspace 0 bytes
+kernel 0 `complex_rows_c64_k0`: reduction: 1000 output(s) x 256 reduced element(s), one warp per output
+  fuses: conjugate, multiply, mean
+  reads: in0: complex64[1000, 256]
+  writes: out1: complex64[1000, 1]
+  bytes: 2048000 read, 8000 written
+  launch complex_rows_c64_k0<<<125, 256>>>(in0, out1, stin0_0, K, M)
+kernel 1 `complex_rows_c64_k1`: elementwise over 256000 element(s)
+  fuses: multiply, add, exp, absolute
+  reads: in0: complex64[1000, 256], in1: float32[256], s0: complex128
+  writes: out0: float32[1000, 256]
+  bytes: 2049024 read, 1024000 written
+  launch complex_rows_c64_k1<<<1000, 256>>>(in0, in1, out0, s0, d1, n)
+total: 4097024 bytes read, 1032000 bytes written
+*/
+
+// complex64 / complex128 (NumPy's layout: real, imag)
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+struct cn_c128;
+struct alignas(8) cn_c64 {
+    float re, im;
+    cn_c64() = default;
+    CN_D cn_c64(float r, float i = 0.0f) : re(r), im(i) {}
+    CN_D explicit cn_c64(const cn_c128& z);
+};
+struct alignas(16) cn_c128 {
+    double re, im;
+    cn_c128() = default;
+    CN_D cn_c128(double r, double i = 0.0) : re(r), im(i) {}
+    CN_D explicit cn_c128(const cn_c64& z) : re(z.re), im(z.im) {}
+};
+CN_D cn_c64::cn_c64(const cn_c128& z) : re((float)z.re), im((float)z.im) {}
+
+#define CN_COMPLEX_HELPERS(C, T, F, TANH_CUT)                                         \
+CN_D C operator+(C a, C b) { return C(a.re + b.re, a.im + b.im); }                  \
+CN_D C operator-(C a, C b) { return C(a.re - b.re, a.im - b.im); }                  \
+CN_D C operator*(C a, C b) { return C(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); } \
+CN_D C operator/(C a, C b) { T abr = fabs##F(b.re), abi = fabs##F(b.im);            \
+    if (abr >= abi) { if (abr == 0 && abi == 0) return C(a.re / abr, a.im / abi);    \
+        T rat = b.im / b.re, scl = (T)1 / (b.re + b.im * rat);                       \
+        return C((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl); }            \
+    T rat = b.re / b.im, scl = (T)1 / (b.im + b.re * rat);                           \
+    return C((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl); }                \
+CN_D C operator/(C a, T b) { return C(a.re / b, a.im / b); }                        \
+CN_D C operator-(C a) { return C(-a.re, -a.im); }                                   \
+CN_D C operator+(C a) { return a; }                                                 \
+CN_D bool operator==(C a, C b) { return a.re == b.re && a.im == b.im; }             \
+CN_D bool operator!=(C a, C b) { return a.re != b.re || a.im != b.im; }             \
+CN_D T cn_abs(C a) { return hypot##F(a.re, a.im); }                                 \
+CN_D T cn_real(C a) { return a.re; }                                                \
+CN_D T cn_imag(C a) { return a.im; }                                                \
+CN_D C cn_conj(C a) { return C(a.re, -a.im); }                                      \
+CN_D bool cn_isnan(C a) { return a.re != a.re || a.im != a.im; }                    \
+CN_D bool cn_isinf(C a) { return isinf(a.re) || isinf(a.im); }                      \
+CN_D bool cn_isfinite(C a) { return isfinite(a.re) && isfinite(a.im); }             \
+CN_D C cn_reciprocal(C a) { return C((T)1) / a; }                                   \
+CN_D C exp(C a) { T e = exp##F(a.re); if (a.im == 0) return C(e, a.im);             \
+    return C(e * cos##F(a.im), e * sin##F(a.im)); }                                  \
+CN_D C log(C a) { return C(log##F(hypot##F(a.re, a.im)), atan2##F(a.im, a.re)); }   \
+CN_D C sqrt(C z) { T a = z.re, b = z.im;                                             \
+    if (a == 0 && b == 0) return C((T)0, b);                                         \
+    if (isinf(b)) return C((T)INFINITY, b);                                          \
+    if (a != a) return C(a, a);                                                      \
+    if (isinf(a)) return a > 0 ? C(a, b != b ? b : copysign##F((T)0, b))             \
+                               : C(fabs##F(b - b), copysign##F(-a, b));              \
+    T t = sqrt##F((fabs##F(a) + hypot##F(a, b)) * (T)0.5);                           \
+    return a >= 0 ? C(t, b / (2 * t)) : C(fabs##F(b) / (2 * t), copysign##F(t, b)); } \
+CN_D C sin(C z) { return C(sin##F(z.re) * cosh##F(z.im), cos##F(z.re) * sinh##F(z.im)); } \
+CN_D C cos(C z) { return C(cos##F(z.re) * cosh##F(z.im), -(sin##F(z.re) * sinh##F(z.im))); } \
+CN_D C sinh(C z) { return C(sinh##F(z.re) * cos##F(z.im), cosh##F(z.re) * sin##F(z.im)); } \
+CN_D C cosh(C z) { return C(cosh##F(z.re) * cos##F(z.im), sinh##F(z.re) * sin##F(z.im)); } \
+CN_D C tanh(C z) { T x = z.re, y = z.im;                                             \
+    if (fabs##F(x) >= (T)TANH_CUT) { T e = exp##F(-2 * fabs##F(x));                  \
+        return C(copysign##F((T)1, x), 4 * sin##F(y) * cos##F(y) * e); }             \
+    T t = tan##F(y), beta = 1 + t * t, s = sinh##F(x), rho = sqrt##F(1 + s * s);     \
+    T den = 1 + beta * s * s; return C(beta * rho * s / den, t / den); }             \
+CN_D C cn_pow(C a, C b) { if (b.re == 0 && b.im == 0) return C((T)1);              \
+    if (a.re == 0 && a.im == 0)                                                      \
+        return (b.re > 0 && b.im == 0) ? C((T)0) : C((T)NAN, (T)NAN);                \
+    if (b.im == 0 && b.re == trunc##F(b.re) && fabs##F(b.re) < 100) {                \
+        long long n = (long long)b.re;                                               \
+        if (n == 1) return a; if (n == 2) return a * a; if (n == 3) return a * a * a; \
+        unsigned long long m = n < 0 ? (unsigned long long)-n : (unsigned long long)n; \
+        C acc((T)1), p = a;                                                          \
+        while (m > 0) { if (m & 1) acc = acc * p; m >>= 1; if (m > 0) p = p * p; }   \
+        return n < 0 ? C((T)1) / acc : acc; }                                        \
+    return exp(b * log(a)); }                                                        \
+CN_D C __shfl_down_sync(unsigned mask, C v, int o) {                                 \
+    return C(__shfl_down_sync(mask, v.re, o), __shfl_down_sync(mask, v.im, o)); }
+CN_COMPLEX_HELPERS(cn_c64, float, f, 9)
+CN_COMPLEX_HELPERS(cn_c128, double, , 22)
+
+// imag of a real value is zero (real and conjugate of a real value are the value itself)
+#define CN_IMAG_OF_REAL(T) CN_D T cn_imag(T) { return (T)0; }
+CN_IMAG_OF_REAL(bool)
+CN_IMAG_OF_REAL(signed char)
+CN_IMAG_OF_REAL(unsigned char)
+CN_IMAG_OF_REAL(short)
+CN_IMAG_OF_REAL(unsigned short)
+CN_IMAG_OF_REAL(int)
+CN_IMAG_OF_REAL(unsigned int)
+CN_IMAG_OF_REAL(long long)
+CN_IMAG_OF_REAL(unsigned long long)
+CN_IMAG_OF_REAL(float)
+CN_IMAG_OF_REAL(double)
+
+extern "C" __global__ void complex_rows_c64_k0(
+    const cn_c64* __restrict__ in0,
+    cn_c64* __restrict__ out1,
+    const int stin0_0,
+    const int K,
+    const int M)
+{
+    const int lane = threadIdx.x & 31;
+    const int warps = (int)gridDim.x * (int)(blockDim.x >> 5);
+    for (int m = (int)blockIdx.x * (int)(blockDim.x >> 5) + (int)(threadIdx.x >> 5); m < M; m += warps) {
+        const int c0 = m;
+        const int b0 = c0 * stin0_0;
+        cn_c128 acc0 = 0;
+        for (int k = lane; k < K; k += 32) {
+            const int c1 = k;
+            const cn_c64 r0 = in0[b0 + c1];
+            const cn_c64 r1 = cn_conj(r0);
+            const cn_c64 r2 = (r1 * r0);
+            const cn_c128 r3 = (cn_c128)(r2);
+            acc0 = (acc0 + (cn_c128)r3);
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, o));
+        }
+        if (lane == 0) {
+            const cn_c64 red0 = (cn_c64)(acc0 / ((double)K - 0.0));
+            const cn_c64 q0 = red0;
+            out1[m] = q0;
+        }
+    }
+}
+
+extern "C" __global__ void complex_rows_c64_k1(
+    const cn_c64* __restrict__ in0,
+    const float* __restrict__ in1,
+    float* __restrict__ out0,
+    const cn_c128 s0,
+    const int d1,
+    const int n)
+{
+    const int stride = (int)blockDim.x * (int)gridDim.x;
+    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+    const int i = i0 + u * stride;
+    if (i < n) {
+        int ctmp = i;
+        const int c1 = ctmp % d1; ctmp /= d1;
+        const int c0 = ctmp;
+        const cn_c64 r0 = in0[i];
+        const float r1 = in1[c1];
+        const cn_c64 r2 = (cn_c64)(r1);
+        const cn_c64 r3 = (r0 * r2);
+        const cn_c128 r4 = s0;
+        const cn_c64 r5 = (cn_c64)(r4);
+        const cn_c64 r6 = (r3 + r5);
+        const cn_c64 r7 = exp(r6);
+        const float r8 = cn_abs(r7);
+        out0[i] = r8;
+    }
+    }
+    }
+}
