@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fusion_corpus import CASES, F32, I32, U8, A, B, C, run_case
+from fusion_corpus import CASES, F32, F32B, FLAT, I32, U8, A, B, C, run_case
 
 import cunumpy as xp
 from cunumpy.exceptions import (
@@ -212,3 +212,34 @@ def test_repeated_calls_take_the_call_table_and_match_the_first():
     g(A.copy())
     np.testing.assert_array_equal(g(A[:, ::-1].copy()), A[:, ::-1] + 1)
     np.testing.assert_array_equal(g(np.asfortranarray(A)), A + 1)
+
+
+def test_remembered_signatures_run_in_rust_and_match_the_traced_call():
+    f = fuse(lambda a, b, s: (a * b + s, xp.sum(a - b)))
+    first = f(A, B, 2.5)
+    assert f._remembered == 1
+    again = f(A, B, 2.5)
+    np.testing.assert_array_equal(again[0], first[0])
+    assert again[1] == first[1] and np.ndim(again[1]) == 0
+    # a new scalar value is a parameter: same signature, new result
+    np.testing.assert_array_equal(f(A, B, -1.0)[0], A * B - 1.0)
+    # a new shape or dtype is a new signature (traced in Python, then remembered)
+    f(A[:2].copy(), B[:2].copy(), 2.5)
+    f(F32, F32B, 2.5)
+    assert f._remembered == 3 and f.trace_count == 2
+    # out= always takes the Python path and is never remembered as a signature
+    target = np.empty_like(A)
+    f(A, B, 2.5, out=(target, np.empty(())))
+    np.testing.assert_array_equal(target, first[0])
+    assert f._remembered == 3
+
+
+def test_fused_calls_appear_in_the_kernel_profile():
+    f = fuse(lambda a: a * 2.0 + 1.0, kernel_name="profiled_axpb")
+    f(FLAT)  # traced and remembered before the profile opens
+    with xp.profiling.kernel_profile() as profile:
+        for _ in range(3):
+            np.testing.assert_array_equal(f(FLAT), FLAT * 2.0 + 1.0)
+    assert profile.as_dict()["profiled_axpb"]["host"]["calls"] == 3
+    f(FLAT)  # not profiled any more
+    assert profile.as_dict()["profiled_axpb"]["host"]["calls"] == 3

@@ -142,6 +142,45 @@ def test_non_default_stream(cp):
     assert float(y.sum()) == 3 * x.size
 
 
+def test_repeated_calls_follow_streams_counts_and_new_objects(cp):
+    # A repeat of the last call (same objects, same n_threads) launches from the cached
+    # checked buffer; a new stream, n_threads or argument object must still take effect.
+    kernel = CudaKernel(AXPY, "axpy")
+    x = cp.ones(4096, dtype=np.float64)
+    y = cp.zeros(4096, dtype=np.float64)
+    for _ in range(3):
+        kernel(1.0, x, y, 4096, n_threads=4096)
+    assert float(y.sum()) == 3 * 4096
+    kernel(1.0, x, y, 4096, n_threads=1024)  # fewer threads: only the first 1024 elements
+    assert float(y[:1024].sum()) == 4 * 1024 and float(y[1024:].sum()) == 3 * 3072
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        for _ in range(2):
+            kernel(1.0, x, y, 4096, n_threads=4096)
+        s.synchronize()
+    assert float(y[1024:].sum()) == 5 * 3072
+    y2 = cp.zeros_like(y)
+    kernel(1.0, x, y2, 4096, n_threads=4096)
+    assert float(y2.sum()) == 4096
+    with pytest.raises(KernelArgumentTypeError):
+        kernel(1.0, x, y2.astype(np.float32), 4096, n_threads=4096)
+
+
+def test_current_stream_read_from_cupy_matches_cupy(cp):
+    # The launcher reads CuPy's current stream through CuPy's C API when it can; a launch on
+    # a busy stream must wait for the work already queued there.
+    kernel = CudaKernel(AXPY, "axpy")
+    x = cp.ones(1 << 22, dtype=np.float64)
+    y = cp.zeros(1 << 22, dtype=np.float64)
+    for s in (cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(null=True)):
+        with s:
+            y.fill(0)
+            for _ in range(4):
+                kernel(1.0, x, y, x.size, n_threads=x.size)
+            s.synchronize()
+        assert float(y.sum()) == 4 * x.size
+
+
 class Particle:
     """A by-value struct: its layout is a NumPy aligned dtype that matches the C one."""
 

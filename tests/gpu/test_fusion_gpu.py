@@ -86,3 +86,36 @@ def test_cached_calls_reuse_one_workspace_per_stream():
     stream.synchronize()
     for r in results:
         np.testing.assert_allclose(cupy.asnumpy(r), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_remembered_calls_on_the_device_match_the_first_call():
+    # The second call of a signature runs from Rust: fresh outputs, the plan's workspace
+    # reused per stream, results equal to the traced call's.
+    rng = np.random.default_rng(3)
+    a = cupy.asarray(rng.standard_normal(1 << 16))
+    b = cupy.asarray(rng.standard_normal(1 << 16))
+    f = fuse(lambda a, b, s: (a * b + s, a - xp.mean(a), xp.sum((a - b) ** 2)))
+    first = [cupy.asnumpy(r) for r in f(a, b, 0.5)]
+    assert f._remembered == 1
+    for _ in range(2):
+        again = f(a, b, 0.5)
+        assert again[0].data.ptr != f(a, b, 0.5)[0].data.ptr  # fresh outputs every call
+        for g, e in zip(again, first, strict=True):
+            assert cupy.asnumpy(g).tobytes() == e.tobytes()
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        on_stream = f(a, b, 0.5)
+        s.synchronize()
+    for g, e in zip(on_stream, first, strict=True):
+        assert cupy.asnumpy(g).tobytes() == e.tobytes()
+    np.testing.assert_allclose(cupy.asnumpy(f(a, b, -2.0)[0]), first[0] - 2.5, atol=1e-12)
+
+
+def test_fused_calls_on_the_device_appear_in_the_kernel_profile():
+    a = cupy.arange(1000, dtype=np.float64)
+    f = fuse(lambda a: a * 2.0 + 1.0, kernel_name="profiled_gpu")
+    f(a)
+    with xp.profiling.kernel_profile() as profile:
+        for _ in range(2):
+            f(a)
+    assert profile.as_dict()["profiled_gpu"]["cuda"]["calls"] == 2

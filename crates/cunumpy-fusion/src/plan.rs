@@ -981,7 +981,8 @@ fn make_kernel(name: String, kind: KernelKind, body: Body, fused_ops: Vec<String
 }
 
 fn choose_strategy(space: &Space, m: usize, k: usize, o: &PlanOptions) -> Strategy {
-    let target = (o.sm_count as usize * 8).max(1);
+    // 16 blocks of 256 threads per SM: enough loads in flight to stream at the read rate
+    let target = (o.sm_count as usize * 16).max(1);
     let split = |m: usize| Strategy::Split {
         blocks_per_output: target.div_ceil(m.max(1)).clamp(1, k.div_ceil(1024).max(1)),
     };

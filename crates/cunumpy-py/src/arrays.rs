@@ -48,16 +48,16 @@ pub struct DeviceInfo {
     pub device: Option<i32>,
 }
 
-struct NumpyTypes {
-    ndarray: Py<PyType>,
-    generic: Py<PyType>,
-    dtypes: Vec<(Py<PyAny>, DType)>,
+pub(crate) struct NumpyTypes {
+    pub(crate) ndarray: Py<PyType>,
+    pub(crate) generic: Py<PyType>,
+    pub(crate) dtypes: Vec<(Py<PyAny>, DType)>,
 }
 
 static NUMPY: PyOnceLock<NumpyTypes> = PyOnceLock::new();
 static CUPY_NDARRAY: PyOnceLock<Option<Py<PyType>>> = PyOnceLock::new();
 
-fn numpy(py: Python<'_>) -> PyResult<&NumpyTypes> {
+pub(crate) fn numpy(py: Python<'_>) -> PyResult<&NumpyTypes> {
     NUMPY.get_or_try_init(py, || {
         let np = py.import("numpy")?;
         let dtype = np.getattr("dtype")?;
@@ -74,7 +74,7 @@ fn numpy(py: Python<'_>) -> PyResult<&NumpyTypes> {
 }
 
 /// CuPy's ndarray type, once CuPy has been imported by someone (never imports it).
-fn cupy_ndarray(py: Python<'_>) -> Option<&Bound<'_, PyType>> {
+pub(crate) fn cupy_ndarray(py: Python<'_>) -> Option<&Bound<'_, PyType>> {
     if let Some(found) = CUPY_NDARRAY.get(py) {
         return found.as_ref().map(|t| t.bind(py));
     }

@@ -234,7 +234,7 @@ struct Loaded {
 /// A graph planned for concrete shapes: inspection, CPU execution and GPU launches.
 #[pyclass(module = "cunumpy._core", name = "FusionPlan", frozen)]
 pub struct FusionPlan {
-    plan: Plan,
+    pub(crate) plan: Plan,
     loaded: Mutex<Vec<Arc<Loaded>>>,
     /// On the emulated device: one emulation library per launch, in launch order.
     emulated: Mutex<Option<Arc<EmulatedPlan>>>,
@@ -263,7 +263,7 @@ fn param_value(v: &ParamValue) -> String {
 }
 
 /// A scalar argument's value (NumPy scalars are converted with `.item()` by the caller).
-fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarValue> {
+pub(crate) fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarValue> {
     if let Ok(b) = obj.cast::<PyBool>() {
         return Ok(ScalarValue::Bool(b.is_true()));
     }
@@ -290,11 +290,11 @@ fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarValue> {
 }
 
 /// A C-contiguous host array, as read from `__array_interface__`.
-struct HostView {
-    ptr: usize,
-    len: usize,
-    dtype: DType,
-    shape: Vec<usize>,
+pub(crate) struct HostView {
+    pub(crate) ptr: usize,
+    pub(crate) len: usize,
+    pub(crate) dtype: DType,
+    pub(crate) shape: Vec<usize>,
 }
 
 /// NumPy's `PyArrayInterface`, what an `__array_struct__` capsule points at (a stable ABI:
@@ -320,7 +320,7 @@ const ARRAY_WRITEABLE: c_int = 0x0400;
 /// The fast path of [`host_view`]: `__array_struct__` (a capsule, no dict or strings to
 /// build). None when the object has none or it is not what we can use as is, so the caller
 /// falls back to `__array_interface__` and its error messages.
-fn host_view_from_struct(
+pub(crate) fn host_view_from_struct(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     writable: bool,
@@ -573,6 +573,153 @@ impl FusionPlan {
         Ok(())
     }
 
+    /// Launches every kernel of the plan, in order, on `stream`, with device pointers the
+    /// caller has checked: C-contiguous arrays of the plan's input and output shapes and dtypes
+    /// on `device`, kept alive by the caller for the call, and a workspace of at least
+    /// `workspace_bytes` bytes (0 when the plan needs none). Compiles once per device.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch_pointers(
+        &self,
+        py: Python<'_>,
+        device: i32,
+        stream: usize,
+        in_ptrs: &[u64],
+        out_ptrs: &[u64],
+        ws: u64,
+        svs: &[ScalarValue],
+    ) -> PyResult<()> {
+        let ptrs = DevicePointers {
+            inputs: in_ptrs,
+            outputs: out_ptrs,
+            workspace: ws,
+        };
+        // every launch's parameters, packed before anything runs
+        let mut buffers = Vec::new();
+        for k in &self.plan.kernels {
+            for l in &k.launches {
+                let values =
+                    launch_param_values(&self.plan, l, &ptrs, svs).map_err(|e| err(py, e))?;
+                buffers.push((l, LaunchBuffer::from_raw_values(&values)));
+            }
+        }
+        let loaded = self.loaded_for(py, device)?;
+        if loaded.functions.len() != buffers.len() {
+            return Err(PyRuntimeError::new_err(
+                "internal: the loaded module does not match the plan's launches",
+            ));
+        }
+        let recording = Ledger::global().is_recording();
+        for (function, (l, buffer)) in loaded.functions.iter().zip(buffers.iter_mut()) {
+            if l.grid == 0 {
+                continue;
+            }
+            // SAFETY: the buffer holds one value per parameter of this launch, of the C types
+            // the generated kernel declares (`launch_param_values` follows the plan's
+            // parameter list, the same list the source was generated from), alive for the
+            // call. The device pointers come from CuPy arrays the caller checked to be
+            // C-contiguous, on the current device, of the plan's shapes and dtypes (the sizes
+            // the kernel indexes with), and the workspace holds `workspace_bytes`; the arrays
+            // are referenced by the caller until the call returns and CuPy's stream ordering
+            // keeps their memory until the kernels finish. The stream is CuPy's current
+            // stream or the caller's.
+            unsafe {
+                function.launch(
+                    [l.grid, 1, 1],
+                    [l.block, 1, 1],
+                    l.shared_bytes,
+                    stream,
+                    buffer.params(),
+                )
+            }
+            .map_err(|e| errors::cuda_error(py, &l.name, e))?;
+            if recording {
+                KernelLauncher::record_launch(
+                    py,
+                    &l.name,
+                    &LaunchShape {
+                        grid: [l.grid, 1, 1],
+                        block: [l.block, 1, 1],
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the plan on the CPU over host views the caller read from live NumPy arrays it
+    /// keeps referenced for the call, checked to be C-contiguous and of the plan's shapes and
+    /// dtypes (outputs writable). Checks bool inputs and overlaps, then releases the GIL.
+    pub(crate) fn run_host(
+        &self,
+        py: Python<'_>,
+        ins: Vec<HostView>,
+        outs: Vec<HostView>,
+        svs: &[ScalarValue],
+    ) -> PyResult<()> {
+        for (i, v) in ins.iter().enumerate() {
+            if v.dtype == DType::Bool && v.len > 0 {
+                // SAFETY: `v` is `v.len` live bytes (a bool array is one byte per element);
+                // read-only and only while the array object is borrowed here.
+                let bytes = unsafe { std::slice::from_raw_parts(v.ptr as *const u8, v.len) };
+                if bytes.iter().any(|&b| b > 1) {
+                    return Err(errors::raise(
+                        py,
+                        "FusionValueError",
+                        format!("fuse: input {i}: a bool array holds bytes other than 0 and 1"),
+                    ));
+                }
+            }
+        }
+        for (i, o) in outs.iter().enumerate() {
+            let r = byte_range(o);
+            let clash = ins.iter().any(|v| overlaps(r, byte_range(v)))
+                || outs
+                    .iter()
+                    .enumerate()
+                    .any(|(j, v)| j != i && overlaps(r, byte_range(v)));
+            if clash && o.len > 0 {
+                return Err(errors::raise(
+                    py,
+                    "FusionValueError",
+                    format!("fuse: output {i} overlaps another argument's memory"),
+                ));
+            }
+        }
+        // SAFETY: every view was read from a live NumPy array that the caller keeps referenced
+        // for the whole call (a referenced array cannot be resized or freed). The arrays are
+        // C-contiguous, of the dtype and element count the caller checked, and NumPy aligns their data for the dtype. Bool inputs
+        // hold only 0/1 bytes (checked). Outputs are writable and overlap no input and no other
+        // output (checked), so the one mutable slice of each is exclusive. Like NumPy's own
+        // loops, this relies on no other thread writing these arrays while the GIL is
+        // released.
+        let (in_data, mut out_data): (Vec<Data<'_>>, Vec<DataMut<'_>>) = unsafe {
+            (
+                ins.iter().map(|v| data_of(v)).collect(),
+                outs.iter().map(|v| data_mut_of(v)).collect(),
+            )
+        };
+        let result = py.detach(|| {
+            let refs: Vec<ArrayRef<'_>> = in_data
+                .iter()
+                .zip(&ins)
+                .map(|(d, v)| ArrayRef {
+                    data: *d,
+                    shape: &v.shape,
+                })
+                .collect();
+            let mut muts: Vec<ArrayMut<'_>> = out_data
+                .drain(..)
+                .zip(&outs)
+                .map(|(data, v)| ArrayMut {
+                    data,
+                    shape: &v.shape,
+                })
+                .collect();
+            fusion::execute_cpu(&self.plan, &refs, svs, &mut muts)
+        });
+        result.map_err(|e| err(py, e))
+    }
+
     fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<Loaded>> {
         if let Some(l) = lock(&self.loaded).iter().find(|l| l.device == device) {
             return Ok(l.clone());
@@ -743,7 +890,7 @@ impl FusionPlan {
         Ok(())
     }
 
-    fn current_device(&self, py: Python<'_>) -> PyResult<(&'static Driver, i32)> {
+    pub(crate) fn current_device(&self, py: Python<'_>) -> PyResult<(&'static Driver, i32)> {
         let driver = Driver::get().map_err(|e| errors::cuda_error(py, self.name(), e))?;
         let device = KernelLauncher::launch_device(driver)
             .map_err(|e| errors::cuda_error(py, self.name(), e))?;
@@ -954,18 +1101,6 @@ impl FusionPlan {
         for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
             let v = host_view(py, obj, &format!("input {i}"), false)?;
             self.check_spec(py, format!("input {i}"), v.dtype, &v.shape, spec)?;
-            if v.dtype == DType::Bool && v.len > 0 {
-                // SAFETY: `v` is `v.len` live bytes (a bool array is one byte per element);
-                // read-only and only while the array object is borrowed here.
-                let bytes = unsafe { std::slice::from_raw_parts(v.ptr as *const u8, v.len) };
-                if bytes.iter().any(|&b| b > 1) {
-                    return Err(errors::raise(
-                        py,
-                        "FusionValueError",
-                        format!("fuse: input {i}: a bool array holds bytes other than 0 and 1"),
-                    ));
-                }
-            }
             ins.push(v);
         }
         let mut outs = Vec::with_capacity(outputs.len());
@@ -974,60 +1109,12 @@ impl FusionPlan {
             self.check_spec(py, format!("output {i}"), v.dtype, &v.shape, spec)?;
             outs.push(v);
         }
-        for (i, o) in outs.iter().enumerate() {
-            let r = byte_range(o);
-            let clash = ins.iter().any(|v| overlaps(r, byte_range(v)))
-                || outs
-                    .iter()
-                    .enumerate()
-                    .any(|(j, v)| j != i && overlaps(r, byte_range(v)));
-            if clash && o.len > 0 {
-                return Err(errors::raise(
-                    py,
-                    "FusionValueError",
-                    format!("fuse: output {i} overlaps another argument's memory"),
-                ));
-            }
-        }
         let svs = scalars
             .iter()
             .enumerate()
             .map(|(i, s)| scalar_value(s, i))
             .collect::<PyResult<Vec<_>>>()?;
-        // SAFETY: every view was read from a live NumPy array that `inputs`/`outputs` keep
-        // referenced for the whole call (a referenced array cannot be resized or freed). The
-        // arrays are C-contiguous (no strides in `__array_interface__`), of the dtype and
-        // element count checked above, and NumPy aligns their data for the dtype. Bool inputs
-        // hold only 0/1 bytes (checked). Outputs are writable and overlap no input and no other
-        // output (checked), so the one mutable slice of each is exclusive. Like NumPy's own
-        // loops, this relies on no other thread writing these arrays while the GIL is
-        // released.
-        let (in_data, mut out_data): (Vec<Data<'_>>, Vec<DataMut<'_>>) = unsafe {
-            (
-                ins.iter().map(|v| data_of(v)).collect(),
-                outs.iter().map(|v| data_mut_of(v)).collect(),
-            )
-        };
-        let result = py.detach(|| {
-            let refs: Vec<ArrayRef<'_>> = in_data
-                .iter()
-                .zip(&ins)
-                .map(|(d, v)| ArrayRef {
-                    data: *d,
-                    shape: &v.shape,
-                })
-                .collect();
-            let mut muts: Vec<ArrayMut<'_>> = out_data
-                .drain(..)
-                .zip(&outs)
-                .map(|(data, v)| ArrayMut {
-                    data,
-                    shape: &v.shape,
-                })
-                .collect();
-            fusion::execute_cpu(&self.plan, &refs, &svs, &mut muts)
-        });
-        result.map_err(|e| err(py, e))
+        self.run_host(py, ins, outs, &svs)
     }
 
     /// Compiles the plan's CUDA for the current device (disk cache first); True on a hit.
@@ -1101,66 +1188,11 @@ impl FusionPlan {
             .enumerate()
             .map(|(i, s)| scalar_value(s, i))
             .collect::<PyResult<Vec<_>>>()?;
-        let ptrs = DevicePointers {
-            inputs: &in_ptrs,
-            outputs: &out_ptrs,
-            workspace: ws,
-        };
-        // every launch's parameters, packed before anything runs
-        let mut buffers = Vec::new();
-        for k in &self.plan.kernels {
-            for l in &k.launches {
-                let values =
-                    launch_param_values(&self.plan, l, &ptrs, &svs).map_err(|e| err(py, e))?;
-                buffers.push((l, LaunchBuffer::from_raw_values(&values)));
-            }
-        }
-        let loaded = self.loaded_for(py, device)?;
-        if loaded.functions.len() != buffers.len() {
-            return Err(PyRuntimeError::new_err(
-                "internal: the loaded module does not match the plan's launches",
-            ));
-        }
         let stream = match stream {
             Some(s) => s,
             None => kernel::current_stream(py)?,
         };
-        let recording = Ledger::global().is_recording();
-        for (function, (l, buffer)) in loaded.functions.iter().zip(buffers.iter_mut()) {
-            if l.grid == 0 {
-                continue;
-            }
-            // SAFETY: the buffer holds one value per parameter of this launch, of the C types
-            // the generated kernel declares (`launch_param_values` follows the plan's
-            // parameter list, the same list the source was generated from), alive for the
-            // call. The device pointers come from CuPy arrays checked above to be
-            // C-contiguous, on the current device, of the plan's shapes and dtypes (the sizes
-            // the kernel indexes with), and the workspace holds `workspace_bytes`; the arrays
-            // are referenced by the caller until the call returns and CuPy's stream ordering
-            // keeps their memory until the kernels finish. The stream is CuPy's current
-            // stream or the caller's.
-            unsafe {
-                function.launch(
-                    [l.grid, 1, 1],
-                    [l.block, 1, 1],
-                    l.shared_bytes,
-                    stream,
-                    buffer.params(),
-                )
-            }
-            .map_err(|e| errors::cuda_error(py, &l.name, e))?;
-            if recording {
-                KernelLauncher::record_launch(
-                    py,
-                    &l.name,
-                    &LaunchShape {
-                        grid: [l.grid, 1, 1],
-                        block: [l.block, 1, 1],
-                    },
-                );
-            }
-        }
-        Ok(())
+        self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, ws, &svs)
     }
 
     #[getter]

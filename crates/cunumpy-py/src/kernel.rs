@@ -14,7 +14,6 @@ use cunumpy_cuda::{
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -68,6 +67,18 @@ struct LastCall {
     objects: Vec<Py<PyAny>>,
     device: i32,
     buffer: LaunchBuffer,
+    /// Set when the call gave nothing but `n_threads` (an int): a repeat of it in the same
+    /// context launches straight away (see `KernelLauncher::repeat_launch`).
+    repeat: Option<Repeat>,
+}
+
+/// What a plain call (`kernel(*args, n_threads=n)`) resolved to: launching the same objects
+/// with the same `n` in the same context again needs no shape, limit or compile step.
+struct Repeat {
+    context: usize,
+    n_threads: i64,
+    shape: LaunchShape,
+    loaded: Arc<Loaded>,
 }
 
 #[pyclass(subclass, module = "cunumpy._core", name = "KernelLauncher")]
@@ -91,22 +102,7 @@ pub(crate) fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
 
 /// CuPy's current stream (0, the legacy default stream, when CuPy is not imported).
 pub(crate) fn current_stream(py: Python<'_>) -> PyResult<usize> {
-    static GET_STREAM: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
-    let getter = GET_STREAM.get_or_init(py, || {
-        let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-        let cupy = modules.get_item("cupy").ok()?;
-        Some(
-            cupy.getattr("cuda")
-                .ok()?
-                .getattr("get_current_stream")
-                .ok()?
-                .unbind(),
-        )
-    });
-    match getter {
-        Some(get) => get.bind(py).call0()?.getattr(intern!(py, "ptr"))?.extract(),
-        None => Ok(0),
-    }
+    crate::cupy_stream::current_stream(py)
 }
 
 fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -238,6 +234,241 @@ impl KernelLauncher {
             })
     }
 
+    /// A checked launch: `kernel(*args, n_threads=..., grid=..., block=..., shared_mem=...,
+    /// stream=...)`, also used by `KernelDispatcher` for `Kernel` pairs.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        n_threads: Option<&Bound<'_, PyAny>>,
+        grid: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+        shared_mem: i64,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let plain = grid.is_none() && block.is_none() && shared_mem == 0 && stream.is_none();
+        let repeat_n = match n_threads {
+            Some(n) if plain && n.is_exact_instance_of::<pyo3::types::PyInt>() => n.extract().ok(),
+            _ => None,
+        };
+        if let Some(n) = repeat_n {
+            if Self::repeat_launch(slf, args, n)? {
+                return Ok(());
+            }
+        }
+        let this = slf.borrow();
+        let config = this.config()?;
+        let flat = flatten(args)?;
+
+        // 1. the launch shape
+        let (shape, shared) =
+            this.call_shape(py, &flat, args, n_threads, grid, block, shared_mem)?;
+        // The emulated device backend (fake CuPy): the same checks and packed buffer, run on
+        // the CPU by the emulator (see emulate.rs).
+        if crate::emulate::fake_backend_active() {
+            drop(this);
+            return crate::emulate::launch_on_fake_backend(slf, &flat, shape, shared);
+        }
+
+        // 2. the arguments: checked before anything is compiled, on any machine
+        let driver = Driver::get();
+        let device = match &driver {
+            Ok(d) => Self::launch_device(d).map_err(|e| errors::cuda_error(py, &config.name, e))?,
+            Err(_) => 0,
+        };
+        let reusable = Self::reusable(config, &flat);
+        let same_as_last = |last: &Option<LastCall>| {
+            reusable
+                && last.as_ref().is_some_and(|l| {
+                    l.device == device
+                        && l.objects.len() == flat.len()
+                        && l.objects
+                            .iter()
+                            .zip(&flat)
+                            .all(|(a, b)| a.as_ptr() == b.as_ptr())
+                })
+        };
+        let mut fresh = if same_as_last(&lock(&this.last_call)) {
+            None
+        } else {
+            Some(this.pack(py, config, &flat, device)?)
+        };
+        if shape.is_empty() {
+            return Ok(());
+        }
+        let driver = driver.map_err(|e| errors::cuda_error(py, &config.name, e))?;
+
+        // 3. compile once per device (no lock held: compiles release the GIL), check limits
+        let loaded = this.loaded_for(py, device)?;
+        launch::validate(
+            &config.name,
+            &shape,
+            shared,
+            &loaded.device_limits,
+            &loaded.kernel_limits,
+        )
+        .map_err(|e| errors::launch_error(py, e))?;
+        if shared > loaded.dynamic_shared_allowed.load(Ordering::Relaxed) {
+            loaded
+                .function
+                .set_max_dynamic_shared(shared)
+                .map_err(|e| errors::cuda_error(py, &config.name, e))?;
+            loaded
+                .dynamic_shared_allowed
+                .store(shared, Ordering::Relaxed);
+        }
+        let stream = match stream {
+            Some(s) if !s.is_none() => stream_handle(s)?,
+            _ => current_stream(py)?,
+        };
+
+        // 4. launch, with the last call's buffer when the arguments are the same objects
+        let mut last = lock(&this.last_call);
+        if fresh.is_none() && !same_as_last(&last) {
+            drop(last);
+            fresh = Some(this.pack(py, config, &flat, device)?);
+            last = lock(&this.last_call);
+        }
+        let launched = {
+            let buffer = match fresh.as_mut() {
+                Some(b) => b,
+                None => match last.as_mut() {
+                    Some(l) => &mut l.buffer,
+                    None => return Err(PyRuntimeError::new_err("internal: no packed arguments")),
+                },
+            };
+            // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
+            // as the caller asked) and is alive for the call; cuLaunchKernel copies the values.
+            // The stream handle comes from CuPy or the caller.
+            unsafe {
+                loaded
+                    .function
+                    .launch(shape.grid, shape.block, shared, stream, buffer.params())
+            }
+        };
+        if let (Some(buffer), true) = (fresh, reusable) {
+            let context = driver
+                .current_context()
+                .ok()
+                .flatten()
+                .map(|c| c.as_raw() as usize);
+            *last = Some(LastCall {
+                objects: flat.iter().map(|o| o.clone().unbind()).collect(),
+                device,
+                buffer,
+                repeat: match (repeat_n, context) {
+                    (Some(n_threads), Some(context)) if launched.is_ok() => Some(Repeat {
+                        context,
+                        n_threads,
+                        shape,
+                        loaded: loaded.clone(),
+                    }),
+                    _ => None,
+                },
+            });
+        }
+        drop(last);
+        launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        drop(this);
+        Self::after_launch(slf, &flat, &shape, shared, stream)
+    }
+
+    /// The repeat of the last plain call (same objects, same `n_threads`, same context; see
+    /// `Repeat`): launched with the last call's checked buffer and shape. False when the call
+    /// is not such a repeat (the full path then runs).
+    fn repeat_launch(slf: &Bound<'_, Self>, args: &Bound<'_, PyTuple>, n: i64) -> PyResult<bool> {
+        let py = slf.py();
+        if crate::emulate::fake_backend_active() {
+            return Ok(false);
+        }
+        let Ok(driver) = Driver::get() else {
+            return Ok(false);
+        };
+        let Ok(Some(context)) = driver.current_context() else {
+            return Ok(false);
+        };
+        let context = context.as_raw() as usize;
+        let flat = flatten(args)?;
+        let stream = current_stream(py)?;
+        let this = slf.borrow();
+        let mut last = lock(&this.last_call);
+        let Some(call) = last.as_mut() else {
+            return Ok(false);
+        };
+        let Some(repeat) = call.repeat.as_ref() else {
+            return Ok(false);
+        };
+        let same = repeat.context == context
+            && repeat.n_threads == n
+            && call.objects.len() == flat.len()
+            && call
+                .objects
+                .iter()
+                .zip(&flat)
+                .all(|(a, b)| a.as_ptr() == b.as_ptr());
+        if !same {
+            return Ok(false);
+        }
+        let shape = repeat.shape;
+        let loaded = repeat.loaded.clone();
+        // SAFETY: the buffer was checked and packed from this kernel's signature for these
+        // very objects (held by `call.objects`, so alive and not replaced), and launched with
+        // this shape on this context's device before; cuLaunchKernel copies the values. The
+        // stream handle comes from CuPy.
+        let launched = unsafe {
+            loaded
+                .function
+                .launch(shape.grid, shape.block, 0, stream, call.buffer.params())
+        };
+        drop(last);
+        let config = this.config()?;
+        launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        drop(this);
+        Self::after_launch(slf, &flat, &shape, 0, stream)?;
+        Ok(true)
+    }
+
+    /// What follows every launch: the ledger entry, debug mode's synchronize, the NaN/inf scan.
+    fn after_launch(
+        slf: &Bound<'_, Self>,
+        flat: &[Bound<'_, PyAny>],
+        shape: &LaunchShape,
+        shared: u32,
+        stream: usize,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.borrow();
+        let config = this.config()?;
+        if Ledger::global().is_recording() {
+            Self::record_launch(py, &config.name, shape);
+        }
+        if this.debug.load(Ordering::Relaxed) {
+            // SAFETY: `stream` is the handle the launch just used.
+            let handle = unsafe { cunumpy_cuda::StreamHandle::from_raw(stream) };
+            let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
+            driver.synchronize_stream(handle).map_err(|e| {
+                let e = e.in_launch(&config.name, shape.grid, shape.block, shared);
+                errors::raise(
+                    py,
+                    "CudaRuntimeError",
+                    format!(
+                        "CUDA error after launching kernel '{}' with grid {:?} and block {:?}: {e}",
+                        config.name, shape.grid, shape.block
+                    ),
+                )
+            })?;
+        }
+        if this.check_finite.load(Ordering::Relaxed) {
+            drop(this);
+            slf.call_method1(
+                intern!(py, "_check_finite_outputs"),
+                (PyList::new(py, flat)?,),
+            )?;
+        }
+        Ok(())
+    }
+
     fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<Loaded>> {
         if let Some(l) = lock(&self.loaded).iter().find(|l| l.device == device) {
             return Ok(l.clone());
@@ -323,6 +554,11 @@ impl KernelLauncher {
             ))
         })?;
         Ok((shape, shared))
+    }
+
+    /// Whether a launch without `n_threads` or `grid` infers the thread count.
+    pub(crate) fn infers_n_threads(&self) -> bool {
+        !matches!(*lock(&self.n_threads_from), NThreadsFrom::Disabled)
     }
 
     /// Whether `check_finite` is on (the NaN/inf scan after each launch).
@@ -590,132 +826,7 @@ impl KernelLauncher {
         shared_mem: i64,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let py = slf.py();
-        let this = slf.borrow();
-        let config = this.config()?;
-        let flat = flatten(args)?;
-
-        // 1. the launch shape
-        let (shape, shared) =
-            this.call_shape(py, &flat, args, n_threads, grid, block, shared_mem)?;
-        // The emulated device backend (fake CuPy): the same checks and packed buffer, run on
-        // the CPU by the emulator (see emulate.rs).
-        if crate::emulate::fake_backend_active() {
-            drop(this);
-            return crate::emulate::launch_on_fake_backend(slf, &flat, shape, shared);
-        }
-
-        // 2. the arguments: checked before anything is compiled, on any machine
-        let driver = Driver::get();
-        let device = match &driver {
-            Ok(d) => Self::launch_device(d).map_err(|e| errors::cuda_error(py, &config.name, e))?,
-            Err(_) => 0,
-        };
-        let reusable = Self::reusable(config, &flat);
-        let same_as_last = |last: &Option<LastCall>| {
-            reusable
-                && last.as_ref().is_some_and(|l| {
-                    l.device == device
-                        && l.objects.len() == flat.len()
-                        && l.objects
-                            .iter()
-                            .zip(&flat)
-                            .all(|(a, b)| a.as_ptr() == b.as_ptr())
-                })
-        };
-        let mut fresh = if same_as_last(&lock(&this.last_call)) {
-            None
-        } else {
-            Some(this.pack(py, config, &flat, device)?)
-        };
-        if shape.is_empty() {
-            return Ok(());
-        }
-        let driver = driver.map_err(|e| errors::cuda_error(py, &config.name, e))?;
-
-        // 3. compile once per device (no lock held: compiles release the GIL), check limits
-        let loaded = this.loaded_for(py, device)?;
-        launch::validate(
-            &config.name,
-            &shape,
-            shared,
-            &loaded.device_limits,
-            &loaded.kernel_limits,
-        )
-        .map_err(|e| errors::launch_error(py, e))?;
-        if shared > loaded.dynamic_shared_allowed.load(Ordering::Relaxed) {
-            loaded
-                .function
-                .set_max_dynamic_shared(shared)
-                .map_err(|e| errors::cuda_error(py, &config.name, e))?;
-            loaded
-                .dynamic_shared_allowed
-                .store(shared, Ordering::Relaxed);
-        }
-        let stream = match stream {
-            Some(s) if !s.is_none() => stream_handle(s)?,
-            _ => current_stream(py)?,
-        };
-
-        // 4. launch, with the last call's buffer when the arguments are the same objects
-        let mut last = lock(&this.last_call);
-        if fresh.is_none() && !same_as_last(&last) {
-            drop(last);
-            fresh = Some(this.pack(py, config, &flat, device)?);
-            last = lock(&this.last_call);
-        }
-        let launched = {
-            let buffer = match fresh.as_mut() {
-                Some(b) => b,
-                None => match last.as_mut() {
-                    Some(l) => &mut l.buffer,
-                    None => return Err(PyRuntimeError::new_err("internal: no packed arguments")),
-                },
-            };
-            // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
-            // as the caller asked) and is alive for the call; cuLaunchKernel copies the values.
-            // The stream handle comes from CuPy or the caller.
-            unsafe {
-                loaded
-                    .function
-                    .launch(shape.grid, shape.block, shared, stream, buffer.params())
-            }
-        };
-        if let (Some(buffer), true) = (fresh, reusable) {
-            *last = Some(LastCall {
-                objects: flat.iter().map(|o| o.clone().unbind()).collect(),
-                device,
-                buffer,
-            });
-        }
-        drop(last);
-        launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        if Ledger::global().is_recording() {
-            Self::record_launch(py, &config.name, &shape);
-        }
-        if this.debug.load(Ordering::Relaxed) {
-            // SAFETY: `stream` is the handle the launch just used.
-            let handle = unsafe { cunumpy_cuda::StreamHandle::from_raw(stream) };
-            driver.synchronize_stream(handle).map_err(|e| {
-                let e = e.in_launch(&config.name, shape.grid, shape.block, shared);
-                errors::raise(
-                    py,
-                    "CudaRuntimeError",
-                    format!(
-                        "CUDA error after launching kernel '{}' with grid {:?} and block {:?}: {e}",
-                        config.name, shape.grid, shape.block
-                    ),
-                )
-            })?;
-        }
-        if this.check_finite.load(Ordering::Relaxed) {
-            drop(this);
-            slf.call_method1(
-                intern!(py, "_check_finite_outputs"),
-                (PyList::new(py, &flat)?,),
-            )?;
-        }
-        Ok(())
+        Self::launch(slf, args, n_threads, grid, block, shared_mem, stream)
     }
 
     /// Compiles (or loads from the disk cache) for the current device; True on a cache hit.
@@ -732,6 +843,8 @@ impl KernelLauncher {
 
     /// Drops the current device's compiled kernel.
     fn _forget_compiled(&self) {
+        // the last call's repeat holds the compiled function
+        *lock(&self.last_call) = None;
         let device = Driver::get().ok().and_then(|d| d.current_device().ok());
         if let Some(device) = device {
             lock(&self.loaded).retain(|l| l.device != device);

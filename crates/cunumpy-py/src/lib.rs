@@ -3,8 +3,11 @@
 use pyo3::prelude::*;
 
 mod arrays;
+mod cupy_stream;
+mod dispatch;
 mod emulate;
 mod errors;
+mod fused_call;
 mod fusion;
 mod kernel;
 mod layout;
@@ -19,6 +22,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     layout::register(m)?;
     m.add_class::<kernel::KernelLauncher>()?;
     fusion::register(m)?;
+    m.add_class::<fused_call::FusedDispatcher>()?;
+    m.add_class::<dispatch::KernelDispatcher>()?;
     emulate::register(m)?;
     Ok(())
 }

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, _core
 from .._ledger import record
 from ..exceptions import (
     DuplicateKernelError,
@@ -64,7 +64,7 @@ def _is_device_arg(value: Any, cupy: Any) -> bool:
     return False
 
 
-class Kernel:
+class Kernel(_core.KernelDispatcher):
     """A host kernel plus, optionally, its CUDA version, called with the same arguments.
 
     ``Kernel(host_kernel, cuda_kernel=None, *, name=None, missing_cuda="raise",
@@ -128,6 +128,9 @@ class Kernel:
         self._warned = False
         self._warn_lock = threading.Lock()
         self._names: tuple[str, ...] | None | object = _MISSING
+        if self._by_backend and cuda_kernel is not None:
+            # calls on the CuPy backend with at most n_threads= launch from Rust directly
+            self._enable_fast_path(cuda_kernel, _BACKEND_STATE)
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -247,7 +250,7 @@ class Kernel:
                 return True
         return False
 
-    def __call__(
+    def _call_slow(
         self,
         *args: Any,
         n_threads: Any = None,
@@ -257,9 +260,8 @@ class Kernel:
         stream: Any = None,
         **kwargs: Any,
     ) -> Any:
-        # The hot path (backend dispatch, a CUDA version, no profile open, no launch option
-        # but n_threads) is a dictionary read, a few tests and the CudaKernel call: nothing is
-        # bound, built or recorded per call unless keyword arguments or a profile ask for it.
+        # Every call the Rust fast path (_core.KernelDispatcher.__call__) does not take: the
+        # host path, fallbacks, keywords other than n_threads, profiles.
         if kwargs:
             args = self._bind(args, kwargs)
         if _BACKEND_STATE["backend"] == "cupy" if self._by_backend else self._device_side(args):

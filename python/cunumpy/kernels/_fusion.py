@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from . import _profile
 from ..exceptions import FusionError, FusionTypeError, FusionUnsupportedError, MixedBackendError
 
 __all__ = ["fuse", "FusedFunction"]
@@ -229,7 +230,14 @@ class Symbol:
     __truediv__, __rtruediv__ = _binary("true_divide"), _binary("true_divide", True)
     __floordiv__, __rfloordiv__ = _binary("floor_divide"), _binary("floor_divide", True)
     __mod__, __rmod__ = _binary("remainder"), _binary("remainder", True)
-    __pow__, __rpow__ = _binary("power"), _binary("power", True)
+    __rpow__ = _binary("power", True)
+
+    def __pow__(self, other: Any) -> Symbol:
+        # `x ** 2` with a literal 2 on a float array is `x * x`, as in NumPy (which takes the
+        # same shortcut): no pow() in the generated code, and the same bits as NumPy.
+        if type(other) in (int, float) and other == 2 and self.dtype.kind == "f":
+            return self._tracer.op("square", self)
+        return self._tracer.op("power", self, other)
     __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
     __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
     __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
@@ -493,9 +501,13 @@ def _is_device_array(x: Any) -> bool:
     return hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray)
 
 
-class FusedFunction:
+class FusedFunction(_core.FusedDispatcher):
     """A function compiled by :func:`fuse`. Call it like the original function (plus an
-    optional ``out=``); :meth:`explain` shows the plan and the generated CUDA."""
+    optional ``out=``); :meth:`explain` shows the plan and the generated CUDA.
+
+    The first call with a new signature (argument types, dtypes, shapes) traces and plans in
+    Python; the signature is then remembered in Rust (``_core.FusedDispatcher``), and later
+    calls with it run without entering Python."""
 
     def __init__(self, function: Callable[..., Any], kernel_name: str | None = None) -> None:
         if not callable(function):
@@ -507,9 +519,6 @@ class FusedFunction:
         self._lock = threading.Lock()
         self.trace_count = 0
         self.plan_count = 0
-        # (type, dtype, shape) of each argument -> _Call: the calls already seen skip
-        # classification, signature keys and output-spec look-ups
-        self._calls: dict[tuple[Any, ...], _Call] = {}
         functools.update_wrapper(self, function)
 
     def __repr__(self) -> str:
@@ -600,22 +609,24 @@ class FusedFunction:
         return plan.explain() + "\n// ---- CUDA source ----\n" + plan.cuda_source()
 
     # ---- calling -------------------------------------------------------------------------
-    def __call__(self, *args: Any, out: Any = None) -> Any:
-        key = _call_key(args)
-        call = self._calls.get(key) if key is not None else None
-        if call is not None and out is None:
-            return call.run(args)
+    def _call_slow(self, *args: Any, out: Any = None) -> Any:
+        """Every call the Rust fast path does not take: new signatures, ``out=``, nested
+        calls while tracing, the emulated device, calls while a kernel profile collects."""
         if any(isinstance(a, Symbol) for a in args):
             if out is not None:
                 raise _unsupported("`out=` in a nested fused call")
             return _rebound(self._function)(*args)  # inlined into the caller's trace
         trace, plan, arrays, scalars = self._prepare(args)
         backend = _backend_of(arrays)
-        if key is not None and call is None:
-            call = _Call(self, trace, plan, backend, args)
-            if len(self._calls) < 256:
-                self._calls[key] = call
-        outs = self._run(plan, backend, arrays, scalars, out, call)
+        if _profile.active:
+            path = "host" if backend == "numpy" else "cuda"
+            outs = _profile.timed_call(
+                self.kernel_name, path, self._run, (plan, backend, arrays, scalars, out), {}
+            )
+        else:
+            outs = self._run(plan, backend, arrays, scalars, out)
+        if out is None:
+            self._remember(args, plan, trace.constants, trace.tuple_out)
         if trace.tuple_out:
             return tuple(outs)
         return outs[0]
@@ -627,7 +638,6 @@ class FusedFunction:
         arrays: list[Any],
         scalars: list[Any],
         out: Any,
-        call: _Call | None = None,
     ) -> list[Any]:
         specs = plan.outputs
         targets = self._out_targets(out, len(specs))
@@ -656,8 +666,7 @@ class FusedFunction:
         if backend == "numpy":
             plan.execute_cpu(inputs, scalars, results)
         else:
-            workspace = call.workspace() if call is not None else _new_workspace(plan)
-            plan.launch(inputs, scalars, results, workspace)
+            plan.launch(inputs, scalars, results, _new_workspace(plan))
         final = []
         for i, r in enumerate(results):
             t = targets[i]
@@ -689,96 +698,11 @@ class FusedFunction:
         return outs
 
 
-_SCALAR_TYPES = (bool, int, float, complex)
-_HOST_TYPES: set[type] = {np.ndarray}
-_DEVICE_TYPES: set[type] = set()
-
-
-def _call_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """A cheap key of a call: the type of each argument, and dtype and shape of arrays
-    (None for an argument of another kind: the call takes the full path)."""
-    key = []
-    for a in args:
-        t = type(a)
-        if t is Symbol:
-            return None
-        if t in _HOST_TYPES or t in _DEVICE_TYPES:
-            key.append((t, a.dtype, a.shape))
-        elif t in _SCALAR_TYPES or isinstance(a, np.generic):
-            key.append(t)
-        elif hasattr(a, "__cuda_array_interface__"):
-            _DEVICE_TYPES.add(t)
-            key.append((t, a.dtype, a.shape))
-        else:
-            return None
-    return tuple(key)
-
-
 def _new_workspace(plan: Any) -> Any:
     import cupy
 
     ws = plan.workspace_bytes
     return cupy.empty(ws, cupy.uint8) if ws else None
-
-
-class _Call:
-    """What a call signature (argument types, dtypes, shapes) resolved to: the plan, which
-    arguments are arrays and which scalars, the output specs, and the plan's workspace (one per
-    device and stream, reused: kernels on one stream run in order)."""
-
-    __slots__ = ("plan", "backend", "arrays", "scalars", "constants", "specs", "tuple_out")
-    __slots__ += ("_workspaces",)
-
-    def __init__(self, owner: FusedFunction, trace: _Trace, plan: Any, backend: str, args: Any):
-        self.plan = plan
-        self.backend = backend
-        self.arrays = [
-            i for i, a in enumerate(args) if isinstance(a, np.ndarray) or _is_device_array(a)
-        ]
-        self.scalars = [i for i in range(len(args)) if i not in self.arrays]
-        self.constants = list(trace.constants)
-        self.specs = [(tuple(shape), np.dtype(dtype)) for shape, dtype in plan.outputs]
-        self.tuple_out = trace.tuple_out
-        self._workspaces: dict[tuple[int, int], Any] = {}
-
-    def workspace(self, stream: int | None = None) -> Any:
-        """The plan's workspace for the current device and ``stream`` (CuPy's current stream
-        by default), allocated on first use; None when the plan needs none."""
-        if not self.plan.workspace_bytes:
-            return None
-        import cupy
-
-        if stream is None:
-            stream = cupy.cuda.get_current_stream().ptr
-        where = (cupy.cuda.runtime.getDevice(), stream)
-        ws = self._workspaces.get(where)
-        if ws is None:
-            if len(self._workspaces) > 8:
-                self._workspaces.clear()
-            ws = self._workspaces[where] = _new_workspace(self.plan)
-        return ws
-
-    def run(self, args: tuple[Any, ...]) -> Any:
-        """The call without out=: fresh outputs, straight to the plan."""
-        inputs = [args[i] for i in self.arrays]
-        scalars = []
-        for i in self.scalars:
-            a = args[i]
-            scalars.append(a.item() if isinstance(a, np.generic) else a)
-        scalars += self.constants
-        if self.backend == "numpy":
-            inputs = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in inputs]
-            results = [np.empty(shape, dtype) for shape, dtype in self.specs]
-            self.plan.execute_cpu(inputs, scalars, results)
-            outs = [r[()] if r.ndim == 0 else r for r in results]
-        else:
-            import cupy
-
-            inputs = [a if a.flags.c_contiguous else cupy.ascontiguousarray(a) for a in inputs]
-            outs = [cupy.empty(shape, dtype) for shape, dtype in self.specs]
-            stream = cupy.cuda.get_current_stream().ptr
-            self.plan.launch(inputs, scalars, outs, self.workspace(stream), stream)
-        return tuple(outs) if self.tuple_out else outs[0]
 
 
 def fuse(function: Callable[..., Any] | None = None, *, kernel_name: str | None = None) -> Any:

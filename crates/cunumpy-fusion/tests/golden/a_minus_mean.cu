@@ -1,21 +1,21 @@
 /* plan:
-plan `a_minus_mean`: 2 kernel(s), 3 launch(es), workspace 8704 bytes
-kernel 0 `a_minus_mean_k0`: reduction: 1 output(s) x 67108864 reduced element(s), split into 1056 block(s) per output + final combine
+plan `a_minus_mean`: 2 kernel(s), 3 launch(es), workspace 17152 bytes
+kernel 0 `a_minus_mean_k0`: reduction: 1 output(s) x 67108864 reduced element(s), split into 2112 block(s) per output + final combine
   fuses: mean
   reads: in0: float64[67108864]
   writes: buf0: float64[1]
-  bytes: 536879360 read, 8456 written
-  launch a_minus_mean_k0_partial<<<1056, 256>>>(in0, part0, M, K, P)
+  bytes: 536887808 read, 16904 written
+  launch a_minus_mean_k0_partial<<<2112, 256>>>(in0, part0, M, K, P)
   launch a_minus_mean_k0_final<<<1, 256>>>(part0, buf0, K, M, P)
 kernel 1 `a_minus_mean_k1`: elementwise over 67108864 element(s)
   fuses: subtract
   reads: in0: float64[67108864], buf0: float64[1]
   writes: out0: float64[67108864]
   bytes: 536870920 read, 536870912 written
-  launch a_minus_mean_k1<<<1056, 256>>>(in0, buf0, out0, n)
-buf0: 1 x float64 at workspace offset 8448 (kernels 0..=1): result of mean (%1)
-buf1: 1056 x float64 at workspace offset 0 (kernels 0..=0): partials of mean #0 in kernel 0
-total: 1073750280 bytes read, 536879368 bytes written
+  launch a_minus_mean_k1<<<262144, 256>>>(in0, buf0, out0, n)
+buf0: 1 x float64 at workspace offset 16896 (kernels 0..=1): result of mean (%1)
+buf1: 2112 x float64 at workspace offset 0 (kernels 0..=0): partials of mean #0 in kernel 0
+total: 1073758728 bytes read, 536887816 bytes written
 */
 
 extern "C" __global__ void a_minus_mean_k0_partial(
@@ -95,16 +95,10 @@ extern "C" __global__ void a_minus_mean_k1(
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-    const int i = i0 + u * stride;
-    if (i < n) {
+    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
         const double r0 = in0[i];
         const double r1 = buf0[0];
         const double r2 = (r0 - r1);
         out0[i] = r2;
-    }
-    }
     }
 }

@@ -5,7 +5,7 @@ kernel 0 `axpy_chain_k0`: elementwise over 67108864 element(s)
   reads: in0: float64[67108864], in1: float64[67108864], in2: float64[67108864], in3: float64[67108864], s0: float64
   writes: out0: float64[67108864]
   bytes: 2147483648 read, 536870912 written
-  launch axpy_chain_k0<<<1056, 256>>>(in0, in1, in2, in3, out0, s0, n)
+  launch axpy_chain_k0<<<262144, 256>>>(in0, in1, in2, in3, out0, s0, n)
 total: 2147483648 bytes read, 536870912 bytes written
 */
 
@@ -19,11 +19,7 @@ extern "C" __global__ void axpy_chain_k0(
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-    const int i = i0 + u * stride;
-    if (i < n) {
+    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
         const double r0 = in0[i];
         const double r1 = in1[i];
         const double r2 = (r0 * r1);
@@ -35,7 +31,5 @@ extern "C" __global__ void axpy_chain_k0(
         const double r8 = (r7 * r0);
         const double r9 = (r6 - r8);
         out0[i] = r9;
-    }
-    }
     }
 }

@@ -5,7 +5,7 @@ kernel 0 `broadcast_where_f32_k0`: elementwise over 300000 element(s)
   reads: in0: float32[1000, 300], in1: float32[300], s0: int64, s1: float64
   writes: out0: float32[1000, 300]
   bytes: 1201200 read, 1200000 written
-  launch broadcast_where_f32_k0<<<1056, 256>>>(in0, in1, out0, s0, s1, d1, n)
+  launch broadcast_where_f32_k0<<<1172, 256>>>(in0, in1, out0, s0, s1, d1, n)
 total: 1201200 bytes read, 1200000 bytes written
 */
 
@@ -19,11 +19,7 @@ extern "C" __global__ void broadcast_where_f32_k0(
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-    const int i = i0 + u * stride;
-    if (i < n) {
+    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
         int ctmp = i;
         const int c1 = ctmp % d1; ctmp /= d1;
         const int c0 = ctmp;
@@ -37,7 +33,5 @@ extern "C" __global__ void broadcast_where_f32_k0(
         const float r7 = (float)(r6);
         const float r8 = (r3 ? r5 : r7);
         out0[i] = r8;
-    }
-    }
     }
 }

@@ -148,11 +148,7 @@ extern "C" __global__ void complex_rows_c64_k1(
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i0 = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i0 < n; i0 += 4 * stride) {
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-    const int i = i0 + u * stride;
-    if (i < n) {
+    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
         int ctmp = i;
         const int c1 = ctmp % d1; ctmp /= d1;
         const int c0 = ctmp;
@@ -166,7 +162,5 @@ extern "C" __global__ void complex_rows_c64_k1(
         const cn_c64 r7 = exp(r6);
         const float r8 = cn_abs(r7);
         out0[i] = r8;
-    }
-    }
     }
 }

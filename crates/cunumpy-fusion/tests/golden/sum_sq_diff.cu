@@ -1,14 +1,14 @@
 /* plan:
-plan `sum_sq_diff`: 1 kernel(s), 2 launch(es), workspace 8448 bytes
-kernel 0 `sum_sq_diff_k0`: reduction: 1 output(s) x 67108864 reduced element(s), split into 1056 block(s) per output + final combine
+plan `sum_sq_diff`: 1 kernel(s), 2 launch(es), workspace 16896 bytes
+kernel 0 `sum_sq_diff_k0`: reduction: 1 output(s) x 67108864 reduced element(s), split into 2112 block(s) per output + final combine
   fuses: subtract, power, sum
   reads: in0: float64[67108864], in1: float64[67108864], s0: int64
   writes: out0: float64[]
-  bytes: 1073750272 read, 8456 written
-  launch sum_sq_diff_k0_partial<<<1056, 256>>>(in0, in1, part0, s0, M, K, P)
+  bytes: 1073758720 read, 16904 written
+  launch sum_sq_diff_k0_partial<<<2112, 256>>>(in0, in1, part0, s0, M, K, P)
   launch sum_sq_diff_k0_final<<<1, 256>>>(part0, out0, M, P)
-buf0: 1056 x float64 at workspace offset 0 (kernels 0..=0): partials of sum #0 in kernel 0
-total: 1073750272 bytes read, 8456 bytes written
+buf0: 2112 x float64 at workspace offset 0 (kernels 0..=0): partials of sum #0 in kernel 0
+total: 1073758720 bytes read, 16904 bytes written
 */
 
 extern "C" __global__ void sum_sq_diff_k0_partial(

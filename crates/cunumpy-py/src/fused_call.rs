@@ -1,0 +1,406 @@
+//! The cached-call path of fused functions: `FusedDispatcher`, the base class of
+//! `cunumpy.kernels.FusedFunction`.
+//!
+//! A fused function's first call with a new signature (argument types, dtypes, shapes) is
+//! traced and planned in Python, which then registers the call here (`_remember`). Later calls
+//! with the same signature never leave Rust: the arguments are read, matched against the
+//! remembered signatures, the outputs allocated and the plan run (launched on CuPy's current
+//! stream, or executed on the CPU for NumPy arrays). Anything else — keywords (`out=`), a new
+//! signature, non-contiguous arrays, subclasses, the emulated device, an active kernel
+//! profile — takes the Python path (`_call_slow`), which gives the full checks and messages.
+
+use crate::arrays;
+use crate::emulate;
+use crate::fusion::{host_view_from_struct, scalar_value, FusionPlan, HostView};
+use crate::kernel;
+use cunumpy_core::dtype::DType;
+use cunumpy_fusion::ScalarValue;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple, PyType};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// At most this many signatures are remembered per fused function (later ones stay slow).
+const MAX_REMEMBERED: usize = 64;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the signature of a call is made of, per argument.
+#[derive(Clone, PartialEq)]
+enum ArgKind {
+    Host {
+        dtype: DType,
+        shape: Vec<usize>,
+    },
+    Device {
+        dtype: DType,
+        shape: Vec<usize>,
+    },
+    /// A scalar of this exact type (its address; `CachedCall` keeps the type alive).
+    Scalar(usize),
+}
+
+/// One argument as read for a call.
+enum ArgValue {
+    Host(HostView),
+    Device { ptr: u64, device: i32 },
+    Scalar(ScalarValue),
+}
+
+struct Output {
+    shape: Py<PyTuple>,
+    dtype: Py<PyAny>,
+    /// NumPy gives a 0-d result as a scalar.
+    zero_d: bool,
+}
+
+/// A device workspace of the plan, one per (device, stream): kernels on one stream run in
+/// order, so consecutive calls on it can share one.
+struct Workspace {
+    device: i32,
+    stream: usize,
+    ptr: u64,
+    _array: Py<PyAny>,
+}
+
+struct CachedCall {
+    key: Vec<ArgKind>,
+    _scalar_types: Vec<Py<PyType>>,
+    plan: Py<FusionPlan>,
+    constants: Vec<ScalarValue>,
+    outputs: Vec<Output>,
+    tuple_out: bool,
+    workspaces: Mutex<Vec<Workspace>>,
+}
+
+#[pyclass(subclass, module = "cunumpy._core", name = "FusedDispatcher")]
+pub struct FusedDispatcher {
+    calls: Mutex<Vec<Arc<CachedCall>>>,
+}
+
+/// Reads one argument: its part of the signature and its value. None when the fast path does
+/// not take it (the Python path then decides what it is).
+fn read_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<(ArgKind, ArgValue)>> {
+    let py = obj.py();
+    let np = arrays::numpy(py)?;
+    let ty = obj.get_type();
+    if ty.is(np.ndarray.bind(py)) {
+        return Ok(host_view_from_struct(py, obj, false)?.map(|v| {
+            (
+                ArgKind::Host {
+                    dtype: v.dtype,
+                    shape: v.shape.clone(),
+                },
+                ArgValue::Host(v),
+            )
+        }));
+    }
+    if arrays::cupy_ndarray(py).is_some_and(|t| ty.is(t)) {
+        if !obj.getattr(intern!(py, "_c_contiguous"))?.is_truthy()? {
+            return Ok(None);
+        }
+        let Ok(dtype) = arrays::dtype_of(&obj.getattr(intern!(py, "dtype"))?)? else {
+            return Ok(None);
+        };
+        let shape: Vec<usize> = obj.getattr(intern!(py, "shape"))?.extract()?;
+        let data = obj.getattr(intern!(py, "data"))?;
+        let ptr: u64 = data.getattr(intern!(py, "ptr"))?.extract()?;
+        let device: i32 = data.getattr(intern!(py, "device_id"))?.extract()?;
+        return Ok(Some((
+            ArgKind::Device { dtype, shape },
+            ArgValue::Device { ptr, device },
+        )));
+    }
+    let exact_python = obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyComplex>();
+    if exact_python {
+        return Ok(Some((
+            ArgKind::Scalar(ty.as_ptr() as usize),
+            ArgValue::Scalar(scalar_value(obj, 0)?),
+        )));
+    }
+    if obj.is_instance(np.generic.bind(py))? {
+        let item = obj.call_method0(intern!(py, "item"))?;
+        let Ok(value) = scalar_value(&item, 0) else {
+            return Ok(None);
+        };
+        return Ok(Some((
+            ArgKind::Scalar(ty.as_ptr() as usize),
+            ArgValue::Scalar(value),
+        )));
+    }
+    Ok(None)
+}
+
+fn read_args(args: &Bound<'_, PyTuple>) -> PyResult<Option<(Vec<ArgKind>, Vec<ArgValue>)>> {
+    let mut kinds = Vec::with_capacity(args.len());
+    let mut values = Vec::with_capacity(args.len());
+    for a in args.iter() {
+        match read_arg(&a)? {
+            Some((k, v)) => {
+                kinds.push(k);
+                values.push(v);
+            }
+            None => return Ok(None),
+        }
+    }
+    Ok(Some((kinds, values)))
+}
+
+/// Whether a kernel profile is collecting (then calls take the Python path, which times them).
+pub(crate) fn profiling(py: Python<'_>) -> PyResult<bool> {
+    static ACTIVE: PyOnceLock<Py<PyList>> = PyOnceLock::new();
+    let active = ACTIVE.get_or_try_init(py, || {
+        py.import("cunumpy.kernels._profile")?
+            .getattr("active")?
+            .cast_into::<PyList>()
+            .map(Bound::unbind)
+            .map_err(PyErr::from)
+    })?;
+    Ok(!active.bind(py).is_empty())
+}
+
+fn numpy_empty(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static EMPTY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    EMPTY
+        .get_or_try_init(py, || Ok(py.import("numpy")?.getattr("empty")?.unbind()))
+        .map(|f| f.bind(py))
+}
+
+fn device_pointer(array: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let py = array.py();
+    array
+        .getattr(intern!(py, "data"))?
+        .getattr(intern!(py, "ptr"))?
+        .extract()
+}
+
+impl CachedCall {
+    fn scalars(&self, values: &[ArgValue]) -> Vec<ScalarValue> {
+        let mut out: Vec<ScalarValue> = values
+            .iter()
+            .filter_map(|v| match v {
+                ArgValue::Scalar(s) => Some(*s),
+                _ => None,
+            })
+            .collect();
+        out.extend_from_slice(&self.constants);
+        out
+    }
+
+    fn result<'py>(&self, py: Python<'py>, outs: Vec<Bound<'py, PyAny>>) -> PyResult<Py<PyAny>> {
+        if self.tuple_out {
+            return Ok(PyTuple::new(py, outs)?.into_any().unbind());
+        }
+        outs.into_iter()
+            .next()
+            .map(Bound::unbind)
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("internal: no output"))
+    }
+
+    fn run_host(&self, py: Python<'_>, values: Vec<ArgValue>) -> PyResult<Py<PyAny>> {
+        let plan = self.plan.get();
+        let svs = self.scalars(&values);
+        let ins: Vec<HostView> = values
+            .into_iter()
+            .filter_map(|v| match v {
+                ArgValue::Host(h) => Some(h),
+                _ => None,
+            })
+            .collect();
+        let empty = numpy_empty(py)?;
+        let mut arrays_out = Vec::with_capacity(self.outputs.len());
+        let mut views = Vec::with_capacity(self.outputs.len());
+        for o in &self.outputs {
+            let array = empty.call1((o.shape.bind(py), o.dtype.bind(py)))?;
+            let view = host_view_from_struct(py, &array, true)?.ok_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err("internal: numpy.empty gave no view")
+            })?;
+            views.push(view);
+            arrays_out.push(array);
+        }
+        plan.run_host(py, ins, views, &svs)?;
+        let unit = PyTuple::empty(py);
+        let outs = arrays_out
+            .into_iter()
+            .zip(&self.outputs)
+            .map(|(a, o)| if o.zero_d { a.get_item(&unit) } else { Ok(a) })
+            .collect::<PyResult<Vec<_>>>()?;
+        self.result(py, outs)
+    }
+
+    fn workspace(&self, py: Python<'_>, device: i32, stream: usize, bytes: usize) -> PyResult<u64> {
+        if bytes == 0 {
+            return Ok(0);
+        }
+        if let Some(w) = lock(&self.workspaces)
+            .iter()
+            .find(|w| w.device == device && w.stream == stream)
+        {
+            return Ok(w.ptr);
+        }
+        let ndarray = arrays::cupy_ndarray(py).ok_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err("internal: CuPy is not imported")
+        })?;
+        let array = ndarray.call1(((bytes,), "uint8"))?;
+        let ptr = device_pointer(&array)?;
+        let mut all = lock(&self.workspaces);
+        if all.len() >= 8 {
+            all.clear();
+        }
+        all.push(Workspace {
+            device,
+            stream,
+            ptr,
+            _array: array.unbind(),
+        });
+        Ok(ptr)
+    }
+
+    /// None when an input lives on another device (the Python path raises the error).
+    fn run_device(&self, py: Python<'_>, values: Vec<ArgValue>) -> PyResult<Option<Py<PyAny>>> {
+        let plan = self.plan.get();
+        let (_, device) = plan.current_device(py)?;
+        let mut in_ptrs = Vec::with_capacity(values.len());
+        for v in &values {
+            if let ArgValue::Device { ptr, device: on } = v {
+                if *on != device {
+                    return Ok(None);
+                }
+                in_ptrs.push(*ptr);
+            }
+        }
+        let svs = self.scalars(&values);
+        let ndarray = arrays::cupy_ndarray(py).ok_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err("internal: CuPy is not imported")
+        })?;
+        let mut outs = Vec::with_capacity(self.outputs.len());
+        let mut out_ptrs = Vec::with_capacity(self.outputs.len());
+        for o in &self.outputs {
+            let array = ndarray.call1((o.shape.bind(py), o.dtype.bind(py)))?;
+            out_ptrs.push(device_pointer(&array)?);
+            outs.push(array);
+        }
+        let stream = kernel::current_stream(py)?;
+        let ws = self.workspace(py, device, stream, plan.plan.workspace_bytes)?;
+        plan.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, ws, &svs)?;
+        self.result(py, outs).map(Some)
+    }
+}
+
+impl FusedDispatcher {
+    fn find(&self, key: &[ArgKind]) -> Option<Arc<CachedCall>> {
+        lock(&self.calls).iter().find(|c| c.key == key).cloned()
+    }
+
+    fn fast_call(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Option<Py<PyAny>>> {
+        if emulate::fake_backend_active() || profiling(py)? {
+            return Ok(None);
+        }
+        let Some((kinds, values)) = read_args(args)? else {
+            return Ok(None);
+        };
+        let Some(call) = self.find(&kinds) else {
+            return Ok(None);
+        };
+        if kinds.iter().any(|k| matches!(k, ArgKind::Device { .. })) {
+            call.run_device(py, values)
+        } else {
+            call.run_host(py, values).map(Some)
+        }
+    }
+}
+
+#[pymethods]
+impl FusedDispatcher {
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
+        FusedDispatcher {
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs a remembered signature without leaving Rust; anything else goes to `_call_slow`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        if kwargs.is_none_or(|k| k.is_empty()) {
+            if let Some(result) = slf.borrow().fast_call(py, args)? {
+                return Ok(result);
+            }
+        }
+        slf.call_method(intern!(py, "_call_slow"), args, kwargs)
+            .map(Bound::unbind)
+    }
+
+    /// Remembers that calls with these arguments' signature run `plan` with the trace's
+    /// `constants` after the call's scalars; False when the arguments are not all ones the
+    /// fast path reads (the call then always takes the Python path).
+    fn _remember(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        plan: Py<FusionPlan>,
+        constants: Vec<Bound<'_, PyAny>>,
+        tuple_out: bool,
+    ) -> PyResult<bool> {
+        let Some((key, _)) = read_args(args)? else {
+            return Ok(false);
+        };
+        let host = key.iter().any(|k| matches!(k, ArgKind::Host { .. }));
+        let device = key.iter().any(|k| matches!(k, ArgKind::Device { .. }));
+        if host && device {
+            return Ok(false);
+        }
+        let constants = constants
+            .iter()
+            .enumerate()
+            .map(|(i, c)| scalar_value(c, i))
+            .collect::<PyResult<Vec<_>>>()?;
+        let np_dtype = py.import("numpy")?.getattr("dtype")?;
+        let outputs = plan
+            .get()
+            .plan
+            .outputs
+            .iter()
+            .map(|spec| {
+                Ok(Output {
+                    zero_d: spec.shape.is_empty(),
+                    shape: PyTuple::new(py, &spec.shape)?.unbind(),
+                    dtype: np_dtype.call1((spec.dtype.name(),))?.unbind(),
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let scalar_types = args.iter().map(|a| a.get_type().unbind()).collect();
+        let mut calls = lock(&self.calls);
+        if calls.len() >= MAX_REMEMBERED || calls.iter().any(|c| c.key == key) {
+            return Ok(calls.iter().any(|c| c.key == key));
+        }
+        calls.push(Arc::new(CachedCall {
+            key,
+            _scalar_types: scalar_types,
+            plan,
+            constants,
+            outputs,
+            tuple_out,
+            workspaces: Mutex::new(Vec::new()),
+        }));
+        Ok(true)
+    }
+
+    /// How many signatures the fast path knows.
+    #[getter]
+    fn _remembered(&self) -> usize {
+        lock(&self.calls).len()
+    }
+}
