@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from . import _profile
 from ..exceptions import FusionError, FusionTypeError, FusionUnsupportedError, MixedBackendError
+from . import _profile
 
 __all__ = ["fuse", "FusedFunction"]
 
@@ -238,6 +238,7 @@ class Symbol:
         if type(other) in (int, float) and other == 2 and self.dtype.kind == "f":
             return self._tracer.op("square", self)
         return self._tracer.op("power", self, other)
+
     __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
     __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
     __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
