@@ -236,7 +236,6 @@ pub(crate) trait Elem:
 pub(crate) trait FloatElem: Elem {
     fn truediv_(self, o: Self) -> Self;
     fn atan2_(self, o: Self) -> Self;
-    fn exp_(self) -> Self;
     fn ln_(self) -> Self;
     fn log2_(self) -> Self;
     fn log10_(self) -> Self;
@@ -864,10 +863,6 @@ macro_rules! float_elem {
             #[inline(always)]
             fn atan2_(self, o: Self) -> Self {
                 self.atan2(o)
-            }
-            #[inline(always)]
-            fn exp_(self) -> Self {
-                self.exp()
             }
             #[inline(always)]
             fn ln_(self) -> Self {

@@ -39,6 +39,7 @@ mod ops;
 mod pack;
 mod plan;
 mod promote;
+mod vmath;
 
 pub use complex::Complex;
 pub use cpu::{execute_cpu, ArrayMut, ArrayRef, ScalarValue, BLOCK};

@@ -5,6 +5,7 @@
 use crate::complex::Complex;
 use crate::elem::{map1, map2, map3, BitElem, Elem, FloatElem, Operand};
 use crate::promote::{float_for, promote, ArgType};
+use crate::vmath;
 use cunumpy_core::dtype::{DType, DTypeKind};
 
 /// An elementwise operation (the index of its row in [`OPS`]).
@@ -621,7 +622,10 @@ pub static OPS: [OpDef; 60] = [
         FloatMath,
         false,
         "exp({0})",
-        float1!(|a| a.exp_()),
+        CpuKernel::Float1(Float1 {
+            f32: vmath::exp_f32,
+            f64: vmath::exp_f64
+        }),
         Some(cx1!(|a| a.exp()))
     ),
     row!(
@@ -687,7 +691,10 @@ pub static OPS: [OpDef; 60] = [
         FloatMath,
         false,
         "sin({0})",
-        float1!(|a| a.sin_()),
+        CpuKernel::Float1(Float1 {
+            f32: vmath::sin_f32,
+            f64: vmath::sin_f64
+        }),
         Some(cx1!(|a| a.sin()))
     ),
     row!(
@@ -697,7 +704,10 @@ pub static OPS: [OpDef; 60] = [
         FloatMath,
         false,
         "cos({0})",
-        float1!(|a| a.cos_()),
+        CpuKernel::Float1(Float1 {
+            f32: vmath::cos_f32,
+            f64: vmath::cos_f64
+        }),
         Some(cx1!(|a| a.cos()))
     ),
     row!(

@@ -90,7 +90,8 @@ fn math_functions_match_std() {
     let want: Vec<f64> = (0..n)
         .map(|i| (-(a[i] * a[i])).exp() * b[i].sin() + c[i])
         .collect();
-    close(&outs[0].f64s(), &want, 0.0, "exp(-a*a)*sin(b)+c");
+    // the executor's vectorised exp and sin are within 2 ulp of libm, not bit-identical
+    close(&outs[0].f64s(), &want, 1e-15, "exp(-a*a)*sin(b)+c");
 }
 
 /// Every unary float op of the table against its `f64` method.
@@ -150,7 +151,13 @@ fn every_unary_float_op() {
         let inp = f64s(x);
         let (_, outs) = run(&graph, &[(&inp, &[n])], &[]);
         let want: Vec<f64> = x.iter().map(|&v| f(v)).collect();
-        close(&outs[0].f64s(), &want, 0.0, op.name());
+        // exp, sin and cos are vectorised (within 2 ulp of libm); the rest call libm
+        let rtol = if matches!(op, Op::Exp | Op::Sin | Op::Cos) {
+            5e-16
+        } else {
+            0.0
+        };
+        close(&outs[0].f64s(), &want, rtol, op.name());
     }
 }
 
@@ -893,5 +900,5 @@ fn serial_and_parallel_sizes_and_outputs_of_one_value() {
     let graph = g.finish().unwrap();
     let (_, outs) = run(&graph, &[(&ix, &[n])], &[]);
     let want: Vec<f64> = x.iter().map(|v| v.exp() * v).collect();
-    close(&outs[0].f64s(), &want, 0.0, "exp(a)*a");
+    close(&outs[0].f64s(), &want, 1e-15, "exp(a)*a");
 }
