@@ -227,11 +227,20 @@ def test_remembered_signatures_run_in_rust_and_match_the_traced_call():
     f(A[:2].copy(), B[:2].copy(), 2.5)
     f(F32, F32B, 2.5)
     assert f._remembered == 3 and f.trace_count == 2
-    # out= always takes the Python path and is never remembered as a signature
-    target = np.empty_like(A)
-    f(A, B, 2.5, out=(target, np.empty(())))
+    # out= with a remembered signature writes in place from Rust and returns the targets
+    target, total = np.empty_like(A), np.empty(())
+    got = f(A, B, 2.5, out=(target, total))
+    assert got[0] is target and got[1] is total
     np.testing.assert_array_equal(target, first[0])
+    assert total[()] == first[1]
     assert f._remembered == 3
+    # an out= array overlapping an input takes the Python path: still NumPy's result
+    a2 = A.copy()
+    f(a2, B, 2.5, out=(a2, np.empty(())))
+    np.testing.assert_array_equal(a2, first[0])
+    # a wrong out= is reported by the Python path
+    with pytest.raises(FusionTypeError):
+        f(A, B, 2.5, out=target)
 
 
 def test_fused_calls_appear_in_the_kernel_profile():

@@ -4,10 +4,12 @@
 //! A fused function's first call with a new signature (argument types, dtypes, shapes) is
 //! traced and planned in Python, which then registers the call here (`_remember`). Later calls
 //! with the same signature never leave Rust: the arguments are read, matched against the
-//! remembered signatures, the outputs allocated and the plan run (launched on CuPy's current
-//! stream, or executed on the CPU for NumPy arrays). Anything else — keywords (`out=`), a new
-//! signature, non-contiguous arrays, subclasses, the emulated device, an active kernel
-//! profile — takes the Python path (`_call_slow`), which gives the full checks and messages.
+//! remembered signatures, the outputs allocated (or `out=` arrays checked and written in
+//! place) and the plan run (launched on CuPy's current stream, or executed on the CPU for
+//! NumPy arrays). Anything else — other keywords, a new signature, non-contiguous arrays,
+//! subclasses, `out=` arrays that overlap an input or do not match, the emulated device, an
+//! active kernel profile — takes the Python path (`_call_slow`), which gives the full checks
+//! and messages.
 
 use crate::arrays;
 use crate::emulate;
@@ -46,8 +48,51 @@ enum ArgKind {
 /// One argument as read for a call.
 enum ArgValue {
     Host(HostView),
-    Device { ptr: u64, device: i32 },
+    Device { ptr: u64, nbytes: u64, device: i32 },
     Scalar(ScalarValue),
+}
+
+/// A C-contiguous CuPy array's facts.
+struct DeviceArray {
+    dtype: DType,
+    shape: Vec<usize>,
+    ptr: u64,
+    device: i32,
+}
+
+impl DeviceArray {
+    fn range(&self) -> (u64, u64) {
+        let n: usize = self.shape.iter().product();
+        (self.ptr, self.ptr + (n * self.dtype.itemsize()) as u64)
+    }
+}
+
+/// Reads an exact, C-contiguous `cupy.ndarray` of a supported dtype (None otherwise).
+fn read_cupy(obj: &Bound<'_, PyAny>) -> PyResult<Option<DeviceArray>> {
+    let py = obj.py();
+    if !arrays::cupy_ndarray(py).is_some_and(|t| obj.get_type().is(t)) {
+        return Ok(None);
+    }
+    if !obj.getattr(intern!(py, "_c_contiguous"))?.is_truthy()? {
+        return Ok(None);
+    }
+    let Ok(dtype) = arrays::dtype_of(&obj.getattr(intern!(py, "dtype"))?)? else {
+        return Ok(None);
+    };
+    let shape: Vec<usize> = obj.getattr(intern!(py, "shape"))?.extract()?;
+    let data = obj.getattr(intern!(py, "data"))?;
+    let ptr: u64 = data.getattr(intern!(py, "ptr"))?.extract()?;
+    let device: i32 = data.getattr(intern!(py, "device_id"))?.extract()?;
+    Ok(Some(DeviceArray {
+        dtype,
+        shape,
+        ptr,
+        device,
+    }))
+}
+
+fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
 }
 
 struct Output {
@@ -55,6 +100,8 @@ struct Output {
     dtype: Py<PyAny>,
     /// NumPy gives a 0-d result as a scalar.
     zero_d: bool,
+    spec_dtype: DType,
+    spec_shape: Vec<usize>,
 }
 
 /// A device workspace of the plan, one per (device, stream): kernels on one stream run in
@@ -99,20 +146,20 @@ fn read_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<(ArgKind, ArgValue)>> {
         }));
     }
     if arrays::cupy_ndarray(py).is_some_and(|t| ty.is(t)) {
-        if !obj.getattr(intern!(py, "_c_contiguous"))?.is_truthy()? {
-            return Ok(None);
-        }
-        let Ok(dtype) = arrays::dtype_of(&obj.getattr(intern!(py, "dtype"))?)? else {
-            return Ok(None);
-        };
-        let shape: Vec<usize> = obj.getattr(intern!(py, "shape"))?.extract()?;
-        let data = obj.getattr(intern!(py, "data"))?;
-        let ptr: u64 = data.getattr(intern!(py, "ptr"))?.extract()?;
-        let device: i32 = data.getattr(intern!(py, "device_id"))?.extract()?;
-        return Ok(Some((
-            ArgKind::Device { dtype, shape },
-            ArgValue::Device { ptr, device },
-        )));
+        return Ok(read_cupy(obj)?.map(|a| {
+            let (start, end) = a.range();
+            (
+                ArgKind::Device {
+                    dtype: a.dtype,
+                    shape: a.shape,
+                },
+                ArgValue::Device {
+                    ptr: a.ptr,
+                    nbytes: end - start,
+                    device: a.device,
+                },
+            )
+        }));
     }
     let exact_python = obj.is_exact_instance_of::<PyBool>()
         || obj.is_exact_instance_of::<PyInt>()
@@ -203,7 +250,14 @@ impl CachedCall {
             .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("internal: no output"))
     }
 
-    fn run_host(&self, py: Python<'_>, values: Vec<ArgValue>) -> PyResult<Py<PyAny>> {
+    /// Runs on the CPU into fresh outputs, or into `given` ones (`out=`); None when a given
+    /// output is not one the fast path writes as is (the Python path then handles it).
+    fn run_host(
+        &self,
+        py: Python<'_>,
+        values: Vec<ArgValue>,
+        given: Option<Vec<Bound<'_, PyAny>>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
         let plan = self.plan.get();
         let svs = self.scalars(&values);
         let ins: Vec<HostView> = values
@@ -213,16 +267,45 @@ impl CachedCall {
                 _ => None,
             })
             .collect();
-        let empty = numpy_empty(py)?;
         let mut arrays_out = Vec::with_capacity(self.outputs.len());
-        let mut views = Vec::with_capacity(self.outputs.len());
-        for o in &self.outputs {
-            let array = empty.call1((o.shape.bind(py), o.dtype.bind(py)))?;
-            let view = host_view_from_struct(py, &array, true)?.ok_or_else(|| {
-                pyo3::exceptions::PyRuntimeError::new_err("internal: numpy.empty gave no view")
-            })?;
-            views.push(view);
-            arrays_out.push(array);
+        let mut views: Vec<HostView> = Vec::with_capacity(self.outputs.len());
+        match given {
+            Some(targets) => {
+                let ndarray = arrays::numpy(py)?.ndarray.bind(py);
+                for (t, o) in targets.into_iter().zip(&self.outputs) {
+                    if !t.get_type().is(ndarray) {
+                        return Ok(None);
+                    }
+                    let Some(view) = host_view_from_struct(py, &t, true)? else {
+                        return Ok(None);
+                    };
+                    let range = (view.ptr, view.ptr + view.len * view.dtype.itemsize());
+                    let clash = ins
+                        .iter()
+                        .chain(&views)
+                        .any(|v| v.len > 0 && overlaps_host(range, v) && view.len > 0);
+                    if view.dtype != o.spec_dtype || view.shape != o.spec_shape || clash {
+                        return Ok(None);
+                    }
+                    views.push(view);
+                    arrays_out.push(t);
+                }
+                plan.run_host(py, ins, views, &svs)?;
+                return self.result(py, arrays_out).map(Some);
+            }
+            None => {
+                let empty = numpy_empty(py)?;
+                for o in &self.outputs {
+                    let array = empty.call1((o.shape.bind(py), o.dtype.bind(py)))?;
+                    let view = host_view_from_struct(py, &array, true)?.ok_or_else(|| {
+                        pyo3::exceptions::PyRuntimeError::new_err(
+                            "internal: numpy.empty gave no view",
+                        )
+                    })?;
+                    views.push(view);
+                    arrays_out.push(array);
+                }
+            }
         }
         plan.run_host(py, ins, views, &svs)?;
         let unit = PyTuple::empty(py);
@@ -231,7 +314,7 @@ impl CachedCall {
             .zip(&self.outputs)
             .map(|(a, o)| if o.zero_d { a.get_item(&unit) } else { Ok(a) })
             .collect::<PyResult<Vec<_>>>()?;
-        self.result(py, outs)
+        self.result(py, outs).map(Some)
     }
 
     fn workspace(&self, py: Python<'_>, device: i32, stream: usize, bytes: usize) -> PyResult<u64> {
@@ -262,29 +345,66 @@ impl CachedCall {
         Ok(ptr)
     }
 
-    /// None when an input lives on another device (the Python path raises the error).
-    fn run_device(&self, py: Python<'_>, values: Vec<ArgValue>) -> PyResult<Option<Py<PyAny>>> {
+    /// Launches into fresh outputs, or into `given` ones (`out=`). None when an input lives on
+    /// another device or a given output is not one the fast path writes as is (the Python
+    /// path then raises or handles it).
+    fn run_device(
+        &self,
+        py: Python<'_>,
+        values: Vec<ArgValue>,
+        given: Option<Vec<Bound<'_, PyAny>>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
         let plan = self.plan.get();
         let (_, device) = plan.current_device(py)?;
         let mut in_ptrs = Vec::with_capacity(values.len());
+        let mut ranges = Vec::with_capacity(values.len());
         for v in &values {
-            if let ArgValue::Device { ptr, device: on } = v {
+            if let ArgValue::Device {
+                ptr,
+                nbytes,
+                device: on,
+            } = v
+            {
                 if *on != device {
                     return Ok(None);
                 }
                 in_ptrs.push(*ptr);
+                ranges.push((*ptr, *ptr + *nbytes));
             }
         }
         let svs = self.scalars(&values);
-        let ndarray = arrays::cupy_ndarray(py).ok_or_else(|| {
-            pyo3::exceptions::PyRuntimeError::new_err("internal: CuPy is not imported")
-        })?;
         let mut outs = Vec::with_capacity(self.outputs.len());
         let mut out_ptrs = Vec::with_capacity(self.outputs.len());
-        for o in &self.outputs {
-            let array = ndarray.call1((o.shape.bind(py), o.dtype.bind(py)))?;
-            out_ptrs.push(device_pointer(&array)?);
-            outs.push(array);
+        match given {
+            Some(targets) => {
+                for (t, o) in targets.into_iter().zip(&self.outputs) {
+                    let Some(a) = read_cupy(&t)? else {
+                        return Ok(None);
+                    };
+                    let range = a.range();
+                    let clash = range.1 > range.0 && ranges.iter().any(|r| overlaps(range, *r));
+                    if a.dtype != o.spec_dtype
+                        || a.shape != o.spec_shape
+                        || a.device != device
+                        || clash
+                    {
+                        return Ok(None);
+                    }
+                    ranges.push(range);
+                    out_ptrs.push(a.ptr);
+                    outs.push(t);
+                }
+            }
+            None => {
+                let ndarray = arrays::cupy_ndarray(py).ok_or_else(|| {
+                    pyo3::exceptions::PyRuntimeError::new_err("internal: CuPy is not imported")
+                })?;
+                for o in &self.outputs {
+                    let array = ndarray.call1((o.shape.bind(py), o.dtype.bind(py)))?;
+                    out_ptrs.push(device_pointer(&array)?);
+                    outs.push(array);
+                }
+            }
         }
         let stream = kernel::current_stream(py)?;
         let ws = self.workspace(py, device, stream, plan.plan.workspace_bytes)?;
@@ -293,12 +413,24 @@ impl CachedCall {
     }
 }
 
+fn overlaps_host(range: (usize, usize), v: &HostView) -> bool {
+    let other = (v.ptr, v.ptr + v.len * v.dtype.itemsize());
+    range.0 < other.1 && other.0 < range.1
+}
+
 impl FusedDispatcher {
     fn find(&self, key: &[ArgKind]) -> Option<Arc<CachedCall>> {
         lock(&self.calls).iter().find(|c| c.key == key).cloned()
     }
 
-    fn fast_call(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Option<Py<PyAny>>> {
+    /// The call from Rust, or None when it must take the Python path. `out` is the `out=`
+    /// keyword (an array, or a tuple or list of arrays for several outputs).
+    fn fast_call(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        out: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
         if emulate::fake_backend_active() || profiling(py)? {
             return Ok(None);
         }
@@ -308,10 +440,25 @@ impl FusedDispatcher {
         let Some(call) = self.find(&kinds) else {
             return Ok(None);
         };
+        let given = match out {
+            None => None,
+            Some(o) => {
+                let targets: Vec<Bound<'_, PyAny>> =
+                    if o.is_instance_of::<PyTuple>() || o.is_instance_of::<PyList>() {
+                        o.try_iter()?.collect::<PyResult<_>>()?
+                    } else {
+                        vec![o]
+                    };
+                if targets.len() != call.outputs.len() {
+                    return Ok(None); // the Python path names the mismatch
+                }
+                Some(targets)
+            }
+        };
         if kinds.iter().any(|k| matches!(k, ArgKind::Device { .. })) {
-            call.run_device(py, values)
+            call.run_device(py, values, given)
         } else {
-            call.run_host(py, values).map(Some)
+            call.run_host(py, values, given)
         }
     }
 }
@@ -334,8 +481,21 @@ impl FusedDispatcher {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        if kwargs.is_none_or(|k| k.is_empty()) {
-            if let Some(result) = slf.borrow().fast_call(py, args)? {
+        let out = match kwargs {
+            Some(k) if !k.is_empty() => {
+                if k.len() == 1 {
+                    k.get_item(intern!(py, "out"))?
+                        .map(|o| (!o.is_none()).then_some(o))
+                } else {
+                    None
+                }
+            }
+            _ => Some(None),
+        };
+        // `out`: None when the keywords are not the fast path's, Some(None) when no output
+        // is given, Some(Some(o)) for `out=o`
+        if let Some(out) = out {
+            if let Some(result) = slf.borrow().fast_call(py, args, out)? {
                 return Ok(result);
             }
         }
@@ -376,6 +536,8 @@ impl FusedDispatcher {
             .map(|spec| {
                 Ok(Output {
                     zero_d: spec.shape.is_empty(),
+                    spec_dtype: spec.dtype,
+                    spec_shape: spec.shape.clone(),
                     shape: PyTuple::new(py, &spec.shape)?.unbind(),
                     dtype: np_dtype.call1((spec.dtype.name(),))?.unbind(),
                 })

@@ -626,8 +626,7 @@ class FusedFunction(_core.FusedDispatcher):
             )
         else:
             outs = self._run(plan, backend, arrays, scalars, out)
-        if out is None:
-            self._remember(args, plan, trace.constants, trace.tuple_out)
+        self._remember(args, plan, trace.constants, trace.tuple_out)
         if trace.tuple_out:
             return tuple(outs)
         return outs[0]

@@ -12,7 +12,7 @@ kernel 1 `a_minus_mean_k1`: elementwise over 67108864 element(s)
   reads: in0: float64[67108864], buf0: float64[1]
   writes: out0: float64[67108864]
   bytes: 536870920 read, 536870912 written
-  launch a_minus_mean_k1<<<262144, 256>>>(in0, buf0, out0, n)
+  launch a_minus_mean_k1<<<131072, 256>>>(in0, buf0, out0, n)
 buf0: 1 x float64 at workspace offset 16896 (kernels 0..=1): result of mean (%1)
 buf1: 2112 x float64 at workspace offset 0 (kernels 0..=0): partials of mean #0 in kernel 0
 total: 1073758728 bytes read, 536887816 bytes written
@@ -94,11 +94,27 @@ extern "C" __global__ void a_minus_mean_k1(
     double* __restrict__ out0,
     const int n)
 {
-    const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
-        const double r0 = in0[i];
-        const double r1 = buf0[0];
-        const double r2 = (r0 - r1);
-        out0[i] = r2;
+    const int stride = (int)blockDim.x * (int)gridDim.x * 2;
+    for (int base = (int)blockIdx.x * (int)blockDim.x * 2 + (int)threadIdx.x; base < n; base += stride) {
+        if (base + 1 * (int)blockDim.x < n) {
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int i = base + u * (int)blockDim.x;
+                const double r0 = in0[i];
+                const double r1 = buf0[0];
+                const double r2 = (r0 - r1);
+                out0[i] = r2;
+            }
+        } else {
+            for (int u = 0; u < 2; ++u) {
+                const int i = base + u * (int)blockDim.x;
+                if (i < n) {
+                    const double r0 = in0[i];
+                    const double r1 = buf0[0];
+                    const double r2 = (r0 - r1);
+                    out0[i] = r2;
+                }
+            }
+        }
     }
 }

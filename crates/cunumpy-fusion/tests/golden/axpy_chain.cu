@@ -22,12 +22,12 @@ extern "C" __global__ void axpy_chain_k0(
     for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
         const double r0 = in0[i];
         const double r1 = in1[i];
-        const double r2 = (r0 * r1);
         const double r3 = in2[i];
         const double r4 = in3[i];
+        const double r7 = s0;
+        const double r2 = (r0 * r1);
         const double r5 = (r3 * r4);
         const double r6 = (r2 + r5);
-        const double r7 = s0;
         const double r8 = (r7 * r0);
         const double r9 = (r6 - r8);
         out0[i] = r9;

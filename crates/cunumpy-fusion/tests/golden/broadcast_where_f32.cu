@@ -5,7 +5,7 @@ kernel 0 `broadcast_where_f32_k0`: elementwise over 300000 element(s)
   reads: in0: float32[1000, 300], in1: float32[300], s0: int64, s1: float64
   writes: out0: float32[1000, 300]
   bytes: 1201200 read, 1200000 written
-  launch broadcast_where_f32_k0<<<1172, 256>>>(in0, in1, out0, s0, s1, d1, n)
+  launch broadcast_where_f32_k0<<<586, 256>>>(in0, in1, out0, s0, s1, d1, n)
 total: 1201200 bytes read, 1200000 bytes written
 */
 
@@ -18,20 +18,45 @@ extern "C" __global__ void broadcast_where_f32_k0(
     const int d1,
     const int n)
 {
-    const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
-        int ctmp = i;
-        const int c1 = ctmp % d1; ctmp /= d1;
-        const int c0 = ctmp;
-        const float r0 = in0[i];
-        const long long r1 = s0;
-        const float r2 = (float)(r1);
-        const bool r3 = (r0 > r2);
-        const float r4 = in1[c1];
-        const float r5 = (r0 * r4);
-        const double r6 = s1;
-        const float r7 = (float)(r6);
-        const float r8 = (r3 ? r5 : r7);
-        out0[i] = r8;
+    const int stride = (int)blockDim.x * (int)gridDim.x * 2;
+    for (int base = (int)blockIdx.x * (int)blockDim.x * 2 + (int)threadIdx.x; base < n; base += stride) {
+        if (base + 1 * (int)blockDim.x < n) {
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int i = base + u * (int)blockDim.x;
+                int ctmp = i;
+                const int c1 = ctmp % d1; ctmp /= d1;
+                const int c0 = ctmp;
+                const float r0 = in0[i];
+                const long long r1 = s0;
+                const float r4 = in1[c1];
+                const double r6 = s1;
+                const float r2 = (float)(r1);
+                const bool r3 = (r0 > r2);
+                const float r5 = (r0 * r4);
+                const float r7 = (float)(r6);
+                const float r8 = (r3 ? r5 : r7);
+                out0[i] = r8;
+            }
+        } else {
+            for (int u = 0; u < 2; ++u) {
+                const int i = base + u * (int)blockDim.x;
+                if (i < n) {
+                    int ctmp = i;
+                    const int c1 = ctmp % d1; ctmp /= d1;
+                    const int c0 = ctmp;
+                    const float r0 = in0[i];
+                    const long long r1 = s0;
+                    const float r4 = in1[c1];
+                    const double r6 = s1;
+                    const float r2 = (float)(r1);
+                    const bool r3 = (r0 > r2);
+                    const float r5 = (r0 * r4);
+                    const float r7 = (float)(r6);
+                    const float r8 = (r3 ? r5 : r7);
+                    out0[i] = r8;
+                }
+            }
+        }
     }
 }

@@ -11,7 +11,7 @@ kernel 1 `complex_rows_c64_k1`: elementwise over 256000 element(s)
   reads: in0: complex64[1000, 256], in1: float32[256], s0: complex128
   writes: out0: float32[1000, 256]
   bytes: 2049024 read, 1024000 written
-  launch complex_rows_c64_k1<<<1000, 256>>>(in0, in1, out0, s0, d1, n)
+  launch complex_rows_c64_k1<<<500, 256>>>(in0, in1, out0, s0, d1, n)
 total: 4097024 bytes read, 1032000 bytes written
 */
 
@@ -88,7 +88,7 @@ CN_D C cn_pow(C a, C b) { if (b.re == 0 && b.im == 0) return C((T)1);           
         while (m > 0) { if (m & 1) acc = acc * p; m >>= 1; if (m > 0) p = p * p; }   \
         return n < 0 ? C((T)1) / acc : acc; }                                        \
     return exp(b * log(a)); }                                                        \
-CN_D C __shfl_down_sync(unsigned mask, C v, int o) {                                 \
+CN_D C cn_shfl_down(unsigned mask, C v, int o) {                                     \
     return C(__shfl_down_sync(mask, v.re, o), __shfl_down_sync(mask, v.im, o)); }
 CN_COMPLEX_HELPERS(cn_c64, float, f, 9)
 CN_COMPLEX_HELPERS(cn_c128, double, , 22)
@@ -129,7 +129,7 @@ extern "C" __global__ void complex_rows_c64_k0(
             acc0 = (acc0 + (cn_c128)r3);
         }
         for (int o = 16; o > 0; o >>= 1) {
-            acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, o));
+            acc0 = (acc0 + cn_shfl_down(0xffffffffu, acc0, o));
         }
         if (lane == 0) {
             const cn_c64 red0 = (cn_c64)(acc0 / ((double)K - 0.0));
@@ -147,20 +147,45 @@ extern "C" __global__ void complex_rows_c64_k1(
     const int d1,
     const int n)
 {
-    const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
-        int ctmp = i;
-        const int c1 = ctmp % d1; ctmp /= d1;
-        const int c0 = ctmp;
-        const cn_c64 r0 = in0[i];
-        const float r1 = in1[c1];
-        const cn_c64 r2 = (cn_c64)(r1);
-        const cn_c64 r3 = (r0 * r2);
-        const cn_c128 r4 = s0;
-        const cn_c64 r5 = (cn_c64)(r4);
-        const cn_c64 r6 = (r3 + r5);
-        const cn_c64 r7 = exp(r6);
-        const float r8 = cn_abs(r7);
-        out0[i] = r8;
+    const int stride = (int)blockDim.x * (int)gridDim.x * 2;
+    for (int base = (int)blockIdx.x * (int)blockDim.x * 2 + (int)threadIdx.x; base < n; base += stride) {
+        if (base + 1 * (int)blockDim.x < n) {
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int i = base + u * (int)blockDim.x;
+                int ctmp = i;
+                const int c1 = ctmp % d1; ctmp /= d1;
+                const int c0 = ctmp;
+                const cn_c64 r0 = in0[i];
+                const float r1 = in1[c1];
+                const cn_c128 r4 = s0;
+                const cn_c64 r2 = (cn_c64)(r1);
+                const cn_c64 r3 = (r0 * r2);
+                const cn_c64 r5 = (cn_c64)(r4);
+                const cn_c64 r6 = (r3 + r5);
+                const cn_c64 r7 = exp(r6);
+                const float r8 = cn_abs(r7);
+                out0[i] = r8;
+            }
+        } else {
+            for (int u = 0; u < 2; ++u) {
+                const int i = base + u * (int)blockDim.x;
+                if (i < n) {
+                    int ctmp = i;
+                    const int c1 = ctmp % d1; ctmp /= d1;
+                    const int c0 = ctmp;
+                    const cn_c64 r0 = in0[i];
+                    const float r1 = in1[c1];
+                    const cn_c128 r4 = s0;
+                    const cn_c64 r2 = (cn_c64)(r1);
+                    const cn_c64 r3 = (r0 * r2);
+                    const cn_c64 r5 = (cn_c64)(r4);
+                    const cn_c64 r6 = (r3 + r5);
+                    const cn_c64 r7 = exp(r6);
+                    const float r8 = cn_abs(r7);
+                    out0[i] = r8;
+                }
+            }
+        }
     }
 }

@@ -42,8 +42,8 @@ extern "C" __global__ void middle_axis_int32_k0(
             const long long red0 = (long long)(acc0);
             const int red1 = (int)(acc1);
             const int q0 = red1;
-            const long long q1 = (long long)(q0);
             const long long q2 = red0;
+            const long long q1 = (long long)(q0);
             const long long q3 = (q1 - q2);
             out0[m] = q3;
         }

@@ -102,9 +102,9 @@ extern "C" __global__ void softmax_rows_f32_k2(
         const int c0 = ctmp;
         const float r0 = in0[i];
         const float r1 = buf0[c0];
+        const float r4 = buf1[c0];
         const float r2 = (r0 - r1);
         const float r3 = exp(r2);
-        const float r4 = buf1[c0];
         const float r5 = (r3 / r4);
         out0[i] = r5;
     }

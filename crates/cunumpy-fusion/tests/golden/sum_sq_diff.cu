@@ -31,8 +31,8 @@ extern "C" __global__ void sum_sq_diff_k0_partial(
             const int c0 = k;
             const double r0 = in0[c0];
             const double r1 = in1[c0];
-            const double r2 = (r0 - r1);
             const long long r3 = s0;
+            const double r2 = (r0 - r1);
             const double r4 = (double)(r3);
             const double r5 = cn_pow(r2, r4);
             acc0 = (acc0 + (double)r5);
