@@ -112,3 +112,31 @@ def test_out_arrays_are_written_in_place_on_the_device():
     assert float(total) == float(np.arange(4096).sum())
     f(a, 0.5, out=(a, total))  # overlaps the input: the Python path, NumPy's result
     np.testing.assert_array_equal(cupy.asnumpy(a), np.arange(4096) * 0.5)
+
+
+def test_repeat_caches_keep_no_array_alive():
+    # The launch caches recognise repeated arguments by identity but hold arrays weakly:
+    # dropping the arrays frees them, and a new array at a recycled address is read afresh.
+    import gc
+    import weakref
+
+    from cunumpy.kernels import CudaKernel
+
+    f = fuse(lambda a: a + 1.0, kernel_name="weak_repeat")
+    kernel = CudaKernel(
+        'extern "C" __global__ void inc(double* x, int n) {'
+        " int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0; }",
+        "inc",
+    )
+    a = cupy.zeros(1000)
+    for _ in range(2):
+        r = f(a)
+        kernel(a, 1000, n_threads=1000)
+    refs = [weakref.ref(a), weakref.ref(r)]
+    del a, r
+    gc.collect()
+    assert all(ref() is None for ref in refs)
+    b = cupy.full(1000, 5.0)
+    np.testing.assert_array_equal(cupy.asnumpy(f(b)), np.full(1000, 6.0))
+    kernel(b, 1000, n_threads=1000)
+    np.testing.assert_array_equal(cupy.asnumpy(b), np.full(1000, 6.0))

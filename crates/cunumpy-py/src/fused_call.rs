@@ -14,6 +14,7 @@
 use crate::arrays;
 use crate::emulate;
 use crate::fusion::{host_view_from_struct, scalar_value, FusionPlan, HostView};
+use crate::held::Held;
 use crate::kernel;
 use cunumpy_core::dtype::DType;
 use cunumpy_fusion::ScalarValue;
@@ -126,6 +127,7 @@ struct CachedCall {
 #[pyclass(subclass, module = "cunumpy._core", name = "FusedDispatcher")]
 pub struct FusedDispatcher {
     calls: Mutex<Vec<Arc<CachedCall>>>,
+    last_device: Mutex<Option<LastDevice>>,
 }
 
 /// Reads one argument: its part of the signature and its value. None when the fast path does
@@ -345,20 +347,19 @@ impl CachedCall {
         Ok(ptr)
     }
 
-    /// Launches into fresh outputs, or into `given` ones (`out=`). None when an input lives on
-    /// another device or a given output is not one the fast path writes as is (the Python
-    /// path then raises or handles it).
-    fn run_device(
+    /// Checks a device call: inputs on the current device, `given` outputs (`out=`) of the
+    /// plan's dtypes and shapes, on that device, overlapping no input. None when the fast
+    /// path cannot take the call as is (the Python path then raises or handles it).
+    fn prepare_device(
         &self,
         py: Python<'_>,
-        values: Vec<ArgValue>,
-        given: Option<Vec<Bound<'_, PyAny>>>,
-    ) -> PyResult<Option<Py<PyAny>>> {
-        let plan = self.plan.get();
-        let (_, device) = plan.current_device(py)?;
+        values: &[ArgValue],
+        given: Option<&[Bound<'_, PyAny>]>,
+    ) -> PyResult<Option<Prepared>> {
+        let (_, device) = self.plan.get().current_device(py)?;
         let mut in_ptrs = Vec::with_capacity(values.len());
         let mut ranges = Vec::with_capacity(values.len());
-        for v in &values {
+        for v in values {
             if let ArgValue::Device {
                 ptr,
                 nbytes,
@@ -372,13 +373,12 @@ impl CachedCall {
                 ranges.push((*ptr, *ptr + *nbytes));
             }
         }
-        let svs = self.scalars(&values);
-        let mut outs = Vec::with_capacity(self.outputs.len());
-        let mut out_ptrs = Vec::with_capacity(self.outputs.len());
-        match given {
+        let out_ptrs = match given {
+            None => None,
             Some(targets) => {
-                for (t, o) in targets.into_iter().zip(&self.outputs) {
-                    let Some(a) = read_cupy(&t)? else {
+                let mut ptrs = Vec::with_capacity(targets.len());
+                for (t, o) in targets.iter().zip(&self.outputs) {
+                    let Some(a) = read_cupy(t)? else {
                         return Ok(None);
                     };
                     let range = a.range();
@@ -391,26 +391,88 @@ impl CachedCall {
                         return Ok(None);
                     }
                     ranges.push(range);
-                    out_ptrs.push(a.ptr);
-                    outs.push(t);
+                    ptrs.push(a.ptr);
                 }
+                Some(ptrs)
             }
+        };
+        Ok(Some(Prepared {
+            device,
+            in_ptrs,
+            out_ptrs,
+            svs: self.scalars(values),
+        }))
+    }
+
+    /// Launches a prepared call into `given` outputs (those `prepare_device` checked) or
+    /// fresh ones, on CuPy's current stream.
+    fn launch_device(
+        &self,
+        py: Python<'_>,
+        prepared: &Prepared,
+        given: Option<Vec<Bound<'_, PyAny>>>,
+    ) -> PyResult<Py<PyAny>> {
+        let plan = self.plan.get();
+        let (outs, fresh_ptrs) = match given {
+            Some(targets) => (targets, None),
             None => {
                 let ndarray = arrays::cupy_ndarray(py).ok_or_else(|| {
                     pyo3::exceptions::PyRuntimeError::new_err("internal: CuPy is not imported")
                 })?;
+                let mut outs = Vec::with_capacity(self.outputs.len());
+                let mut ptrs = Vec::with_capacity(self.outputs.len());
                 for o in &self.outputs {
                     let array = ndarray.call1((o.shape.bind(py), o.dtype.bind(py)))?;
-                    out_ptrs.push(device_pointer(&array)?);
+                    ptrs.push(device_pointer(&array)?);
                     outs.push(array);
                 }
+                (outs, Some(ptrs))
             }
-        }
+        };
+        let out_ptrs = match (&fresh_ptrs, &prepared.out_ptrs) {
+            (Some(p), _) | (None, Some(p)) => p.as_slice(),
+            (None, None) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "internal: no output pointers",
+                ))
+            }
+        };
         let stream = kernel::current_stream(py)?;
-        let ws = self.workspace(py, device, stream, plan.plan.workspace_bytes)?;
-        plan.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, ws, &svs)?;
-        self.result(py, outs).map(Some)
+        let ws = self.workspace(py, prepared.device, stream, plan.plan.workspace_bytes)?;
+        plan.launch_pointers(
+            py,
+            prepared.device,
+            stream,
+            &prepared.in_ptrs,
+            out_ptrs,
+            ws,
+            &prepared.svs,
+        )?;
+        self.result(py, outs)
     }
+}
+
+/// A device call checked once: what a repeat with the same objects launches again.
+#[derive(Clone)]
+struct Prepared {
+    device: i32,
+    in_ptrs: Vec<u64>,
+    /// The `out=` arrays' pointers (None: fresh outputs each call).
+    out_ptrs: Option<Vec<u64>>,
+    svs: Vec<ScalarValue>,
+}
+
+/// The last device call of a fused function. A call passing the very same objects (see
+/// `Held`: arrays by weak reference, so a dead one never matches and none is kept alive)
+/// whose arrays still have the same shapes (CuPy allows `a.shape = ...` in place) is launched
+/// without reading the arrays again.
+struct LastDevice {
+    objects: Vec<Held>,
+    /// Per object: its `shape` tuple when it is an array.
+    shapes: Vec<Option<Py<PyAny>>>,
+    n_args: usize,
+    call: Arc<CachedCall>,
+    prepared: Prepared,
 }
 
 fn overlaps_host(range: (usize, usize), v: &HostView) -> bool {
@@ -434,33 +496,115 @@ impl FusedDispatcher {
         if emulate::fake_backend_active() || profiling(py)? {
             return Ok(None);
         }
+        let targets: Option<Vec<Bound<'_, PyAny>>> = match out {
+            None => None,
+            Some(o) if o.is_instance_of::<PyTuple>() || o.is_instance_of::<PyList>() => {
+                Some(o.try_iter()?.collect::<PyResult<_>>()?)
+            }
+            Some(o) => Some(vec![o]),
+        };
+        if let Some(result) = self.repeat_device(py, args, targets.as_deref())? {
+            return Ok(Some(result));
+        }
         let Some((kinds, values)) = read_args(args)? else {
             return Ok(None);
         };
         let Some(call) = self.find(&kinds) else {
             return Ok(None);
         };
-        let given = match out {
-            None => None,
-            Some(o) => {
-                let targets: Vec<Bound<'_, PyAny>> =
-                    if o.is_instance_of::<PyTuple>() || o.is_instance_of::<PyList>() {
-                        o.try_iter()?.collect::<PyResult<_>>()?
-                    } else {
-                        vec![o]
-                    };
-                if targets.len() != call.outputs.len() {
-                    return Ok(None); // the Python path names the mismatch
-                }
-                Some(targets)
-            }
-        };
-        if kinds.iter().any(|k| matches!(k, ArgKind::Device { .. })) {
-            call.run_device(py, values, given)
-        } else {
-            call.run_host(py, values, given)
+        if targets
+            .as_ref()
+            .is_some_and(|t| t.len() != call.outputs.len())
+        {
+            return Ok(None); // the Python path names the mismatch
         }
+        if !kinds.iter().any(|k| matches!(k, ArgKind::Device { .. })) {
+            return call.run_host(py, values, targets);
+        }
+        let Some(prepared) = call.prepare_device(py, &values, targets.as_deref())? else {
+            return Ok(None);
+        };
+        let all: Vec<Bound<'_, PyAny>> = args
+            .iter()
+            .chain(targets.iter().flatten().cloned())
+            .collect();
+        let shapes = all
+            .iter()
+            .map(|o| {
+                if read_arg_is_scalar(o) {
+                    Ok(None)
+                } else {
+                    o.getattr(intern!(py, "shape")).map(|s| Some(s.unbind()))
+                }
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let objects = all.iter().map(Held::new).collect();
+        let result = call.launch_device(py, &prepared, targets)?;
+        *lock(&self.last_device) = Some(LastDevice {
+            objects,
+            shapes,
+            n_args: args.len(),
+            call,
+            prepared,
+        });
+        Ok(Some(result))
     }
+
+    /// The last device call again, when this call passes the very same objects (see
+    /// `LastDevice`); None otherwise.
+    fn repeat_device(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        targets: Option<&[Bound<'_, PyAny>]>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let (call, prepared) = {
+            let last = lock(&self.last_device);
+            let Some(l) = last.as_ref() else {
+                return Ok(None);
+            };
+            let given = targets.unwrap_or(&[]);
+            if l.n_args != args.len()
+                || l.objects.len() != args.len() + given.len()
+                || l.prepared.out_ptrs.is_some() != targets.is_some()
+            {
+                return Ok(None);
+            }
+            let same = args
+                .iter()
+                .chain(given.iter().cloned())
+                .zip(&l.objects)
+                .all(|(a, held)| held.is(&a));
+            if !same {
+                return Ok(None);
+            }
+            for (o, shape) in args.iter().chain(given.iter().cloned()).zip(&l.shapes) {
+                if let Some(shape) = shape {
+                    if !o.getattr(intern!(py, "shape"))?.eq(shape.bind(py))? {
+                        return Ok(None);
+                    }
+                }
+            }
+            (l.call.clone(), l.prepared.clone())
+        };
+        let (_, device) = call.plan.get().current_device(py)?;
+        if device != prepared.device {
+            return Ok(None);
+        }
+        call.launch_device(py, &prepared, targets.map(<[_]>::to_vec))
+            .map(Some)
+    }
+}
+
+/// Whether an argument the fast path took is a scalar (arrays have a `shape` to watch).
+fn read_arg_is_scalar(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyComplex>()
+        || arrays::numpy(obj.py())
+            .map(|np| obj.is_instance(np.generic.bind(obj.py())).unwrap_or(false))
+            .unwrap_or(false)
 }
 
 #[pymethods]
@@ -470,6 +614,7 @@ impl FusedDispatcher {
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
         FusedDispatcher {
             calls: Mutex::new(Vec::new()),
+            last_device: Mutex::new(None),
         }
     }
 

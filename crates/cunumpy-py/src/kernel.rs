@@ -3,6 +3,7 @@
 
 use crate::arrays::{self, Object};
 use crate::errors;
+use crate::held::Held;
 use cunumpy_core::args::{ArgPlan, LaunchBuffer};
 use cunumpy_core::includes::resolve_includes;
 use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
@@ -61,10 +62,10 @@ enum NThreadsFrom {
 
 /// The last call's arguments and packed buffer: when a call passes the very same objects
 /// (CuPy arrays and Python or NumPy scalars, which cannot change what the checks read) on the
-/// same device, the checked buffer is reused. The strong references keep the objects alive,
-/// so their identities cannot be reused by other objects.
+/// same device, the checked buffer is reused. Arrays are held by weak reference (`Held`): a
+/// dead array never matches and no array is kept alive by the cache.
 struct LastCall {
-    objects: Vec<Py<PyAny>>,
+    objects: Vec<Held>,
     device: i32,
     buffer: LaunchBuffer,
     /// Set when the call gave nothing but `n_threads` (an int): a repeat of it in the same
@@ -283,10 +284,7 @@ impl KernelLauncher {
                 && last.as_ref().is_some_and(|l| {
                     l.device == device
                         && l.objects.len() == flat.len()
-                        && l.objects
-                            .iter()
-                            .zip(&flat)
-                            .all(|(a, b)| a.as_ptr() == b.as_ptr())
+                        && l.objects.iter().zip(&flat).all(|(held, b)| held.is(b))
                 })
         };
         let mut fresh = if same_as_last(&lock(&this.last_call)) {
@@ -354,7 +352,7 @@ impl KernelLauncher {
                 .flatten()
                 .map(|c| c.as_raw() as usize);
             *last = Some(LastCall {
-                objects: flat.iter().map(|o| o.clone().unbind()).collect(),
+                objects: flat.iter().map(Held::new).collect(),
                 device,
                 buffer,
                 repeat: match (repeat_n, context) {
@@ -402,18 +400,14 @@ impl KernelLauncher {
         let same = repeat.context == context
             && repeat.n_threads == n
             && call.objects.len() == flat.len()
-            && call
-                .objects
-                .iter()
-                .zip(&flat)
-                .all(|(a, b)| a.as_ptr() == b.as_ptr());
+            && call.objects.iter().zip(&flat).all(|(held, b)| held.is(b));
         if !same {
             return Ok(false);
         }
         let shape = repeat.shape;
         let loaded = repeat.loaded.clone();
         // SAFETY: the buffer was checked and packed from this kernel's signature for these
-        // very objects (held by `call.objects`, so alive and not replaced), and launched with
+        // very objects (alive: the caller passed them, and `Held::is` matched each), launched with
         // this shape on this context's device before; cuLaunchKernel copies the values. The
         // stream handle comes from CuPy.
         let launched = unsafe {
@@ -919,8 +913,16 @@ impl KernelLauncher {
                 "_bare_launch: launch the kernel once first",
             ));
         };
+        // the last call's arrays must still be alive (the cache holds them weakly); the
+        // references taken here keep them so for the launch
+        let alive: Option<Vec<_>> = call.objects.iter().map(|h| h.get(py)).collect();
+        if alive.is_none() {
+            return Err(PyRuntimeError::new_err(
+                "_bare_launch: the last call's arrays are gone; launch the kernel again first",
+            ));
+        }
         // SAFETY: the buffer was packed and checked by an earlier launch of this kernel with
-        // the same (still referenced) arguments; cuLaunchKernel copies the values.
+        // these arguments, all alive (checked above); cuLaunchKernel copies the values.
         unsafe {
             loaded
                 .function

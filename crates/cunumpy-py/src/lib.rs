@@ -9,6 +9,7 @@ mod emulate;
 mod errors;
 mod fused_call;
 mod fusion;
+mod held;
 mod kernel;
 mod layout;
 mod ledger;
