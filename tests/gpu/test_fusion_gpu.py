@@ -140,3 +140,23 @@ def test_repeat_caches_keep_no_array_alive():
     np.testing.assert_array_equal(cupy.asnumpy(f(b)), np.full(1000, 6.0))
     kernel(b, 1000, n_threads=1000)
     np.testing.assert_array_equal(cupy.asnumpy(b), np.full(1000, 6.0))
+
+
+def test_small_results_are_recycled_only_once_dropped():
+    a = cupy.arange(100, dtype=np.float64)
+    f = fuse(lambda a, s: a * s, kernel_name="recycle_small")
+    kept = [f(a, float(s)) for s in range(4)]  # held by the caller: never written again
+    for s in range(4, 8):
+        np.testing.assert_array_equal(cupy.asnumpy(f(a, float(s))), np.arange(100) * s)
+    for s, r in enumerate(kept):
+        np.testing.assert_array_equal(cupy.asnumpy(r), np.arange(100) * s)
+    x = f(a, 1.0)
+    ptr = x.data.ptr
+    del x  # dropped: its memory is written by the next call
+    y = f(a, 5.0)
+    assert y.data.ptr == ptr
+    np.testing.assert_array_equal(cupy.asnumpy(y), np.arange(100) * 5.0)
+    view = y[10:]  # a view keeps y referenced: not recycled
+    z = f(a, 6.0)
+    assert z.data.ptr != ptr
+    np.testing.assert_array_equal(cupy.asnumpy(view), np.arange(10, 100) * 5.0)

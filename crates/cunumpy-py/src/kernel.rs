@@ -369,7 +369,7 @@ impl KernelLauncher {
         drop(last);
         launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
         drop(this);
-        Self::after_launch(slf, &flat, &shape, shared, stream)
+        Self::after_launch(slf, Some(&flat), args, &shape, shared, stream)
     }
 
     /// The repeat of the last plain call (same objects, same `n_threads`, same context; see
@@ -387,7 +387,6 @@ impl KernelLauncher {
             return Ok(false);
         };
         let context = context.as_raw() as usize;
-        let flat = flatten(args)?;
         let stream = current_stream(py)?;
         let this = slf.borrow();
         let mut last = lock(&this.last_call);
@@ -397,10 +396,16 @@ impl KernelLauncher {
         let Some(repeat) = call.repeat.as_ref() else {
             return Ok(false);
         };
+        // The held objects are the flattened arguments; plain arguments (no `__cuda_args__`)
+        // are their own flattening, so the tuple is compared as it is.
         let same = repeat.context == context
             && repeat.n_threads == n
-            && call.objects.len() == flat.len()
-            && call.objects.iter().zip(&flat).all(|(held, b)| held.is(b));
+            && call.objects.len() == args.len()
+            && call
+                .objects
+                .iter()
+                .zip(args.iter())
+                .all(|(held, b)| held.is(&b));
         if !same {
             return Ok(false);
         }
@@ -419,14 +424,16 @@ impl KernelLauncher {
         let config = this.config()?;
         launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
         drop(this);
-        Self::after_launch(slf, &flat, &shape, 0, stream)?;
+        Self::after_launch(slf, None, args, &shape, 0, stream)?;
         Ok(true)
     }
 
     /// What follows every launch: the ledger entry, debug mode's synchronize, the NaN/inf scan.
+    /// `flat` is the flattened argument list (None when `args` are their own flattening).
     fn after_launch(
         slf: &Bound<'_, Self>,
-        flat: &[Bound<'_, PyAny>],
+        flat: Option<&[Bound<'_, PyAny>]>,
+        args: &Bound<'_, PyTuple>,
         shape: &LaunchShape,
         shared: u32,
         stream: usize,
@@ -457,7 +464,10 @@ impl KernelLauncher {
             drop(this);
             slf.call_method1(
                 intern!(py, "_check_finite_outputs"),
-                (PyList::new(py, flat)?,),
+                (match flat {
+                    Some(f) => PyList::new(py, f)?,
+                    None => PyList::new(py, args.iter())?,
+                },),
             )?;
         }
         Ok(())
