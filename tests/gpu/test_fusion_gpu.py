@@ -128,18 +128,19 @@ def test_repeat_caches_keep_no_array_alive():
         " int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0; }",
         "inc",
     )
-    a = cupy.zeros(1000)
+    n = 100_000  # results above the recycling size (64 KiB) are never held either
+    a = cupy.zeros(n)
     for _ in range(2):
         r = f(a)
-        kernel(a, 1000, n_threads=1000)
+        kernel(a, n, n_threads=n)
     refs = [weakref.ref(a), weakref.ref(r)]
     del a, r
     gc.collect()
     assert all(ref() is None for ref in refs)
-    b = cupy.full(1000, 5.0)
-    np.testing.assert_array_equal(cupy.asnumpy(f(b)), np.full(1000, 6.0))
-    kernel(b, 1000, n_threads=1000)
-    np.testing.assert_array_equal(cupy.asnumpy(b), np.full(1000, 6.0))
+    b = cupy.full(n, 5.0)
+    np.testing.assert_array_equal(cupy.asnumpy(f(b)), np.full(n, 6.0))
+    kernel(b, n, n_threads=n)
+    np.testing.assert_array_equal(cupy.asnumpy(b), np.full(n, 6.0))
 
 
 def test_small_results_are_recycled_only_once_dropped():
