@@ -21,6 +21,21 @@ def best(fn, *args, repeat):
     return min(times)
 
 
+_POOL = None
+
+
+def two_thread_copy(src, dst):
+    """np.copyto of each half on its own thread (NumPy releases the GIL while copying)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(2)
+    half = src.size // 2
+    parts = [(dst[:half], src[:half]), (dst[half:], src[half:])]
+    list(_POOL.map(lambda p: np.copyto(*p), parts))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu")  # scripts/gpu-check passes it; ignored
@@ -43,13 +58,26 @@ def main() -> int:
         "sum((a-b)**2)": (lambda a, b: xp.sum((a - b) ** 2), 2, "sum((a-b)**2)"),
         "a - mean(a)": (lambda a: a - xp.mean(a), 1, None),
     }
+    # bytes each expression must move at least: its arrays read once (a - mean(a) reads a
+    # twice) and its result written
+    traffic = {"a*b + c*d - 2.5*a": 5, "exp(-a*a)*sin(b) + c": 4, "sum((a-b)**2)": 2}
+    traffic["a - mean(a)"] = 3
     result = {"benchmark": "fusion_cpu", "dtype": "float64", "sizes": {}}
     rng = np.random.default_rng(0)
     for n in (opts.n, 10**4):
         arrays = [rng.standard_normal(n) for _ in range(4)]
         repeat = opts.repeat if n >= 10**6 else 200
         copy_s = best(np.copy, arrays[0], repeat=repeat)
-        rows = {"copy_GBps": 16 * n / copy_s / 1e9}
+        target = np.empty_like(arrays[0])
+        copy2_s = best(two_thread_copy, arrays[0], target, repeat=repeat)
+        copy2_new_s = best(lambda x: two_thread_copy(x, np.empty_like(x)), arrays[0], repeat=repeat)
+        rows = {
+            "copy_GBps": 16 * n / copy_s / 1e9,
+            # into an existing array (memcpy: non-temporal stores, no read of the target)
+            "two_thread_copy_GBps": 16 * n / copy2_s / 1e9,
+            # into a new array, as np.copy and every fused call that returns an array do
+            "two_thread_copy_new_array_GBps": 16 * n / copy2_new_s / 1e9,
+        }
         for name, (fn, k, ne_expr) in exprs.items():
             args = arrays[:k]
             fused = xp.fuse(fn)
@@ -57,6 +85,12 @@ def main() -> int:
                 t_fuse = best(fused, *args, repeat=repeat)
                 t_np = best(fn, *args, repeat=repeat)
             row = {"cunumpy_fuse_ms": t_fuse * 1e3, "numpy_ms": t_np * 1e3}
+            rate = traffic[name] * 8 * n / t_fuse / 1e9
+            row["cunumpy_fuse_GBps"] = rate
+            row["ratio_vs_two_thread_copy"] = rate / rows["two_thread_copy_GBps"]
+            row["ratio_vs_two_thread_copy_new_array"] = (
+                rate / rows["two_thread_copy_new_array_GBps"]
+            )
             row["speedup_vs_numpy"] = t_np / t_fuse
             if numexpr is not None and ne_expr is not None:
                 local = dict(zip("abcd", args, strict=False))

@@ -15,8 +15,10 @@ use cunumpy_core::dtype::{DType, DTypeKind};
 use rayon::prelude::*;
 use std::cell::RefCell;
 
-/// Elements evaluated per op call.
-pub const BLOCK: usize = 1024;
+/// Elements evaluated per op call: 32 KiB per float64 column, L2-resident, large enough that the
+/// per-block interpretation cost is small (2 cores, 10^7 float64 a*b+c*d-2.5*a: 18.2 GB/s with
+/// 1024, 19.4 with 4096).
+pub const BLOCK: usize = 4096;
 /// Elements per parallel task of an elementwise kernel.
 const TASK: usize = 16 * BLOCK;
 /// Elements per parallel task of a reduction (fixed: results do not depend on thread count).
