@@ -36,6 +36,21 @@ def two_thread_copy(src, dst):
     list(_POOL.map(lambda p: np.copyto(*p), parts))
 
 
+def _halves(*arrays):
+    half = arrays[0].size // 2
+    return [tuple(x[:half] for x in arrays), tuple(x[half:] for x in arrays)]
+
+
+def two_thread_add(a, b, out):
+    two_thread_copy(a[:0], out[:0])  # starts the pool
+    list(_POOL.map(lambda p: np.add(*p), _halves(a, b, out)))
+
+
+def two_thread_dot(a, b):
+    two_thread_copy(a[:0], a[:0].copy())
+    list(_POOL.map(lambda p: np.dot(*p), _halves(a, b)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu")  # scripts/gpu-check passes it; ignored
@@ -71,7 +86,13 @@ def main() -> int:
         target = np.empty_like(arrays[0])
         copy2_s = best(two_thread_copy, arrays[0], target, repeat=repeat)
         copy2_new_s = best(lambda x: two_thread_copy(x, np.empty_like(x)), arrays[0], repeat=repeat)
+        add_s = best(two_thread_add, arrays[0], arrays[1], target, repeat=repeat)
+        dot_s = best(two_thread_dot, arrays[0], arrays[1], repeat=repeat)
         rows = {
+            # what streaming kernels with ordinary loads and stores reach on this machine:
+            # NumPy's add (read 2, write 1) and BLAS dot (read 2), each half on a thread
+            "two_thread_add_GBps": 24 * n / add_s / 1e9,
+            "two_thread_dot_read_GBps": 16 * n / dot_s / 1e9,
             "copy_GBps": 16 * n / copy_s / 1e9,
             # into an existing array (memcpy: non-temporal stores, no read of the target)
             "two_thread_copy_GBps": 16 * n / copy2_s / 1e9,
