@@ -13,7 +13,9 @@
 
 use crate::arrays;
 use crate::emulate;
-use crate::fusion::{host_view_from_struct, scalar_value, FusionPlan, HostView};
+use crate::fusion::{
+    byte_range, host_view_from_struct, overlaps, scalar_value, FusionPlan, HostView,
+};
 use crate::held::Held;
 use crate::kernel;
 use cunumpy_core::dtype::DType;
@@ -90,10 +92,6 @@ fn read_cupy(obj: &Bound<'_, PyAny>) -> PyResult<Option<DeviceArray>> {
         ptr,
         device,
     }))
-}
-
-fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
-    a.0 < b.1 && b.0 < a.1
 }
 
 struct Output {
@@ -181,11 +179,7 @@ fn read_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<(ArgKind, ArgValue)>> {
             )
         }));
     }
-    let exact_python = obj.is_exact_instance_of::<PyBool>()
-        || obj.is_exact_instance_of::<PyInt>()
-        || obj.is_exact_instance_of::<PyFloat>()
-        || obj.is_exact_instance_of::<PyComplex>();
-    if exact_python {
+    if is_python_scalar(obj) {
         return Ok(Some((
             ArgKind::Scalar(ty.as_ptr() as usize),
             ArgValue::Scalar(scalar_value(obj, 0)?),
@@ -299,11 +293,11 @@ impl CachedCall {
                     let Some(view) = host_view_from_struct(py, &t, true)? else {
                         return Ok(None);
                     };
-                    let range = (view.ptr, view.ptr + view.len * view.dtype.itemsize());
+                    let range = byte_range(&view);
                     let clash = ins
                         .iter()
                         .chain(&views)
-                        .any(|v| v.len > 0 && overlaps_host(range, v) && view.len > 0);
+                        .any(|v| v.len > 0 && view.len > 0 && overlaps(range, byte_range(v)));
                     if view.dtype != o.spec_dtype || view.shape != o.spec_shape || clash {
                         return Ok(None);
                     }
@@ -561,11 +555,6 @@ struct LastDevice {
     prepared: Prepared,
 }
 
-fn overlaps_host(range: (usize, usize), v: &HostView) -> bool {
-    let other = (v.ptr, v.ptr + v.len * v.dtype.itemsize());
-    range.0 < other.1 && other.0 < range.1
-}
-
 impl FusedDispatcher {
     fn find(&self, key: &[ArgKind]) -> Option<Arc<CachedCall>> {
         lock(&self.calls).iter().find(|c| c.key == key).cloned()
@@ -682,12 +671,17 @@ impl FusedDispatcher {
     }
 }
 
-/// Whether an argument the fast path took is a scalar (arrays have a `shape` to watch).
-fn read_arg_is_scalar(obj: &Bound<'_, PyAny>) -> bool {
+/// Whether `obj` is exactly a Python bool, int, float or complex (not a subclass).
+fn is_python_scalar(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_exact_instance_of::<PyBool>()
         || obj.is_exact_instance_of::<PyInt>()
         || obj.is_exact_instance_of::<PyFloat>()
         || obj.is_exact_instance_of::<PyComplex>()
+}
+
+/// Whether an argument the fast path took is a scalar (arrays have a `shape` to watch).
+fn read_arg_is_scalar(obj: &Bound<'_, PyAny>) -> bool {
+    is_python_scalar(obj)
         || arrays::numpy(obj.py())
             .map(|np| obj.is_instance(np.generic.bind(obj.py())).unwrap_or(false))
             .unwrap_or(false)

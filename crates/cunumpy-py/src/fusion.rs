@@ -441,11 +441,13 @@ fn host_view(
     })
 }
 
-fn byte_range(v: &HostView) -> (usize, usize) {
+/// The bytes `[start, end)` a host view covers.
+pub(crate) fn byte_range(v: &HostView) -> (usize, usize) {
     (v.ptr, v.ptr + v.len * v.dtype.itemsize())
 }
 
-fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+/// Whether two byte ranges `[start, end)` share a byte.
+pub(crate) fn overlaps<T: PartialOrd>(a: (T, T), b: (T, T)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
