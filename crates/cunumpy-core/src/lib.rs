@@ -5,6 +5,7 @@ pub mod args;
 pub mod cache_key;
 pub mod ctypes;
 pub mod dtype;
+pub mod host_pool;
 pub mod includes;
 pub mod launch;
 pub mod layout;

@@ -2,12 +2,13 @@
 //! `cunumpy.exceptions` so they can also inherit `TypeError`, `ValueError`, ...
 
 use cunumpy_core::args::{ArgError, ArgErrorKind};
+use cunumpy_core::host_pool::HostPoolError;
 use cunumpy_core::launch::LaunchError;
 use cunumpy_core::parser::SignatureError;
 use cunumpy_cuda::CudaError;
 use cunumpy_emu::{EmuError, Fault};
 use cunumpy_fusion::FusionError;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -128,4 +129,15 @@ pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {
         _ => "FusionValueError",
     };
     raise(py, class, err.to_string())
+}
+
+/// Host memory pool errors: no memory is a `MemoryError` (as from `numpy.empty`), a bad
+/// limit a `ValueError`.
+pub fn host_pool_error(err: HostPoolError) -> PyErr {
+    match &err {
+        HostPoolError::OutOfMemory { .. } | HostPoolError::TooLarge { .. } => {
+            PyMemoryError::new_err(err.to_string())
+        }
+        HostPoolError::InvalidLimit { .. } => PyValueError::new_err(err.to_string()),
+    }
 }

@@ -17,6 +17,7 @@ use crate::fusion::{
     byte_range, host_view_from_struct, overlaps, scalar_value, FusionPlan, HostView,
 };
 use crate::held::Held;
+use crate::host_pool::pooled_empty;
 use crate::kernel;
 use cunumpy_core::dtype::DType;
 use cunumpy_fusion::ScalarValue;
@@ -226,13 +227,6 @@ pub(crate) fn profiling(py: Python<'_>) -> PyResult<bool> {
     Ok(!active.bind(py).is_empty())
 }
 
-fn numpy_empty(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static EMPTY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    EMPTY
-        .get_or_try_init(py, || Ok(py.import("numpy")?.getattr("empty")?.unbind()))
-        .map(|f| f.bind(py))
-}
-
 fn device_pointer(array: &Bound<'_, PyAny>) -> PyResult<u64> {
     let py = array.py();
     array
@@ -308,9 +302,10 @@ impl CachedCall {
                 return self.result(py, arrays_out).map(Some);
             }
             None => {
-                let empty = numpy_empty(py)?;
                 for o in &self.outputs {
-                    let array = empty.call1((o.shape.bind(py), o.dtype.bind(py)))?;
+                    // large results come from the host memory pool (`host_pool.rs`)
+                    let nbytes = o.spec_shape.iter().product::<usize>() * o.spec_dtype.itemsize();
+                    let array = pooled_empty(py, o.shape.bind(py), o.dtype.bind(py), nbytes)?;
                     let view = host_view_from_struct(py, &array, true)?.ok_or_else(|| {
                         pyo3::exceptions::PyRuntimeError::new_err(
                             "internal: numpy.empty gave no view",

@@ -10,6 +10,7 @@ mod errors;
 mod fused_call;
 mod fusion;
 mod held;
+mod host_pool;
 mod kernel;
 mod layout;
 mod ledger;
@@ -26,5 +27,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fused_call::FusedDispatcher>()?;
     m.add_class::<dispatch::KernelDispatcher>()?;
     emulate::register(m)?;
+    host_pool::register(m)?;
     Ok(())
 }

@@ -15,6 +15,7 @@ from ._host_impl import (
     use_device_kernel_implementation,
     use_host_kernel_implementation,
 )
+from ._host_pool import host_memory_pool
 from ._pyccel_cache import PyccelCache
 from ._pyccel_kernel import (
     PyccelKernel,
@@ -48,4 +49,5 @@ __all__ = [
     "outputs_from_annotations",
     "fuse",
     "FusedFunction",
+    "host_memory_pool",
 ]

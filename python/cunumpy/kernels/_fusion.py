@@ -662,7 +662,13 @@ class FusedFunction(_core.FusedDispatcher):
                 and not any(xp.may_share_memory(t, a) for a in inputs)
             )
             direct.append(usable)
-            results.append(t if usable else xp.empty(shape, dtype))
+            if usable:
+                results.append(t)
+            elif backend == "numpy":
+                # large results come from the host memory pool (host_memory_pool())
+                results.append(_core._host_empty(shape, dtype))
+            else:
+                results.append(xp.empty(shape, dtype))
         if backend == "numpy":
             plan.execute_cpu(inputs, scalars, results)
         else:
