@@ -124,6 +124,12 @@ impl EmuCompiler {
         &self.program
     }
 
+    /// Arguments given before the program's own (`$CXX="ccache g++"`: none; the program is
+    /// `ccache`, these are `["g++"]`).
+    pub fn prefix_args(&self) -> &[String] {
+        &self.prefix_args
+    }
+
     /// The compiler's `--version` output.
     pub fn version(&self) -> &str {
         &self.version
@@ -348,49 +354,123 @@ pub(crate) fn build(
 
     // A hit in the disk cache.
     if let Some(dir) = &inputs.cache_dir {
-        let so = dir.join(format!("{hex}.so"));
-        let sum = dir.join(format!("{hex}.sha256"));
-        if let (Ok(bytes), Ok(expected)) = (std::fs::read(&so), std::fs::read_to_string(&sum)) {
-            if sha256_hex(&bytes) == expected.trim() {
-                if let Ok(loaded) = Loaded::open(&so, &kernel, CacheOutcome::DiskHit) {
-                    return Ok((loaded, info));
-                }
+        if let Some(so) = cached_library(dir, &hex) {
+            if let Ok(loaded) = Loaded::open(&so, &kernel, CacheOutcome::DiskHit) {
+                return Ok((loaded, info));
             }
         }
     }
+    let built = compile_into_cache(
+        &inputs.compiler,
+        &tu,
+        &flags,
+        true,
+        inputs.cache_dir.as_deref(),
+        &hex,
+    )
+    .map_err(|e| match e {
+        BuildFailure::Other(e) => e,
+        BuildFailure::Compiler {
+            command,
+            mut stderr,
+        } => {
+            if variant == Variant::Checked {
+                stderr.push_str(
+                    "\n(note: this is the bounds-checked build, in which pointer parameters are \
+checked pointer objects; a function template that deduces T from a T* argument needs `&p[0]` \
+or `+p`, and `auto*` cannot hold one)",
+                );
+            }
+            EmuError::Compile {
+                kernel: kernel.clone(),
+                command,
+                stderr,
+            }
+        }
+    })?;
+    Ok((
+        Loaded::open(&built.path, &kernel, CacheOutcome::Compiled)?,
+        info,
+    ))
+}
 
+/// The library stored under `hex` in a cache directory, when present and its SHA-256 checks out.
+pub(crate) fn cached_library(dir: &Path, hex: &str) -> Option<PathBuf> {
+    let so = dir.join(format!("{hex}.so"));
+    let sum = dir.join(format!("{hex}.sha256"));
+    let bytes = std::fs::read(&so).ok()?;
+    let expected = std::fs::read_to_string(&sum).ok()?;
+    (sha256_hex(&bytes) == expected.trim()).then_some(so)
+}
+
+/// Why a build produced no library.
+pub(crate) enum BuildFailure {
+    /// The compiler ran and failed.
+    Compiler {
+        command: String,
+        stderr: String,
+    },
+    Other(EmuError),
+}
+
+impl From<EmuError> for BuildFailure {
+    fn from(e: EmuError) -> Self {
+        BuildFailure::Other(e)
+    }
+}
+
+/// A freshly built library; its build directory (when there is no cache) lives as long as it.
+pub(crate) struct Built {
+    pub path: PathBuf,
+    _dir: Option<BuildDir>,
+}
+
+/// Compiles a translation unit into a shared library, in a private directory, and moves it into
+/// the cache directory (atomically, with its SHA-256 beside it) under `hex`. `cuda_stubs` puts
+/// empty stand-ins for the CUDA runtime headers on the include path.
+pub(crate) fn compile_into_cache(
+    compiler: &EmuCompiler,
+    tu: &str,
+    flags: &[String],
+    cuda_stubs: bool,
+    cache_dir: Option<&Path>,
+    hex: &str,
+) -> Result<Built, BuildFailure> {
     // Build in a private directory (inside the cache directory, so the rename is atomic).
-    let parent = match &inputs.cache_dir {
+    let parent = match cache_dir {
         Some(d) => {
             std::fs::create_dir_all(d)
                 .map_err(|e| EmuError::io(format!("creating {}", d.display()), &e))?;
-            d.clone()
+            d.to_path_buf()
         }
         None => std::env::temp_dir(),
     };
     let work = BuildDir(unique_dir(&parent, "cunumpy-emu-build")?);
     let stubs = work.0.join("stubs");
-    std::fs::create_dir_all(&stubs)
-        .map_err(|e| EmuError::io(format!("creating {}", stubs.display()), &e))?;
-    for name in STUB_HEADERS {
-        let text = if name == "math_constants.h" {
-            MATH_CONSTANTS
-        } else {
-            "#pragma once\n"
-        };
-        std::fs::write(stubs.join(name), text)
-            .map_err(|e| EmuError::io(format!("writing {}", stubs.display()), &e))?;
+    if cuda_stubs {
+        std::fs::create_dir_all(&stubs)
+            .map_err(|e| EmuError::io(format!("creating {}", stubs.display()), &e))?;
+        for name in STUB_HEADERS {
+            let text = if name == "math_constants.h" {
+                MATH_CONSTANTS
+            } else {
+                "#pragma once\n"
+            };
+            std::fs::write(stubs.join(name), text)
+                .map_err(|e| EmuError::io(format!("writing {}", stubs.display()), &e))?;
+        }
     }
     let src_path = work.0.join(format!("{hex}.cpp"));
-    std::fs::write(&src_path, &tu)
+    std::fs::write(&src_path, tu)
         .map_err(|e| EmuError::io(format!("writing {}", src_path.display()), &e))?;
     let out_path = work.0.join(format!("{hex}.so"));
 
-    let mut cmd = Command::new(&inputs.compiler.program);
-    cmd.args(&inputs.compiler.prefix_args)
-        .args(&flags)
-        .arg(format!("-I{}", stubs.display()))
-        .arg("-x")
+    let mut cmd = Command::new(&compiler.program);
+    cmd.args(&compiler.prefix_args).args(flags);
+    if cuda_stubs {
+        cmd.arg(format!("-I{}", stubs.display()));
+    }
+    cmd.arg("-x")
         .arg("c++")
         .arg(&src_path)
         .arg("-o")
@@ -398,24 +478,15 @@ pub(crate) fn build(
     let command = format!("{cmd:?}");
     let out = cmd
         .output()
-        .map_err(|e| EmuError::io(format!("running {}", inputs.compiler.program), &e))?;
+        .map_err(|e| EmuError::io(format!("running {}", compiler.program), &e))?;
     if !out.status.success() {
-        let mut stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        if variant == Variant::Checked {
-            stderr.push_str(
-                "\n(note: this is the bounds-checked build, in which pointer parameters are \
-checked pointer objects; a function template that deduces T from a T* argument needs `&p[0]` \
-or `+p`, and `auto*` cannot hold one)",
-            );
-        }
-        return Err(EmuError::Compile {
-            kernel,
+        return Err(BuildFailure::Compiler {
             command,
-            stderr,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         });
     }
 
-    match &inputs.cache_dir {
+    match cache_dir {
         Some(dir) => {
             let bytes = std::fs::read(&out_path)
                 .map_err(|e| EmuError::io(format!("reading {}", out_path.display()), &e))?;
@@ -428,12 +499,15 @@ or `+p`, and `auto*` cannot hold one)",
                 .map_err(|e| EmuError::io(format!("renaming into {}", so.display()), &e))?;
             std::fs::rename(&sum_tmp, &sum)
                 .map_err(|e| EmuError::io(format!("renaming into {}", sum.display()), &e))?;
-            Ok((Loaded::open(&so, &kernel, CacheOutcome::Compiled)?, info))
+            Ok(Built {
+                path: so,
+                _dir: None,
+            })
         }
-        None => Ok((
-            Loaded::open(&out_path, &kernel, CacheOutcome::Compiled)?,
-            info,
-        )),
+        None => Ok(Built {
+            path: out_path,
+            _dir: Some(work),
+        }),
     }
 }
 

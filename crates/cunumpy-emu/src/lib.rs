@@ -38,6 +38,7 @@
 mod cache_dir;
 mod compiler;
 mod error;
+mod host_library;
 mod includes;
 mod lexer;
 mod library;
@@ -46,4 +47,5 @@ mod rewrite;
 pub use cache_dir::{default_cache_dir, resolve_cache_dir};
 pub use compiler::{EmuCompiler, PRELUDE};
 pub use error::{EmuError, Fault};
+pub use host_library::HostLibrary;
 pub use library::{CacheOutcome, EmuLibrary, LaunchOptions};

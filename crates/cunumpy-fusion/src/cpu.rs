@@ -9,6 +9,8 @@ use crate::complex::Complex;
 use crate::elem::{cast_into, cast_sv, with_elem, Column, Data, DataMut, Elem, Operand, Sv};
 use crate::error::{FusionError, Result};
 use crate::graph::ReduceKind;
+use crate::host_loops::LoopSlot;
+use crate::host_run;
 use crate::ops::{CpuKernel, CxKernel, Op, K1, K2, K3};
 use crate::plan::{Body, LeafSrc, Operand as PlanOperand, Plan, Program, RedBody, RegKind};
 use cunumpy_core::dtype::{DType, DTypeKind};
@@ -22,7 +24,7 @@ pub const BLOCK: usize = 4096;
 /// Elements per parallel task of an elementwise kernel.
 const TASK: usize = 16 * BLOCK;
 /// Elements per parallel task of a reduction (fixed: results do not depend on thread count).
-const RED_CHUNK: usize = 16 * BLOCK;
+pub(crate) const RED_CHUNK: usize = 16 * BLOCK;
 /// Kernels over at most this many points run on the calling thread (a rayon hand-off costs
 /// more than the work below it).
 const SERIAL_BELOW: usize = 2 * TASK;
@@ -121,16 +123,16 @@ fn internal(what: &str) -> FusionError {
 }
 
 /// Where each leaf's data comes from during one kernel.
-struct Env<'a> {
+pub(crate) struct Env<'a> {
     inputs: Vec<Data<'a>>,
     outputs: Vec<Option<Data<'a>>>,
     buffers: Vec<Option<Data<'a>>>,
     reduced: Vec<Data<'a>>,
-    scalars: &'a [Sv],
+    pub(crate) scalars: &'a [Sv],
 }
 
 impl<'a> Env<'a> {
-    fn data(&self, src: LeafSrc) -> Option<Data<'a>> {
+    pub(crate) fn data(&self, src: LeafSrc) -> Option<Data<'a>> {
         match src {
             LeafSrc::Input(i) => self.inputs.get(i).copied(),
             LeafSrc::Output(i) => self.outputs.get(i).copied().flatten(),
@@ -190,11 +192,11 @@ impl Drop for Scratch {
 }
 
 /// A program prepared for one space: dims and each leaf's strides over them.
-struct Prepared<'p> {
-    prog: &'p Program,
-    dims: Vec<usize>,
-    strides: Vec<Vec<usize>>,
-    contiguous: Vec<usize>,
+pub(crate) struct Prepared<'p> {
+    pub(crate) prog: &'p Program,
+    pub(crate) dims: Vec<usize>,
+    pub(crate) strides: Vec<Vec<usize>>,
+    pub(crate) contiguous: Vec<usize>,
 }
 
 impl<'p> Prepared<'p> {
@@ -594,10 +596,11 @@ fn store_reg(st: &RegState<'_>, col: &Column, dst: &mut DataMut<'_>) -> Result<(
 fn run_elementwise<'e>(
     pr: &Prepared<'_>,
     env: &Env<'e>,
-    targets: Vec<(usize, DataMut<'_>)>,
+    mut targets: Vec<(usize, DataMut<'_>)>,
+    compiled: &LoopSlot,
 ) -> Result<()> {
     let n: usize = pr.dims.iter().product();
-    if n == 0 {
+    if n == 0 || host_run::elementwise(compiled, pr, env, &mut targets, n)? {
         return Ok(());
     }
     let regs: Vec<usize> = targets.iter().map(|t| t.0).collect();
@@ -799,7 +802,7 @@ struct RedTask {
 }
 
 /// Partial accumulators of one task: per reduction, one value per output of its m range.
-type Partial = Vec<Column>;
+pub(crate) type Partial = Vec<Column>;
 
 fn new_partial(rb: &RedBody, len: usize) -> Result<Partial> {
     rb.reds
@@ -895,7 +898,7 @@ fn pairwise(rb: &RedBody, mut parts: Vec<Partial>) -> Result<Option<Partial>> {
 
 /// Runs the main phase of a reduction kernel: the M results of every reduction, finalized to
 /// the result dtypes.
-fn run_reduction<'e>(rb: &RedBody, env: &Env<'e>) -> Result<Vec<Column>> {
+fn run_reduction<'e>(rb: &RedBody, env: &Env<'e>, compiled: &LoopSlot) -> Result<Vec<Column>> {
     let (m, k) = (rb.m, rb.k);
     let nd = rb.space.dims.len();
     let kd: Vec<usize> = (0..nd).filter(|&j| !rb.space.reduced[j]).collect();
@@ -993,7 +996,11 @@ fn run_reduction<'e>(rb: &RedBody, env: &Env<'e>) -> Result<Vec<Column>> {
             }
             Ok(part)
         };
-    let partials: Vec<Partial> = if m * k <= SERIAL_BELOW {
+    let partials: Vec<Partial> = if let Some(p) =
+        host_run::reduction(compiled, rb, &pr, env)?.filter(|p| p.len() == tasks.len())
+    {
+        p
+    } else if m * k <= SERIAL_BELOW {
         let mut state = (Scratch::new(nregs), Vec::with_capacity(nregs));
         tasks
             .iter()
@@ -1191,17 +1198,17 @@ pub fn execute_cpu(
             } => {
                 let pr = Prepared::new(prog, &space.dims, None);
                 let targets = take_targets(stores, &mut written, out_rw)?;
-                run_elementwise(&pr, &env, targets)?;
+                run_elementwise(&pr, &env, targets, &kernel.host_loops[0])?;
             }
             Body::Reduction(rb) => {
-                let results = run_reduction(rb, &env)?;
+                let results = run_reduction(rb, &env, &kernel.host_loops[0])?;
                 let env = Env {
                     reduced: results.iter().map(|c| c.as_data()).collect(),
                     ..env
                 };
                 let pr = Prepared::new(&rb.epi, &rb.epi_space.dims, None);
                 let targets = take_targets(&rb.stores, &mut written, out_rw)?;
-                run_elementwise(&pr, &env, targets)?;
+                run_elementwise(&pr, &env, targets, &kernel.host_loops[1])?;
             }
         }
         for (b, col) in written {

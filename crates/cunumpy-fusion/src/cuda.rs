@@ -233,7 +233,7 @@ fn acc_ctype(d: DType) -> &'static str {
     }
 }
 
-fn init_value(kind: ReduceKind, acc: DType) -> String {
+pub(crate) fn init_value(kind: ReduceKind, acc: DType) -> String {
     let float = matches!(acc, DType::Float32 | DType::Float64);
     match kind {
         ReduceKind::Sum | ReduceKind::Mean { .. } | ReduceKind::Any => "0".into(),
@@ -255,7 +255,7 @@ fn init_value(kind: ReduceKind, acc: DType) -> String {
     }
 }
 
-fn combine(kind: ReduceKind, a: &str, b: &str) -> String {
+pub(crate) fn combine(kind: ReduceKind, a: &str, b: &str) -> String {
     match kind {
         ReduceKind::Sum | ReduceKind::Mean { .. } => format!("({a} + {b})"),
         ReduceKind::Prod => format!("({a} * {b})"),
@@ -264,6 +264,15 @@ fn combine(kind: ReduceKind, a: &str, b: &str) -> String {
         ReduceKind::Any => format!("({a} | {b})"),
         ReduceKind::All => format!("({a} & {b})"),
     }
+}
+
+/// The C expression of an op over registers `{rprefix}{arg}`.
+pub(crate) fn op_expression(op: Op, args: &[usize], rprefix: &str) -> String {
+    let mut s = op.def().cuda.to_string();
+    for (k, a) in args.iter().enumerate() {
+        s = s.replace(&format!("{{{k}}}"), &format!("{rprefix}{a}"));
+    }
+    s
 }
 
 /// The parameters of one launch, collected while its body is generated.
@@ -462,13 +471,7 @@ impl Gen<'_> {
                     LeafSrc::Reduced(j) => format!("red{j}"),
                     _ => load(ps, i, l, reg.dtype),
                 },
-                RegKind::Op { op, args } => {
-                    let mut s = op.def().cuda.to_string();
-                    for (k, a) in args.iter().enumerate() {
-                        s = s.replace(&format!("{{{k}}}"), &format!("{rprefix}{a}"));
-                    }
-                    s
-                }
+                RegKind::Op { op, args } => op_expression(*op, args, rprefix),
                 RegKind::Cast { arg } => format!("({t})({rprefix}{arg})"),
             };
             let _ = writeln!(out, "{ind}const {t} {rprefix}{i} = {e};");

@@ -105,6 +105,10 @@ macro_rules! data_common {
             pub(crate) fn get(&self, i: usize) -> Sv {
                 match self { $(Data::$v(s) => Sv::$v(s[i]),)* }
             }
+            /// The address of element 0.
+            pub(crate) fn as_ptr(&self) -> *const std::ffi::c_void {
+                match self { $(Data::$v(s) => s.as_ptr().cast(),)* }
+            }
         }
         impl<'a> DataMut<'a> {
             /// The dtype of the elements.
@@ -128,6 +132,10 @@ macro_rules! data_common {
             }
             pub(crate) fn reborrow(&mut self) -> DataMut<'_> {
                 match self { $(DataMut::$v(s) => DataMut::$v(s),)* }
+            }
+            /// The address of element 0, for writing.
+            pub(crate) fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
+                match self { $(DataMut::$v(s) => s.as_mut_ptr().cast(),)* }
             }
         }
         impl Column {

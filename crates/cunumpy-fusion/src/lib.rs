@@ -35,6 +35,9 @@ mod cuda;
 mod elem;
 mod error;
 mod graph;
+mod host_loops;
+mod host_run;
+mod hostgen;
 mod ops;
 mod pack;
 mod plan;
@@ -48,6 +51,10 @@ pub use elem::{Data, DataMut};
 pub use error::{FusionError, Result};
 pub use graph::{
     Axis, Graph, GraphBuilder, InputDecl, Node, NodeKind, ReduceKind, ScalarDecl, Value, ValueInfo,
+};
+pub use host_loops::{
+    host_loop_settings, host_loop_status, set_host_loops, wait_for_host_loops, HostLoopMode,
+    HostLoopStatus,
 };
 pub use ops::{Op, OpDef, Rule, OPS};
 pub use pack::{launch_param_values, DevicePointers};

@@ -154,6 +154,8 @@ pub struct Kernel {
     /// This kernel's CUDA C (without the shared preamble).
     pub source: String,
     pub(crate) body: Body,
+    /// Its compiled CPU loops (main program, reduction epilogue), found on first CPU run.
+    pub(crate) host_loops: [crate::host_loops::LoopSlot; 2],
 }
 
 /// Where a program leaf comes from.
@@ -977,6 +979,7 @@ fn make_kernel(name: String, kind: KernelKind, body: Body, fused_ops: Vec<String
         launches: Vec::new(),
         source: String::new(),
         body,
+        host_loops: Default::default(),
     }
 }
 

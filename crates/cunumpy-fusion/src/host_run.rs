@@ -1,0 +1,240 @@
+//! Running compiled CPU loops (see `hostgen`, `host_loops`) over host data: the pointer table
+//! of a program's leaves, checked against the data behind it, and the parallel split (large
+//! contiguous ranges for elementwise loops; groups of four fixed chunks for reductions, whose
+//! partials the executor combines exactly as it combines the interpreter's).
+
+use crate::complex::Complex;
+use crate::cpu::{Env, Partial, Prepared, RED_CHUNK};
+use crate::elem::{with_elem, DataMut, Elem, Sv};
+use crate::error::Result;
+use crate::host_loops::{count_run, LoopFn, LoopKind, LoopSlot};
+use crate::hostgen::{elementwise_source, leaf_kinds, reduction_source, LeafKind};
+use crate::plan::{LeafSrc, RedBody, RegKind};
+use cunumpy_core::dtype::DType;
+use rayon::prelude::*;
+use std::ffi::{c_int, c_void};
+
+/// Results at least this large are written with non-temporal stores (they do not fit in the
+/// caches, so a plain store would first read every target line for nothing).
+const STREAM_BYTES: usize = 8 << 20;
+
+/// A scalar value laid out as its C type, for a uniform leaf to point at.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Default)]
+struct ScalarSlot([u8; 16]);
+
+fn scalar_slot(v: Sv) -> ScalarSlot {
+    let mut s = ScalarSlot::default();
+    let mut put = |b: &[u8]| s.0[..b.len()].copy_from_slice(b);
+    match v {
+        Sv::Bool(x) => put(&[x as u8]),
+        Sv::Int8(x) => put(&x.to_ne_bytes()),
+        Sv::UInt8(x) => put(&x.to_ne_bytes()),
+        Sv::Int16(x) => put(&x.to_ne_bytes()),
+        Sv::UInt16(x) => put(&x.to_ne_bytes()),
+        Sv::Int32(x) => put(&x.to_ne_bytes()),
+        Sv::UInt32(x) => put(&x.to_ne_bytes()),
+        Sv::Int64(x) => put(&x.to_ne_bytes()),
+        Sv::UInt64(x) => put(&x.to_ne_bytes()),
+        Sv::Float32(x) => put(&x.to_ne_bytes()),
+        Sv::Float64(x) => put(&x.to_ne_bytes()),
+        Sv::Complex64(z) => {
+            put(&z.re.to_ne_bytes());
+            s.0[4..8].copy_from_slice(&z.im.to_ne_bytes());
+        }
+        Sv::Complex128(z) => {
+            put(&z.re.to_ne_bytes());
+            s.0[8..16].copy_from_slice(&z.im.to_ne_bytes());
+        }
+    }
+    s
+}
+
+/// The pointer table a compiled loop reads its leaves through (`leaves[r]` for leaf register
+/// `r`), with the scalar values it points into. None when some data is not what the generated
+/// code assumes (dtype, or fewer elements than `points` for a streamed leaf).
+struct Leaves {
+    ptrs: Vec<*const c_void>,
+    _scalars: Box<[ScalarSlot]>,
+}
+
+impl Leaves {
+    fn table(&self) -> *const *const c_void {
+        self.ptrs.as_ptr()
+    }
+}
+
+// SAFETY: the table only holds addresses of data the executor borrows for the whole run (input,
+// output and workspace arrays, and the boxed scalar slots it owns); the compiled loops only read
+// through them, so sharing the table between the threads of a run is as safe as sharing `&[T]`.
+unsafe impl Send for Leaves {}
+// SAFETY: as for Send: read-only addresses of data that outlives the run.
+unsafe impl Sync for Leaves {}
+
+fn leaves(
+    pr: &Prepared<'_>,
+    kinds: &[Option<LeafKind>],
+    env: &Env<'_>,
+    points: usize,
+) -> Option<Leaves> {
+    let regs = &pr.prog.regs;
+    let mut scalars: Vec<ScalarSlot> = Vec::new();
+    let mut slot_of = vec![usize::MAX; regs.len()];
+    for (i, r) in regs.iter().enumerate() {
+        if let RegKind::Leaf(l) = &r.kind {
+            if let LeafSrc::Scalar(s) = l.src {
+                let v = *env.scalars.get(s)?;
+                if v.dtype() != r.dtype {
+                    return None;
+                }
+                slot_of[i] = scalars.len();
+                scalars.push(scalar_slot(v));
+            }
+        }
+    }
+    let scalars = scalars.into_boxed_slice();
+    let mut ptrs = vec![std::ptr::null::<c_void>(); regs.len()];
+    for (i, r) in regs.iter().enumerate() {
+        let RegKind::Leaf(l) = &r.kind else { continue };
+        let kind = kinds.get(i).copied().flatten()?;
+        ptrs[i] = match l.src {
+            LeafSrc::Scalar(_) => scalars.get(slot_of[i])?.0.as_ptr().cast(),
+            src => {
+                let d = env.data(src)?;
+                let need = if kind == LeafKind::Stream { points } else { 1 };
+                if d.dtype() != r.dtype || d.len() < need {
+                    return None;
+                }
+                d.as_ptr()
+            }
+        };
+    }
+    Some(Leaves {
+        ptrs,
+        _scalars: scalars,
+    })
+}
+
+/// Destination addresses of one run (each target is borrowed mutably by the caller for the
+/// run; tasks write disjoint ranges of it).
+struct Dsts(Vec<*mut c_void>);
+
+impl Dsts {
+    fn table(&self) -> *const *mut c_void {
+        self.0.as_ptr()
+    }
+}
+
+// SAFETY: the addresses are of targets the caller borrows mutably for the whole run, and every
+// task writes only its own range of points, so no two threads write the same element.
+unsafe impl Send for Dsts {}
+// SAFETY: as for Send: disjoint writes per task, data outliving the run.
+unsafe impl Sync for Dsts {}
+
+/// Runs an elementwise program through its compiled loop; false (nothing written) when there
+/// is none ready for it.
+pub(crate) fn elementwise(
+    slot: &LoopSlot,
+    pr: &Prepared<'_>,
+    env: &Env<'_>,
+    targets: &mut [(usize, DataMut<'_>)],
+    points: usize,
+) -> Result<bool> {
+    let Some(kinds) = leaf_kinds(pr.prog, &pr.strides, &pr.contiguous) else {
+        return Ok(false);
+    };
+    let stores: Vec<usize> = targets.iter().map(|t| t.0).collect();
+    let f = slot.function(points, || {
+        elementwise_source(pr.prog, &kinds, &stores).map(|s| (s, LoopKind::Elementwise))
+    });
+    let Some(LoopFn::Elementwise(f)) = f else {
+        return Ok(false);
+    };
+    let Some(table) = leaves(pr, &kinds, env, points) else {
+        return Ok(false);
+    };
+    let mut out_bytes = 0;
+    for (r, d) in targets.iter() {
+        let dt = pr.prog.regs.get(*r).map(|g| g.dtype);
+        if dt != Some(d.dtype()) || d.len() != points {
+            return Ok(false);
+        }
+        out_bytes += points * d.dtype().itemsize();
+    }
+    let dsts = Dsts(targets.iter_mut().map(|(_, d)| d.as_mut_ptr()).collect());
+    let streaming = c_int::from(out_bytes >= STREAM_BYTES);
+    // a few large contiguous ranges per thread: long streams, balanced by rayon
+    let parts = rayon::current_num_threads().max(1) * 4;
+    let task = points.div_ceil(parts).next_multiple_of(64).max(4096);
+    (0..points.div_ceil(task)).into_par_iter().for_each(|t| {
+        let start = t * task;
+        let len = task.min(points - start);
+        // SAFETY: `f` is the loop generated for this program (same registers, dtypes and leaf
+        // kinds); every leaf pointer addresses data of the register's dtype with at least
+        // `points` elements (streamed) or one (uniform), checked in `leaves`; every destination
+        // holds `points` elements of its register's dtype, is borrowed mutably for this run,
+        // and overlaps no input (the callers check); this task writes only [start, start+len).
+        unsafe {
+            f(
+                start as i64,
+                len as i64,
+                table.table(),
+                dsts.table(),
+                streaming,
+            )
+        };
+    });
+    count_run();
+    Ok(true)
+}
+
+/// The partial results of a full reduction (one result) through its compiled loop, one per
+/// fixed chunk in chunk order, exactly as the interpreter's tasks produce them; None when
+/// there is no compiled loop ready for it.
+pub(crate) fn reduction(
+    slot: &LoopSlot,
+    rb: &RedBody,
+    pr: &Prepared<'_>,
+    env: &Env<'_>,
+) -> Result<Option<Vec<Partial>>> {
+    let k = rb.k;
+    if rb.m != 1 || rb.reds.len() != 1 || k == 0 || pr.dims.iter().product::<usize>() != k {
+        return Ok(None);
+    }
+    let red = &rb.reds[0];
+    let Some(kinds) = leaf_kinds(pr.prog, &pr.strides, &pr.contiguous) else {
+        return Ok(None);
+    };
+    let f = slot.function(k, || {
+        reduction_source(pr.prog, &kinds, red).map(|s| (s, LoopKind::Reduce))
+    });
+    let Some(LoopFn::Reduce(f)) = f else {
+        return Ok(None);
+    };
+    let Some(table) = leaves(pr, &kinds, env, k) else {
+        return Ok(None);
+    };
+    let chunk = if k >= RED_CHUNK { RED_CHUNK } else { k };
+    let n_chunks = k.div_ceil(chunk);
+    with_elem!(red.acc, T => {
+        let mut parts = vec![T::default(); n_chunks];
+        parts.par_chunks_mut(4).enumerate().for_each(|(g, out)| {
+            // SAFETY: `f` is the loop generated for this program and reduction; the leaf
+            // pointers address data of each register's dtype with at least `k` elements
+            // (streamed) or one (uniform), checked in `leaves`; `out` holds `out.len()`
+            // values of the accumulator's dtype, written only by this task.
+            unsafe {
+                f(
+                    (g * 4 * chunk) as i64,
+                    chunk as i64,
+                    k as i64,
+                    out.len() as i64,
+                    table.table(),
+                    out.as_mut_ptr().cast(),
+                )
+            };
+        });
+        count_run();
+        Ok(Some(parts.into_iter().map(|v| vec![T::new_col(vec![v])]).collect()))
+    })
+}

@@ -1,0 +1,226 @@
+//! Compiled CPU loops (needs a host C++ compiler: g++, clang++ or `$CXX`): every program the
+//! executor compiles must give the interpreter's results bit for bit, reductions included.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod common;
+use common::*;
+use cunumpy_fusion::*;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The compile mode is process-wide: tests that change it run one at a time.
+static MODE: Mutex<()> = Mutex::new(());
+
+fn bits(outs: &[Out]) -> Vec<Vec<u64>> {
+    outs.iter()
+        .map(|o| o.f64s().iter().map(|x| x.to_bits()).collect())
+        .collect()
+}
+
+/// Runs a graph interpreted and compiled; asserts equal bits and that a loop was built.
+fn same_bits(graph: &Graph, inputs: &[(&In, &[usize])], scalars: &[ScalarValue], what: &str) {
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Off, 0);
+    let (_, interpreted) = run(graph, inputs, scalars);
+    set_host_loops(HostLoopMode::Sync, 1);
+    let before = host_loop_status();
+    let (_, compiled) = run(graph, inputs, scalars);
+    let after = host_loop_status();
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+    assert!(after.failed.is_empty(), "{what}: {:?}", after.failed);
+    assert!(after.runs > before.runs, "{what}: no compiled loop ran");
+    assert_eq!(bits(&compiled), bits(&interpreted), "{what}");
+}
+
+fn specials(n: usize, seed: u64) -> Vec<f64> {
+    let s = [
+        0.0,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e308,
+        -1e-310,
+        2.5,
+        -3.0,
+    ];
+    data(n, seed)
+        .into_iter()
+        .enumerate()
+        .map(|(i, x)| {
+            if i % 7 == 3 {
+                s[(i / 7) % s.len()]
+            } else {
+                x * 1e3
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn chain_sum_of_squares_and_centering_match_the_interpreter() {
+    let n = 300_007; // four whole reduction chunks, a partial one, and tails
+    let (a, b, c, d) = (data(n, 1), data(n, 2), data(n, 3), data(n, 4));
+    let ins = [In::F64(a), In::F64(b), In::F64(c), In::F64(d)];
+    let sh = [n];
+
+    let mut g = GraphBuilder::new();
+    let v: Vec<Value> = (0..4)
+        .map(|_| g.input(DType::Float64, 1).unwrap())
+        .collect();
+    let k = g.scalar(DType::Float64, true).unwrap();
+    let ab = g.op(Op::Mul, &[v[0], v[1]]).unwrap();
+    let cd = g.op(Op::Mul, &[v[2], v[3]]).unwrap();
+    let ka = g.op(Op::Mul, &[k, v[0]]).unwrap();
+    let s = g.op(Op::Add, &[ab, cd]).unwrap();
+    let r = g.op(Op::Sub, &[s, ka]).unwrap();
+    g.output(r).unwrap();
+    let chain = g.finish().unwrap();
+    let all: Vec<(&In, &[usize])> = ins.iter().map(|x| (x, &sh[..])).collect();
+    same_bits(&chain, &all, &[ScalarValue::Float(2.5)], "a*b+c*d-2.5*a");
+
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Float64, 1).unwrap();
+    let y = g.input(DType::Float64, 1).unwrap();
+    let dxy = g.op(Op::Sub, &[x, y]).unwrap();
+    let sq = g.op(Op::Square, &[dxy]).unwrap();
+    let total = g.reduce(ReduceKind::Sum, sq, &Axis::All, false).unwrap();
+    g.output(total).unwrap();
+    let sumsq = g.finish().unwrap();
+    same_bits(&sumsq, &all[..2], &[], "sum((a-b)**2)");
+
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Float64, 1).unwrap();
+    let m = g
+        .reduce(ReduceKind::Mean { ddof: 0 }, x, &Axis::All, false)
+        .unwrap();
+    let centred = g.op(Op::Sub, &[x, m]).unwrap();
+    g.output(centred).unwrap();
+    let centre = g.finish().unwrap();
+    same_bits(&centre, &all[..1], &[], "a - mean(a)");
+}
+
+#[test]
+fn comparisons_selections_and_nan_rules_match_the_interpreter() {
+    let n = 70_001;
+    let ins = [In::F64(specials(n, 5)), In::F64(specials(n, 6))];
+    let sh = [n];
+    let all: Vec<(&In, &[usize])> = ins.iter().map(|x| (x, &sh[..])).collect();
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 1).unwrap();
+    let b = g.input(DType::Float64, 1).unwrap();
+    let lo = g.scalar(DType::Float64, true).unwrap();
+    let hi = g.scalar(DType::Float64, true).unwrap();
+    let lt = g.op(Op::Lt, &[a, b]).unwrap();
+    let mn = g.op(Op::Minimum, &[a, b]).unwrap();
+    let mx = g.op(Op::Maximum, &[a, b]).unwrap();
+    let w = g.op(Op::Where, &[lt, mn, mx]).unwrap();
+    let cl = g.op(Op::Clip, &[w, lo, hi]).unwrap();
+    let q = g.op(Op::TrueDiv, &[cl, b]).unwrap();
+    let sq = g.op(Op::Sqrt, &[q]).unwrap();
+    let ab = g.op(Op::Abs, &[sq]).unwrap();
+    let fl = g.op(Op::Floor, &[ab]).unwrap();
+    let nan = g.op(Op::IsNan, &[a]).unwrap();
+    let fin = g.op(Op::IsFinite, &[b]).unwrap();
+    let both = g.op(Op::LogicalAnd, &[nan, fin]).unwrap();
+    g.output(fl).unwrap();
+    g.output(both).unwrap();
+    let f = g.finish().unwrap();
+    same_bits(
+        &f,
+        &all,
+        &[ScalarValue::Float(-100.0), ScalarValue::Float(1e300)],
+        "where/min/max/clip/sqrt/floor/isnan",
+    );
+
+    // min and max reductions with NaN and signed zeros
+    for kind in [ReduceKind::Min, ReduceKind::Max, ReduceKind::Prod] {
+        let mut g = GraphBuilder::new();
+        let a = g.input(DType::Float64, 1).unwrap();
+        let r = g.reduce(kind, a, &Axis::All, false).unwrap();
+        g.output(r).unwrap();
+        let f = g.finish().unwrap();
+        same_bits(&f, &all[..1], &[], &format!("{kind:?}"));
+    }
+}
+
+#[test]
+fn integer_wrapping_casts_and_bools_match_the_interpreter() {
+    let n = 131_075;
+    let i: Vec<i64> = ints(n, 7, -5, 5)
+        .into_iter()
+        .enumerate()
+        .map(|(j, x)| match j % 11 {
+            0 => i64::MAX,
+            1 => i64::MIN,
+            _ => x * 1_000_000_007,
+        })
+        .collect();
+    let small: Vec<i8> = ints(n, 8, -128, 127).into_iter().map(|x| x as i8).collect();
+    let ins = [
+        In::I64(i),
+        In::I8(small),
+        In::F32(data(n, 9).iter().map(|&x| x as f32).collect()),
+    ];
+    let sh = [n];
+    let all: Vec<(&In, &[usize])> = ins.iter().map(|x| (x, &sh[..])).collect();
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Int64, 1).unwrap();
+    let s8 = g.input(DType::Int8, 1).unwrap();
+    let f32v = g.input(DType::Float32, 1).unwrap();
+    let sum = g.op(Op::Add, &[a, a]).unwrap();
+    let prod = g.op(Op::Mul, &[sum, a]).unwrap();
+    let neg = g.op(Op::Neg, &[s8]).unwrap();
+    let abs8 = g.op(Op::Abs, &[neg]).unwrap();
+    let inv = g.op(Op::Invert, &[abs8]).unwrap();
+    let bits8 = g.op(Op::BitXor, &[inv, s8]).unwrap();
+    let mixed = g.op(Op::Add, &[prod, bits8]).unwrap(); // int8 promoted to int64
+    let as_float = g.op(Op::Mul, &[mixed, f32v]).unwrap(); // int64 * float32 -> float64
+    let gt = g.op(Op::Gt, &[as_float, f32v]).unwrap();
+    let nt = g.op(Op::LogicalNot, &[gt]).unwrap();
+    g.output(mixed).unwrap();
+    g.output(as_float).unwrap();
+    g.output(nt).unwrap();
+    let f = g.finish().unwrap();
+    same_bits(&f, &all, &[], "int64 wrapping, int8 bits, casts, bools");
+
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Int64, 1).unwrap();
+    let r = g.reduce(ReduceKind::Sum, a, &Axis::All, false).unwrap();
+    g.output(r).unwrap();
+    let f = g.finish().unwrap();
+    same_bits(&f, &all[..1], &[], "int64 sum (wrapping)");
+}
+
+#[test]
+fn background_builds_finish_and_are_then_used() {
+    let n = 1 << 17;
+    let ins = [In::F32(data(n, 11).iter().map(|&x| x as f32).collect())];
+    let sh = [n];
+    let all: Vec<(&In, &[usize])> = ins.iter().map(|x| (x, &sh[..])).collect();
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float32, 1).unwrap();
+    let h = g.scalar(DType::Float64, true).unwrap();
+    let r = g.op(Op::Mul, &[a, h]).unwrap();
+    let c = g.op(Op::Ceil, &[r]).unwrap();
+    g.output(c).unwrap();
+    let f = g.finish().unwrap();
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Off, 0);
+    let (_, want) = run(&f, &all, &[ScalarValue::Float(0.5)]);
+    set_host_loops(HostLoopMode::Background, 1);
+    // the first run starts the build and is interpreted; later ones use the loop when loaded
+    let (p, first) = run(&f, &all, &[ScalarValue::Float(0.5)]);
+    assert!(
+        wait_for_host_loops(Duration::from_secs(120)),
+        "build did not finish"
+    );
+    assert!(host_loop_status().failed.is_empty());
+    let runs = host_loop_status().runs;
+    let (_, later) = run(&f, &all, &[ScalarValue::Float(0.5)]);
+    assert_eq!(host_loop_status().runs, runs + 1, "the loaded loop ran");
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+    assert_eq!(bits(&first), bits(&want));
+    assert_eq!(bits(&later), bits(&want));
+    assert_eq!(p.kernels.len(), 1);
+}
