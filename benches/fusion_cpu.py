@@ -58,7 +58,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=10)
     opts = parser.parse_args()
     import cunumpy as xp
+    from cunumpy.kernels import host_loop_status, set_host_loops
 
+    # steady state: kernels that compile are built before their first timed call
+    set_host_loops("sync")
     try:
         import numexpr
     except ImportError:
@@ -106,12 +109,7 @@ def main() -> int:
                 t_fuse = best(fused, *args, repeat=repeat)
                 t_np = best(fn, *args, repeat=repeat)
             row = {"cunumpy_fuse_ms": t_fuse * 1e3, "numpy_ms": t_np * 1e3}
-            rate = traffic[name] * 8 * n / t_fuse / 1e9
-            row["cunumpy_fuse_GBps"] = rate
-            row["ratio_vs_two_thread_copy"] = rate / rows["two_thread_copy_GBps"]
-            row["ratio_vs_two_thread_copy_new_array"] = (
-                rate / rows["two_thread_copy_new_array_GBps"]
-            )
+            row["cunumpy_fuse_GBps"] = traffic[name] * 8 * n / t_fuse / 1e9
             row["speedup_vs_numpy"] = t_np / t_fuse
             if numexpr is not None and ne_expr is not None:
                 local = dict(zip("abcd", args, strict=False))
@@ -121,7 +119,22 @@ def main() -> int:
                 row["numexpr_ms"] = t_ne * 1e3
                 row["speedup_vs_numexpr"] = t_ne / t_fuse
             rows[name] = row
+        # the copy reference again after the expressions; the faster of the two counts (this
+        # machine's bandwidth drifts by 10-30% over a minute when its neighbours are busy)
+        copy2_after_s = best(two_thread_copy, arrays[0], target, repeat=repeat)
+        rows["two_thread_copy_GBps_before_after"] = [
+            rows["two_thread_copy_GBps"],
+            16 * n / copy2_after_s / 1e9,
+        ]
+        rows["two_thread_copy_GBps"] = max(rows["two_thread_copy_GBps_before_after"])
+        for name in exprs:
+            rate = rows[name]["cunumpy_fuse_GBps"]
+            rows[name]["ratio_vs_two_thread_copy"] = rate / rows["two_thread_copy_GBps"]
+            rows[name]["ratio_vs_two_thread_copy_new_array"] = (
+                rate / rows["two_thread_copy_new_array_GBps"]
+            )
         result["sizes"][str(n)] = rows
+    result["host_loops"] = host_loop_status()
     print(json.dumps(result, indent=2))
     return 0
 

@@ -10,6 +10,7 @@ mod errors;
 mod fused_call;
 mod fusion;
 mod held;
+mod host_loops;
 mod host_pool;
 mod kernel;
 mod layout;
@@ -28,5 +29,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatch::KernelDispatcher>()?;
     emulate::register(m)?;
     host_pool::register(m)?;
+    host_loops::register(m)?;
     Ok(())
 }

@@ -15,6 +15,7 @@ from ._host_impl import (
     use_device_kernel_implementation,
     use_host_kernel_implementation,
 )
+from ._host_loops import host_loop_status, set_host_loops, wait_for_host_loops
 from ._host_pool import host_memory_pool
 from ._pyccel_cache import PyccelCache
 from ._pyccel_kernel import (
@@ -50,4 +51,7 @@ __all__ = [
     "fuse",
     "FusedFunction",
     "host_memory_pool",
+    "set_host_loops",
+    "host_loop_status",
+    "wait_for_host_loops",
 ]
