@@ -8,7 +8,7 @@ use crate::cpu::{Env, Partial, Prepared, RED_CHUNK};
 use crate::elem::{with_elem, DataMut, Elem, Sv};
 use crate::error::Result;
 use crate::host_loops::{count_run, LoopFn, LoopKind, LoopSlot};
-use crate::hostgen::{elementwise_source, leaf_kinds, reduction_source, LeafKind};
+use crate::hostgen::{elementwise_source, leaf_kinds, reduction_group, reduction_source, LeafKind};
 use crate::plan::{LeafSrc, RedBody, RegKind};
 use cunumpy_core::dtype::DType;
 use rayon::prelude::*;
@@ -131,6 +131,13 @@ unsafe impl Send for Dsts {}
 // SAFETY: as for Send: disjoint writes per task, data outliving the run.
 unsafe impl Sync for Dsts {}
 
+/// Points from `addr` (elements of `item` bytes) to the next 64-byte boundary; None when no
+/// whole number of elements gets there.
+fn line_skew(addr: usize, item: usize) -> Option<usize> {
+    let bytes = (64 - addr % 64) % 64;
+    (item > 0 && bytes % item == 0).then(|| bytes / item)
+}
+
 /// Runs an elementwise program through its compiled loop; false (nothing written) when there
 /// is none ready for it.
 pub(crate) fn elementwise(
@@ -162,13 +169,40 @@ pub(crate) fn elementwise(
         out_bytes += points * d.dtype().itemsize();
     }
     let dsts = Dsts(targets.iter_mut().map(|(_, d)| d.as_mut_ptr()).collect());
-    let streaming = c_int::from(out_bytes >= STREAM_BYTES);
+    let item: Vec<usize> = targets.iter().map(|(_, d)| d.dtype().itemsize()).collect();
+    // Streaming writes whole cache lines per tile: the points before the first 64-byte
+    // boundary of the first target go first, plainly; the tasks after it start at multiples of
+    // 64 points, which is a line boundary of every target that shares that alignment.
+    let skew = line_skew(dsts.0[0] as usize, item[0]);
+    let aligned = skew.is_some_and(|k| {
+        dsts.0
+            .iter()
+            .zip(&item)
+            .all(|(p, &sz)| (*p as usize + k * sz) % 64 == 0)
+    });
+    let streaming = out_bytes >= STREAM_BYTES && aligned;
+    let head = if streaming {
+        skew.unwrap_or(0).min(points)
+    } else {
+        0
+    };
     // a few large contiguous ranges per thread: long streams, balanced by rayon
+    let rest = points - head;
     let parts = rayon::current_num_threads().max(1) * 4;
-    let task = points.div_ceil(parts).next_multiple_of(64).max(4096);
-    (0..points.div_ceil(task)).into_par_iter().for_each(|t| {
-        let start = t * task;
-        let len = task.min(points - start);
+    let task = rest.div_ceil(parts).next_multiple_of(64).max(4096);
+    let n_tasks = rest.div_ceil(task);
+    (0..n_tasks + 1).into_par_iter().for_each(|t| {
+        // task 0: the head (maybe empty); then the line-aligned tasks
+        let (start, len, stream) = match t {
+            0 => (0, head, false),
+            _ => {
+                let s = head + (t - 1) * task;
+                (s, task.min(points - s), streaming)
+            }
+        };
+        if len == 0 {
+            return;
+        }
         // SAFETY: `f` is the loop generated for this program (same registers, dtypes and leaf
         // kinds); every leaf pointer addresses data of the register's dtype with at least
         // `points` elements (streamed) or one (uniform), checked in `leaves`; every destination
@@ -180,7 +214,7 @@ pub(crate) fn elementwise(
                 len as i64,
                 table.table(),
                 dsts.table(),
-                streaming,
+                c_int::from(stream),
             )
         };
     });
@@ -218,14 +252,15 @@ pub(crate) fn reduction(
     let n_chunks = k.div_ceil(chunk);
     with_elem!(red.acc, T => {
         let mut parts = vec![T::default(); n_chunks];
-        parts.par_chunks_mut(4).enumerate().for_each(|(g, out)| {
+        let group = reduction_group(&kinds);
+        parts.par_chunks_mut(group).enumerate().for_each(|(g, out)| {
             // SAFETY: `f` is the loop generated for this program and reduction; the leaf
             // pointers address data of each register's dtype with at least `k` elements
             // (streamed) or one (uniform), checked in `leaves`; `out` holds `out.len()`
             // values of the accumulator's dtype, written only by this task.
             unsafe {
                 f(
-                    (g * 4 * chunk) as i64,
+                    (g * group * chunk) as i64,
                     chunk as i64,
                     k as i64,
                     out.len() as i64,

@@ -224,3 +224,52 @@ fn background_builds_finish_and_are_then_used() {
     assert_eq!(bits(&later), bits(&want));
     assert_eq!(p.kernels.len(), 1);
 }
+
+/// A result large enough to be written with non-temporal stores, into a target that starts
+/// `skew` elements after a 64-byte boundary (the head before the boundary is written plainly).
+#[test]
+fn streamed_results_match_at_every_alignment() {
+    let n = (9 << 20) / 8 + 13; // over 8 MiB of float64
+    let (a, b) = (data(n, 21), data(n, 22));
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Float64, 1).unwrap();
+    let y = g.input(DType::Float64, 1).unwrap();
+    let s = g.op(Op::Sub, &[x, y]).unwrap();
+    let p = g.op(Op::Mul, &[s, x]).unwrap();
+    g.output(p).unwrap();
+    let graph = g.finish().unwrap();
+    let plan = plan(&graph, &[vec![n], vec![n]]).unwrap();
+    let want: Vec<u64> = (0..n).map(|i| ((a[i] - b[i]) * a[i]).to_bits()).collect();
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Sync, 1);
+    for skew in [0usize, 1, 5, 7] {
+        let mut store = vec![f64::NAN; n + 16];
+        let base = store.as_ptr() as usize;
+        let first = ((64 - base % 64) % 64) / 8 + skew;
+        let out = &mut store[first..first + n];
+        let before = host_loop_status().runs;
+        let shape = [n];
+        execute_cpu(
+            &plan,
+            &[ArrayRef::new(&a, &shape), ArrayRef::new(&b, &shape)],
+            &[],
+            &mut [ArrayMut::new(out, &shape)],
+        )
+        .unwrap();
+        assert_eq!(host_loop_status().runs, before + 1, "skew {skew}: compiled");
+        let got: Vec<u64> = store[first..first + n]
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        assert!(got == want, "skew {skew}");
+        assert!(
+            store[..first].iter().all(|v| v.is_nan()),
+            "skew {skew}: before"
+        );
+        assert!(
+            store[first + n..].iter().all(|v| v.is_nan()),
+            "skew {skew}: after"
+        );
+    }
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+}
