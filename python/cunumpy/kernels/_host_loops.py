@@ -28,7 +28,9 @@ def set_host_loops(mode: Mode = "background", min_points: int = 1 << 16) -> tupl
     interpreter's result bit for bit are compiled (arithmetic, comparisons, ``where``,
     ``minimum``/``maximum``/``clip``, ``sqrt``, ``floor``/``ceil``/``trunc``, logical and bit
     operations, casts other than float to integer; no ``exp``, ``sin``, ... whose library
-    versions may differ in the last place), so results never depend on which path ran.
+    versions may differ in the last place; sums, products, means, ``any``/``all`` folded in
+    the interpreter's order), so results never depend on which path ran (a NaN result is a
+    NaN either way; its sign bit may differ).
 
     - ``"background"`` (default; ``CUNUMPY_HOST_LOOPS`` sets the initial mode): the first
       large call starts the build on a thread and runs interpreted; later calls use the loop
