@@ -18,6 +18,12 @@ use std::ffi::{c_int, c_void};
 /// caches, so a plain store would first read every target line for nothing).
 const STREAM_BYTES: usize = 8 << 20;
 
+/// Reductions of a bare array use a compiled loop only from this size on (out of the caches).
+const BARE_REDUCTION_BYTES: usize = 32 << 20;
+/// Runs over at most this many points stay on the calling thread (a rayon hand-off costs
+/// more than the work below it), as in the interpreter.
+const SERIAL_POINTS: usize = 1 << 17;
+
 /// A scalar value laid out as its C type, for a uniform leaf to point at.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Default)]
@@ -191,7 +197,7 @@ pub(crate) fn elementwise(
     let parts = rayon::current_num_threads().max(1) * 4;
     let task = rest.div_ceil(parts).next_multiple_of(64).max(4096);
     let n_tasks = rest.div_ceil(task);
-    (0..n_tasks + 1).into_par_iter().for_each(|t| {
+    let run_task = |t: usize| {
         // task 0: the head (maybe empty); then the line-aligned tasks
         let (start, len, stream) = match t {
             0 => (0, head, false),
@@ -217,7 +223,12 @@ pub(crate) fn elementwise(
                 c_int::from(stream),
             )
         };
-    });
+    };
+    if points <= SERIAL_POINTS {
+        (0..n_tasks + 1).for_each(run_task);
+    } else {
+        (0..n_tasks + 1).into_par_iter().for_each(run_task);
+    }
     count_run();
     Ok(true)
 }
@@ -236,6 +247,17 @@ pub(crate) fn reduction(
         return Ok(None);
     }
     let red = &rb.reds[0];
+    // A reduction of an array as it is (sum(a), mean(a)) folds the array in place in the
+    // interpreter, which is faster than the compiled loop while the data sits in the caches
+    // (2 cores, sum of 300000 float64: 62 us interpreted, 120 us compiled); from main memory
+    // the compiled loop's interleaved streams win (10^7: 17 vs 27 GB/s).
+    let bare = matches!(
+        pr.prog.regs.get(red.reg).map(|r| &r.kind),
+        Some(RegKind::Leaf(_))
+    );
+    if bare && k * red.acc.itemsize() < BARE_REDUCTION_BYTES {
+        return Ok(None);
+    }
     let Some(kinds) = leaf_kinds(pr.prog, &pr.strides, &pr.contiguous) else {
         return Ok(None);
     };
@@ -253,7 +275,7 @@ pub(crate) fn reduction(
     with_elem!(red.acc, T => {
         let mut parts = vec![T::default(); n_chunks];
         let group = reduction_group(&kinds);
-        parts.par_chunks_mut(group).enumerate().for_each(|(g, out)| {
+        let run_group = |(g, out): (usize, &mut [T])| {
             // SAFETY: `f` is the loop generated for this program and reduction; the leaf
             // pointers address data of each register's dtype with at least `k` elements
             // (streamed) or one (uniform), checked in `leaves`; `out` holds `out.len()`
@@ -268,7 +290,12 @@ pub(crate) fn reduction(
                     out.as_mut_ptr().cast(),
                 )
             };
-        });
+        };
+        if k <= SERIAL_POINTS {
+            parts.chunks_mut(group).enumerate().for_each(run_group);
+        } else {
+            parts.par_chunks_mut(group).enumerate().for_each(run_group);
+        }
         count_run();
         Ok(Some(parts.into_iter().map(|v| vec![T::new_col(vec![v])]).collect()))
     })

@@ -246,11 +246,9 @@ pub(crate) fn leaf_kinds(
         .collect()
 }
 
-/// How many sub-ranges an elementwise loop (`8 / streams`, 2 to 8) or chunks a reduction
-/// (`16 / streams`, 4 to 16) interleaves: a core keeps enough lines in flight only with about 8
-/// to 16 streams (2 cores, 10^7 float64, against a two-thread memcpy in the same process: one
-/// array summed with 2 streams 0.48x, 8 streams 0.79-0.83x, 16 streams 0.83-0.89x; `a - 1.5`
-/// with 1 sub-range 0.72-0.85x, 8 sub-ranges 1.08-1.15x).
+/// How many sub-ranges an elementwise loop interleaves: `8 / streams`, 2 to 8. A core keeps
+/// enough lines in flight only with about 8 streams (2 cores, 10^7 float64, against a two-thread
+/// memcpy in the same process: `a - 1.5` with 1 sub-range 0.72-0.85x, with 8 1.08-1.15x).
 fn interleave(kinds: &[Option<LeafKind>], per_core: usize, min: usize) -> usize {
     let streams = kinds
         .iter()
@@ -260,9 +258,12 @@ fn interleave(kinds: &[Option<LeafKind>], per_core: usize, min: usize) -> usize 
     (per_core / streams).clamp(min, per_core)
 }
 
-/// Chunks of a reduction evaluated together (the runner hands `cn_reduce` groups of this many).
-pub(crate) fn reduction_group(kinds: &[Option<LeafKind>]) -> usize {
-    interleave(kinds, 8, 4)
+/// Chunks of a reduction evaluated together (the runner hands `cn_reduce` groups of this
+/// many): four, with software prefetch, for any number of streamed arrays (one float64 array
+/// summed: 4 chunks 0.79-0.85x a two-thread memcpy, 8 chunks 0.72-0.81x; sum((a-b)**2): 4 chunks
+/// 0.93-0.95x, 8 chunks 0.89-0.94x, 2 chunks 0.87-0.89x).
+pub(crate) fn reduction_group(_kinds: &[Option<LeafKind>]) -> usize {
+    4
 }
 
 /// An elementwise loop storing registers `stores[j]` into `dsts[j]`:

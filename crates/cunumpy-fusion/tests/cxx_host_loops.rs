@@ -193,10 +193,38 @@ fn integer_wrapping_casts_and_bools_match_the_interpreter() {
 
     let mut g = GraphBuilder::new();
     let a = g.input(DType::Int64, 1).unwrap();
+    let t = g.op(Op::Mul, &[a, a]).unwrap();
+    let r = g.reduce(ReduceKind::Sum, t, &Axis::All, false).unwrap();
+    g.output(r).unwrap();
+    let f = g.finish().unwrap();
+    same_bits(&f, &all[..1], &[], "int64 sum of squares (wrapping)");
+}
+
+#[test]
+fn bare_reductions_compile_only_out_of_cache() {
+    // sum(a) of an array as it is: interpreted below 32 MiB, compiled from there on
+    let n = (36 << 20) / 8 + 5;
+    let ins = [In::F64(data(n, 31))];
+    let sh = [n];
+    let all: Vec<(&In, &[usize])> = ins.iter().map(|x| (x, &sh[..])).collect();
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 1).unwrap();
     let r = g.reduce(ReduceKind::Sum, a, &Axis::All, false).unwrap();
     g.output(r).unwrap();
     let f = g.finish().unwrap();
-    same_bits(&f, &all[..1], &[], "int64 sum (wrapping)");
+    same_bits(&f, &all, &[], "sum(a), 36 MiB");
+    let small = [In::F64(data(1 << 16, 32))];
+    let sh = [1 << 16];
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Sync, 2); // (not the one-point epilogue)
+    let runs = host_loop_status().runs;
+    let _ = run(&f, &[(&small[0], &sh[..])], &[]);
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+    assert_eq!(
+        host_loop_status().runs,
+        runs,
+        "a small bare sum stays interpreted"
+    );
 }
 
 #[test]
