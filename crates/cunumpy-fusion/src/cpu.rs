@@ -748,7 +748,7 @@ fn identity<T: Elem>(kind: ReduceKind) -> T {
 }
 
 #[inline(always)]
-fn combine<T: Elem>(kind: ReduceKind, a: T, b: T) -> T {
+pub(crate) fn combine<T: Elem>(kind: ReduceKind, a: T, b: T) -> T {
     match kind {
         ReduceKind::Sum | ReduceKind::Mean { .. } | ReduceKind::Any => a.add_(b),
         ReduceKind::Prod | ReduceKind::All => a.mul_(b),
@@ -1001,11 +1001,15 @@ fn run_reduction<'e>(rb: &RedBody, env: &Env<'e>, compiled: &LoopSlot) -> Result
             }
             Ok(part)
         };
-    let partials: Vec<Partial> = if let Some(p) =
-        host_run::reduction(compiled, rb, &pr, env)?.filter(|p| p.len() == tasks.len())
-    {
-        p
-    } else if m * k <= SERIAL_BELOW {
+    // a compiled loop gives the combined partials of the same chunks, in the same tree
+    if let Some(total) = host_run::reduction(compiled, rb, &pr, env, tasks.len())? {
+        return total
+            .into_iter()
+            .zip(&rb.reds)
+            .map(|(c, r)| finalize(c, r.kind, r.out, k))
+            .collect();
+    }
+    let partials: Vec<Partial> = if m * k <= SERIAL_BELOW {
         let mut state = (Scratch::new(nregs), Vec::with_capacity(nregs));
         tasks
             .iter()

@@ -4,7 +4,7 @@
 //! partials the executor combines exactly as it combines the interpreter's).
 
 use crate::complex::Complex;
-use crate::cpu::{Env, Partial, Prepared, RED_CHUNK};
+use crate::cpu::{combine, Env, Partial, Prepared, RED_CHUNK};
 use crate::elem::{with_elem, DataMut, Elem, Sv};
 use crate::error::Result;
 use crate::host_loops::{count_run, LoopFn, LoopKind, LoopSlot};
@@ -233,15 +233,17 @@ pub(crate) fn elementwise(
     Ok(true)
 }
 
-/// The partial results of a full reduction (one result) through its compiled loop, one per
-/// fixed chunk in chunk order, exactly as the interpreter's tasks produce them; None when
-/// there is no compiled loop ready for it.
+/// The result of a full reduction (one result, in the accumulator's dtype) through its
+/// compiled loop: the partial of each fixed chunk, exactly as the interpreter's `tasks` tasks
+/// produce them, combined in the interpreter's pairwise tree; None when there is no compiled
+/// loop ready for it.
 pub(crate) fn reduction(
     slot: &LoopSlot,
     rb: &RedBody,
     pr: &Prepared<'_>,
     env: &Env<'_>,
-) -> Result<Option<Vec<Partial>>> {
+    tasks: usize,
+) -> Result<Option<Partial>> {
     let k = rb.k;
     if rb.m != 1 || rb.reds.len() != 1 || k == 0 || pr.dims.iter().product::<usize>() != k {
         return Ok(None);
@@ -272,6 +274,9 @@ pub(crate) fn reduction(
     };
     let chunk = if k >= RED_CHUNK { RED_CHUNK } else { k };
     let n_chunks = k.div_ceil(chunk);
+    if n_chunks != tasks {
+        return Ok(None);
+    }
     with_elem!(red.acc, T => {
         let mut parts = vec![T::default(); n_chunks];
         let group = reduction_group(&kinds);
@@ -297,6 +302,18 @@ pub(crate) fn reduction(
             parts.par_chunks_mut(group).enumerate().for_each(run_group);
         }
         count_run();
-        Ok(Some(parts.into_iter().map(|v| vec![T::new_col(vec![v])]).collect()))
+        // the chunks' partials combined pairwise, level by level, as `cpu::pairwise` does
+        let mut level = parts;
+        while level.len() > 1 {
+            level = level
+                .chunks(2)
+                .map(|p| match p {
+                    [a, b] => combine(red.kind, *a, *b),
+                    [a] => *a,
+                    _ => T::default(),
+                })
+                .collect();
+        }
+        Ok(level.first().map(|&v| vec![T::new_col(vec![v])]))
     })
 }
