@@ -178,7 +178,51 @@ fn flags() -> Vec<String> {
     f
 }
 
+/// At most this many builds run at once (each is a compiler process); the other build threads
+/// wait their turn.
+fn max_concurrent_builds() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get().div_ceil(2))
+        .unwrap_or(1)
+}
+
+/// A build slot, held while the compiler runs.
+struct BuildSlot;
+
+fn build_slots() -> &'static (Mutex<usize>, std::sync::Condvar) {
+    static S: OnceLock<(Mutex<usize>, std::sync::Condvar)> = OnceLock::new();
+    S.get_or_init(|| (Mutex::new(0), std::sync::Condvar::new()))
+}
+
+impl BuildSlot {
+    fn acquire() -> BuildSlot {
+        let (count, freed) = build_slots();
+        let mut n = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *n >= max_concurrent_builds() {
+            n = freed
+                .wait(n)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *n += 1;
+        BuildSlot
+    }
+}
+
+impl Drop for BuildSlot {
+    fn drop(&mut self) {
+        let (count, freed) = build_slots();
+        let mut n = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *n = n.saturating_sub(1);
+        freed.notify_one();
+    }
+}
+
 fn build(entry: &LoopEntry) {
+    let _slot = BuildSlot::acquire();
     let result = (|| -> Result<Compiled, String> {
         let cache = default_cache_dir();
         let lib = compiler()?
