@@ -266,6 +266,35 @@ pub(crate) fn combine(kind: ReduceKind, a: &str, b: &str) -> String {
     }
 }
 
+/// Whether a program calls a math-library function (a long computation per element).
+fn calls_math(prog: &Program) -> bool {
+    prog.regs.iter().any(|r| {
+        matches!(
+            r.kind,
+            RegKind::Op {
+                op: Op::Exp
+                    | Op::Log
+                    | Op::Log2
+                    | Op::Log10
+                    | Op::Expm1
+                    | Op::Log1p
+                    | Op::Sin
+                    | Op::Cos
+                    | Op::Tan
+                    | Op::Arcsin
+                    | Op::Arccos
+                    | Op::Arctan
+                    | Op::Arctan2
+                    | Op::Sinh
+                    | Op::Cosh
+                    | Op::Tanh
+                    | Op::Pow,
+                ..
+            }
+        )
+    })
+}
+
 /// The C expression of an op over registers `{rprefix}{arg}`.
 pub(crate) fn op_expression(op: Op, args: &[usize], rprefix: &str) -> String {
     let mut s = op.def().cuda.to_string();
@@ -535,7 +564,13 @@ impl Gen<'_> {
         // `a - s`: 3781 GB/s with one element per thread, 4175 with two, memcpy 4180); kernels
         // streaming more arrays have enough with one (a*b+c*d-2.5*a: 4413 GB/s, cupy.fuse
         // 4386). The loop only runs a second trip when the array outgrows the largest grid.
-        let per_thread: usize = if streamed_loads <= 2 { 2 } else { 1 };
+        // Math-library calls (exp, sin, ...) are long dependent chains: two elements per
+        // thread give the compiler two independent ones to interleave.
+        let per_thread: usize = if streamed_loads <= 2 || calls_math(prog) {
+            2
+        } else {
+            1
+        };
         if per_thread == 1 {
             let _ = writeln!(
                 src,

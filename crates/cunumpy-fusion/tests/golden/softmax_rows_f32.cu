@@ -17,7 +17,7 @@ kernel 2 `softmax_rows_f32_k2`: elementwise over 51200000 element(s)
   reads: in0: float32[100000, 512], buf0: float32[100000], buf1: float32[100000]
   writes: out0: float32[100000, 512]
   bytes: 205600000 read, 204800000 written
-  launch softmax_rows_f32_k2<<<200000, 256>>>(in0, buf0, buf1, out0, d1, n)
+  launch softmax_rows_f32_k2<<<100000, 256>>>(in0, buf0, buf1, out0, d1, n)
 buf0: 100000 x float32 at workspace offset 0 (kernels 0..=2): result of max (%1)
 buf1: 100000 x float32 at workspace offset 400128 (kernels 1..=2): result of sum (%4)
 total: 615600000 bytes read, 205600000 bytes written
@@ -95,17 +95,39 @@ extern "C" __global__ void softmax_rows_f32_k2(
     const int d1,
     const int n)
 {
-    const int stride = (int)blockDim.x * (int)gridDim.x;
-    for (int i = (int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x; i < n; i += stride) {
-        int ctmp = i;
-        const int c1 = ctmp % d1; ctmp /= d1;
-        const int c0 = ctmp;
-        const float r0 = in0[i];
-        const float r1 = buf0[c0];
-        const float r4 = buf1[c0];
-        const float r2 = (r0 - r1);
-        const float r3 = exp(r2);
-        const float r5 = (r3 / r4);
-        out0[i] = r5;
+    const int stride = (int)blockDim.x * (int)gridDim.x * 2;
+    for (int base = (int)blockIdx.x * (int)blockDim.x * 2 + (int)threadIdx.x; base < n; base += stride) {
+        if (base + 1 * (int)blockDim.x < n) {
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int i = base + u * (int)blockDim.x;
+                int ctmp = i;
+                const int c1 = ctmp % d1; ctmp /= d1;
+                const int c0 = ctmp;
+                const float r0 = in0[i];
+                const float r1 = buf0[c0];
+                const float r4 = buf1[c0];
+                const float r2 = (r0 - r1);
+                const float r3 = exp(r2);
+                const float r5 = (r3 / r4);
+                out0[i] = r5;
+            }
+        } else {
+            for (int u = 0; u < 2; ++u) {
+                const int i = base + u * (int)blockDim.x;
+                if (i < n) {
+                    int ctmp = i;
+                    const int c1 = ctmp % d1; ctmp /= d1;
+                    const int c0 = ctmp;
+                    const float r0 = in0[i];
+                    const float r1 = buf0[c0];
+                    const float r4 = buf1[c0];
+                    const float r2 = (r0 - r1);
+                    const float r3 = exp(r2);
+                    const float r5 = (r3 / r4);
+                    out0[i] = r5;
+                }
+            }
+        }
     }
 }
