@@ -676,33 +676,14 @@ fn run_elementwise<'e>(
 /// The cost of one point of a program, in units of a cheap op (a libm function counts 16,
 /// one of the vectorised `exp`/`sin`/`cos` of `vmath` 4), at least 1.
 fn program_work(prog: &Program) -> usize {
-    let heavy = |op: Op| {
-        matches!(
-            op,
-            Op::Log
-                | Op::Log2
-                | Op::Log10
-                | Op::Expm1
-                | Op::Log1p
-                | Op::Tan
-                | Op::Arcsin
-                | Op::Arccos
-                | Op::Arctan
-                | Op::Arctan2
-                | Op::Sinh
-                | Op::Cosh
-                | Op::Tanh
-                | Op::Pow
-        )
-    };
     prog.regs
         .iter()
         .map(|r| match &r.kind {
-            RegKind::Op { op, .. } if heavy(*op) => 16,
             RegKind::Op {
                 op: Op::Exp | Op::Sin | Op::Cos,
                 ..
             } => 4,
+            RegKind::Op { op, .. } if op.calls_math_library() => 16,
             RegKind::Op { .. } | RegKind::Cast { .. } => 1,
             _ => 0,
         })

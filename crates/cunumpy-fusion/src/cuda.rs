@@ -268,31 +268,9 @@ pub(crate) fn combine(kind: ReduceKind, a: &str, b: &str) -> String {
 
 /// Whether a program calls a math-library function (a long computation per element).
 fn calls_math(prog: &Program) -> bool {
-    prog.regs.iter().any(|r| {
-        matches!(
-            r.kind,
-            RegKind::Op {
-                op: Op::Exp
-                    | Op::Log
-                    | Op::Log2
-                    | Op::Log10
-                    | Op::Expm1
-                    | Op::Log1p
-                    | Op::Sin
-                    | Op::Cos
-                    | Op::Tan
-                    | Op::Arcsin
-                    | Op::Arccos
-                    | Op::Arctan
-                    | Op::Arctan2
-                    | Op::Sinh
-                    | Op::Cosh
-                    | Op::Tanh
-                    | Op::Pow,
-                ..
-            }
-        )
-    })
+    prog.regs
+        .iter()
+        .any(|r| matches!(r.kind, RegKind::Op { op, .. } if op.calls_math_library()))
 }
 
 /// The C expression of an op over registers `{rprefix}{arg}`.

@@ -84,6 +84,28 @@ pub(crate) enum Sv {
     Complex128(Complex<f64>),
 }
 
+impl Sv {
+    /// The value's bytes as its C type holds them (little-endian, as on every host and device
+    /// cunumpy runs on; complex: real part, then imaginary part).
+    pub(crate) fn c_bytes(self) -> Vec<u8> {
+        match self {
+            Sv::Bool(b) => vec![u8::from(b)],
+            Sv::Int8(x) => x.to_le_bytes().to_vec(),
+            Sv::UInt8(x) => x.to_le_bytes().to_vec(),
+            Sv::Int16(x) => x.to_le_bytes().to_vec(),
+            Sv::UInt16(x) => x.to_le_bytes().to_vec(),
+            Sv::Int32(x) => x.to_le_bytes().to_vec(),
+            Sv::UInt32(x) => x.to_le_bytes().to_vec(),
+            Sv::Int64(x) => x.to_le_bytes().to_vec(),
+            Sv::UInt64(x) => x.to_le_bytes().to_vec(),
+            Sv::Float32(x) => x.to_le_bytes().to_vec(),
+            Sv::Float64(x) => x.to_le_bytes().to_vec(),
+            Sv::Complex64(c) => [c.re.to_le_bytes(), c.im.to_le_bytes()].concat(),
+            Sv::Complex128(c) => [c.re.to_le_bytes(), c.im.to_le_bytes()].concat(),
+        }
+    }
+}
+
 macro_rules! data_common {
     ($($v:ident),*) => {
         impl<'a> Data<'a> {

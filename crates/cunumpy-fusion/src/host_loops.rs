@@ -252,6 +252,12 @@ fn build(entry: &LoopEntry) {
     let _ = entry.state.set(result);
 }
 
+/// Whether a run over `points` points would use a compiled loop (mode on, large enough):
+/// checked first, so small runs pay nothing for compiled loops.
+pub(crate) fn wanted(points: usize) -> bool {
+    mode() != HostLoopMode::Off && points >= MIN_POINTS.load(Ordering::Relaxed)
+}
+
 /// A kernel program's compiled loop, looked up once per plan (None inside: the program cannot
 /// be compiled).
 #[derive(Clone, Default)]
@@ -283,7 +289,7 @@ impl LoopSlot {
         source: impl FnOnce() -> Option<(String, LoopKind)>,
     ) -> Option<LoopFn> {
         let mode = mode();
-        if mode == HostLoopMode::Off || points < MIN_POINTS.load(Ordering::Relaxed) {
+        if !wanted(points) {
             return None;
         }
         let entry = self

@@ -7,7 +7,7 @@ use crate::complex::Complex;
 use crate::cpu::{combine, Env, Partial, Prepared, RED_CHUNK};
 use crate::elem::{with_elem, DataMut, Elem, Sv};
 use crate::error::Result;
-use crate::host_loops::{count_run, LoopFn, LoopKind, LoopSlot};
+use crate::host_loops::{count_run, wanted, LoopFn, LoopKind, LoopSlot};
 use crate::hostgen::{elementwise_source, leaf_kinds, reduction_group, reduction_source, LeafKind};
 use crate::plan::{LeafSrc, RedBody, RegKind};
 use cunumpy_core::dtype::DType;
@@ -31,28 +31,8 @@ struct ScalarSlot([u8; 16]);
 
 fn scalar_slot(v: Sv) -> ScalarSlot {
     let mut s = ScalarSlot::default();
-    let mut put = |b: &[u8]| s.0[..b.len()].copy_from_slice(b);
-    match v {
-        Sv::Bool(x) => put(&[x as u8]),
-        Sv::Int8(x) => put(&x.to_ne_bytes()),
-        Sv::UInt8(x) => put(&x.to_ne_bytes()),
-        Sv::Int16(x) => put(&x.to_ne_bytes()),
-        Sv::UInt16(x) => put(&x.to_ne_bytes()),
-        Sv::Int32(x) => put(&x.to_ne_bytes()),
-        Sv::UInt32(x) => put(&x.to_ne_bytes()),
-        Sv::Int64(x) => put(&x.to_ne_bytes()),
-        Sv::UInt64(x) => put(&x.to_ne_bytes()),
-        Sv::Float32(x) => put(&x.to_ne_bytes()),
-        Sv::Float64(x) => put(&x.to_ne_bytes()),
-        Sv::Complex64(z) => {
-            put(&z.re.to_ne_bytes());
-            s.0[4..8].copy_from_slice(&z.im.to_ne_bytes());
-        }
-        Sv::Complex128(z) => {
-            put(&z.re.to_ne_bytes());
-            s.0[8..16].copy_from_slice(&z.im.to_ne_bytes());
-        }
-    }
+    let bytes = v.c_bytes();
+    s.0[..bytes.len()].copy_from_slice(&bytes);
     s
 }
 
@@ -153,6 +133,9 @@ pub(crate) fn elementwise(
     targets: &mut [(usize, DataMut<'_>)],
     points: usize,
 ) -> Result<bool> {
+    if !wanted(points) {
+        return Ok(false);
+    }
     let Some(kinds) = leaf_kinds(pr.prog, &pr.strides, &pr.contiguous) else {
         return Ok(false);
     };
@@ -245,7 +228,12 @@ pub(crate) fn reduction(
     tasks: usize,
 ) -> Result<Option<Partial>> {
     let k = rb.k;
-    if rb.m != 1 || rb.reds.len() != 1 || k == 0 || pr.dims.iter().product::<usize>() != k {
+    if !wanted(k)
+        || rb.m != 1
+        || rb.reds.len() != 1
+        || k == 0
+        || pr.dims.iter().product::<usize>() != k
+    {
         return Ok(None);
     }
     let red = &rb.reds[0];

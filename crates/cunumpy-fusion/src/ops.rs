@@ -955,6 +955,31 @@ pub static OPS: [OpDef; 60] = [
 ];
 
 impl Op {
+    /// Whether the op calls a math-library function (`exp`, `sin`, `log`, `pow`, ...): a long
+    /// computation per element, and not exact across implementations.
+    pub(crate) fn calls_math_library(self) -> bool {
+        matches!(
+            self,
+            Op::Exp
+                | Op::Log
+                | Op::Log2
+                | Op::Log10
+                | Op::Expm1
+                | Op::Log1p
+                | Op::Sin
+                | Op::Cos
+                | Op::Tan
+                | Op::Arcsin
+                | Op::Arccos
+                | Op::Arctan
+                | Op::Arctan2
+                | Op::Sinh
+                | Op::Cosh
+                | Op::Tanh
+                | Op::Pow
+        )
+    }
+
     /// Every op, in table order.
     pub fn all() -> impl Iterator<Item = Op> {
         OPS.iter().map(|d| d.op)

@@ -27,24 +27,6 @@ fn bad(launch: &Launch, param: &str, expected: String, got: String) -> FusionErr
     }
 }
 
-fn sv_bytes(v: Sv) -> Vec<u8> {
-    match v {
-        Sv::Bool(b) => vec![u8::from(b)],
-        Sv::Int8(x) => x.to_le_bytes().to_vec(),
-        Sv::UInt8(x) => x.to_le_bytes().to_vec(),
-        Sv::Int16(x) => x.to_le_bytes().to_vec(),
-        Sv::UInt16(x) => x.to_le_bytes().to_vec(),
-        Sv::Int32(x) => x.to_le_bytes().to_vec(),
-        Sv::UInt32(x) => x.to_le_bytes().to_vec(),
-        Sv::Int64(x) => x.to_le_bytes().to_vec(),
-        Sv::UInt64(x) => x.to_le_bytes().to_vec(),
-        Sv::Float32(x) => x.to_le_bytes().to_vec(),
-        Sv::Float64(x) => x.to_le_bytes().to_vec(),
-        Sv::Complex64(c) => [c.re.to_le_bytes(), c.im.to_le_bytes()].concat(),
-        Sv::Complex128(c) => [c.re.to_le_bytes(), c.im.to_le_bytes()].concat(),
-    }
-}
-
 /// The bytes of every parameter of `launch` (a launch of `plan`), in parameter order. Fails
 /// when a pointer or scalar is missing, a scalar cannot be converted to its C type, or a size
 /// does not fit its C type.
@@ -99,7 +81,7 @@ pub fn launch_param_values(
                 let cast = value
                     .to_sv(dtype)
                     .ok_or_else(|| bad(launch, &p.name, dtype.to_string(), format!("{value:?}")))?;
-                sv_bytes(cast)
+                Sv::c_bytes(cast)
             }
             ParamValue::Int(v) => match p.ctype.as_str() {
                 "int" => i32::try_from(*v)
