@@ -166,6 +166,24 @@ def test_repeated_calls_follow_streams_counts_and_new_objects(cp):
         kernel(1.0, x, y2.astype(np.float32), 4096, n_threads=4096)
 
 
+def test_vectorcall_repeats_and_tp_call_launch_alike(cp):
+    # Calls go through vectorcall (a repeat launches from there); the same call through
+    # `tp_call` (the slot wrapper) takes the PyO3 path. Both must launch, and fail, alike.
+    from cunumpy import _core
+
+    assert _core._vectorcall_enabled(CudaKernel)
+    kernel = CudaKernel(AXPY, "axpy")
+    x = cp.ones(4096, dtype=np.float64)
+    y = cp.zeros(4096, dtype=np.float64)
+    for _ in range(3):
+        kernel(1.0, x, y, 4096, n_threads=4096)
+        type(kernel).__call__(kernel, 1.0, x, y, 4096, n_threads=4096)
+    assert float(y.sum()) == 6 * 4096
+    for call in (kernel, lambda *a, **k: type(kernel).__call__(kernel, *a, **k)):
+        with pytest.raises(KernelArgumentTypeError, match="argument 1"):
+            call(1.0, x.astype(np.float32), y, 4096, n_threads=4096)
+
+
 def test_current_stream_read_from_cupy_matches_cupy(cp):
     # The launcher reads CuPy's current stream through CuPy's C API when it can; a launch on
     # a busy stream must wait for the work already queued there.

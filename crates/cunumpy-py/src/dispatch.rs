@@ -7,6 +7,7 @@
 
 use crate::fused_call::profiling;
 use crate::kernel::KernelLauncher;
+use crate::vectorcall::{ArgList, VectorArgs, VectorcallSlot};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -23,19 +24,30 @@ struct FastPath {
 
 #[pyclass(subclass, module = "cunumpy._core", name = "KernelDispatcher")]
 pub struct KernelDispatcher {
+    /// Read by CPython on every call (see vectorcall.rs).
+    vectorcall: VectorcallSlot,
     fast: OnceLock<FastPath>,
 }
 
 impl KernelDispatcher {
+    fn unconfigured() -> Self {
+        KernelDispatcher {
+            vectorcall: VectorcallSlot::new(dispatcher_vectorcall),
+            fast: OnceLock::new(),
+        }
+    }
+
+    /// Gives the class vectorcall (see vectorcall.rs); false when it keeps `tp_call`.
+    pub(crate) fn register_vectorcall(py: Python<'_>) -> PyResult<bool> {
+        crate::vectorcall::register_class(Bound::new(py, Self::unconfigured())?, |s| &s.vectorcall)
+    }
+
     /// The CUDA kernel to launch now, or None when the call must take the Python path.
     fn fast_target<'py>(
         &self,
         py: Python<'py>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Option<Target<'py>>> {
-        let Some(fast) = self.fast.get() else {
-            return Ok(None);
-        };
         let n_threads = match kwargs {
             Some(k) if !k.is_empty() => {
                 if k.len() != 1 {
@@ -47,6 +59,18 @@ impl KernelDispatcher {
                 }
             }
             _ => None,
+        };
+        self.fast_target_with(py, n_threads)
+    }
+
+    /// As `fast_target`, with the call's `n_threads` keyword (None when not given).
+    fn fast_target_with<'py>(
+        &self,
+        py: Python<'py>,
+        n_threads: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Target<'py>>> {
+        let Some(fast) = self.fast.get() else {
+            return Ok(None);
         };
         let on_cupy = match fast
             .backend_state
@@ -74,9 +98,7 @@ impl KernelDispatcher {
     #[new]
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
-        KernelDispatcher {
-            fast: OnceLock::new(),
-        }
+        Self::unconfigured()
     }
 
     /// Calls through the fast path when it applies (see the module comment), else
@@ -110,4 +132,45 @@ impl KernelDispatcher {
             })
             .is_ok()
     }
+}
+
+/// The vectorcall fast path of a `Kernel` call: on the CuPy backend, a repeat of its CUDA
+/// kernel's last plain call launches without a tuple or dict being built; every other call
+/// goes to `__call__` (`tp_call`).
+fn dispatcher_fast_call(
+    callable: &Bound<'_, PyAny>,
+    call: &VectorArgs<'_, '_>,
+) -> PyResult<Option<Py<PyAny>>> {
+    let py = callable.py();
+    // SAFETY: this function is reached only through `dispatcher_vectorcall`, which only
+    // instances of KernelDispatcher (or of its subclasses) store.
+    let slf = unsafe { callable.cast_unchecked::<KernelDispatcher>() };
+    let Some(Some(n)) = call.only_keyword(intern!(py, "n_threads")) else {
+        return Ok(None);
+    };
+    if !n.is_exact_instance_of::<pyo3::types::PyInt>() {
+        return Ok(None);
+    }
+    let Ok(count) = n.extract::<i64>() else {
+        return Ok(None);
+    };
+    let target = slf.borrow().fast_target_with(py, Some(n.to_owned()))?;
+    let Some((cuda, _)) = target else {
+        return Ok(None);
+    };
+    if KernelLauncher::repeat_launch(&cuda, &ArgList::Vector(call), count)? {
+        return Ok(Some(py.None()));
+    }
+    Ok(None)
+}
+
+/// CPython's entry point for calls of a `KernelDispatcher` (see vectorcall.rs).
+unsafe extern "C" fn dispatcher_vectorcall(
+    callable: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: CPython calls this as a vectorcallfunc, with a KernelDispatcher as `callable`.
+    unsafe { crate::vectorcall::dispatch(callable, args, nargsf, kwnames, dispatcher_fast_call) }
 }

@@ -19,6 +19,7 @@ use crate::fusion::{
 use crate::held::Held;
 use crate::host_pool::pooled_empty;
 use crate::kernel;
+use crate::vectorcall::{ArgList, VectorArgs, VectorcallSlot};
 use cunumpy_core::dtype::DType;
 use cunumpy_fusion::ScalarValue;
 use pyo3::intern;
@@ -143,6 +144,8 @@ struct Recycled {
 
 #[pyclass(subclass, module = "cunumpy._core", name = "FusedDispatcher")]
 pub struct FusedDispatcher {
+    /// Read by CPython on every call (see vectorcall.rs).
+    vectorcall: VectorcallSlot,
     calls: Mutex<Vec<Arc<CachedCall>>>,
     last_device: Mutex<Option<LastDevice>>,
 }
@@ -551,6 +554,19 @@ struct LastDevice {
 }
 
 impl FusedDispatcher {
+    fn unconfigured() -> Self {
+        FusedDispatcher {
+            vectorcall: VectorcallSlot::new(fused_vectorcall),
+            calls: Mutex::new(Vec::new()),
+            last_device: Mutex::new(None),
+        }
+    }
+
+    /// Gives the class vectorcall (see vectorcall.rs); false when it keeps `tp_call`.
+    pub(crate) fn register_vectorcall(py: Python<'_>) -> PyResult<bool> {
+        crate::vectorcall::register_class(Bound::new(py, Self::unconfigured())?, |s| &s.vectorcall)
+    }
+
     fn find(&self, key: &[ArgKind]) -> Option<Arc<CachedCall>> {
         lock(&self.calls).iter().find(|c| c.key == key).cloned()
     }
@@ -573,7 +589,7 @@ impl FusedDispatcher {
             }
             Some(o) => Some(vec![o]),
         };
-        if let Some(result) = self.repeat_device(py, args, targets.as_deref())? {
+        if let Some(result) = self.repeat_device(py, &ArgList::Tuple(args), targets.as_deref())? {
             return Ok(Some(result));
         }
         let Some((kinds, values)) = read_args(args)? else {
@@ -625,7 +641,7 @@ impl FusedDispatcher {
     fn repeat_device(
         &self,
         py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
+        args: &ArgList<'_, '_>,
         targets: Option<&[Bound<'_, PyAny>]>,
     ) -> PyResult<Option<Py<PyAny>>> {
         let (call, prepared) = {
@@ -640,15 +656,16 @@ impl FusedDispatcher {
             {
                 return Ok(None);
             }
-            let same = args
-                .iter()
-                .chain(given.iter().cloned())
-                .zip(&l.objects)
-                .all(|(a, held)| held.is(&a));
+            let objects: Vec<Borrowed<'_, '_, PyAny>> = (0..args.len())
+                .filter_map(|i| args.get(i))
+                .chain(given.iter().map(|g| g.as_borrowed()))
+                .collect();
+            let same = objects.len() == l.objects.len()
+                && objects.iter().zip(&l.objects).all(|(a, held)| held.is(a));
             if !same {
                 return Ok(None);
             }
-            for (o, shape) in args.iter().chain(given.iter().cloned()).zip(&l.shapes) {
+            for (o, shape) in objects.iter().zip(&l.shapes) {
                 if let Some(shape) = shape {
                     if !o.getattr(intern!(py, "shape"))?.eq(shape.bind(py))? {
                         return Ok(None);
@@ -687,10 +704,7 @@ impl FusedDispatcher {
     #[new]
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
-        FusedDispatcher {
-            calls: Mutex::new(Vec::new()),
-            last_device: Mutex::new(None),
-        }
+        Self::unconfigured()
     }
 
     /// Runs a remembered signature without leaving Rust; anything else goes to `_call_slow`.
@@ -786,4 +800,44 @@ impl FusedDispatcher {
     fn _remembered(&self) -> usize {
         lock(&self.calls).len()
     }
+}
+
+/// The vectorcall fast path of a fused function: a repeat of the last device call (the same
+/// arrays, with or without the same single `out=` array) runs without a tuple or dict being
+/// built; every other call goes to `__call__` (`tp_call`).
+fn fused_fast_call(
+    callable: &Bound<'_, PyAny>,
+    call: &VectorArgs<'_, '_>,
+) -> PyResult<Option<Py<PyAny>>> {
+    let py = callable.py();
+    // SAFETY: this function is reached only through `fused_vectorcall`, which only instances
+    // of FusedDispatcher (or of its subclasses) store.
+    let slf = unsafe { callable.cast_unchecked::<FusedDispatcher>() };
+    let Some(out) = call.only_keyword(intern!(py, "out")) else {
+        return Ok(None);
+    };
+    let out = out.filter(|o| !o.is_none());
+    if out
+        .as_ref()
+        .is_some_and(|o| o.is_instance_of::<PyTuple>() || o.is_instance_of::<PyList>())
+    {
+        return Ok(None);
+    }
+    if emulate::fake_backend_active() || profiling(py)? {
+        return Ok(None);
+    }
+    let targets = out.map(|o| [o.to_owned()]);
+    slf.borrow()
+        .repeat_device(py, &ArgList::Vector(call), targets.as_ref().map(|t| &t[..]))
+}
+
+/// CPython's entry point for calls of a `FusedDispatcher` (see vectorcall.rs).
+unsafe extern "C" fn fused_vectorcall(
+    callable: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: CPython calls this as a vectorcallfunc, with a FusedDispatcher as `callable`.
+    unsafe { crate::vectorcall::dispatch(callable, args, nargsf, kwnames, fused_fast_call) }
 }

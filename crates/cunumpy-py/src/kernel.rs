@@ -4,6 +4,7 @@
 use crate::arrays::{self, Object};
 use crate::errors;
 use crate::held::Held;
+use crate::vectorcall::{ArgList, VectorArgs, VectorcallSlot};
 use cunumpy_core::args::{ArgPlan, LaunchBuffer};
 use cunumpy_core::includes::resolve_includes;
 use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
@@ -15,12 +16,12 @@ use cunumpy_cuda::{
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -84,6 +85,8 @@ struct Repeat {
 
 #[pyclass(subclass, module = "cunumpy._core", name = "KernelLauncher")]
 pub struct KernelLauncher {
+    /// Read by CPython on every call (see vectorcall.rs).
+    vectorcall: VectorcallSlot,
     config: OnceLock<Config>,
     last_call: Mutex<Option<LastCall>>,
     loaded: Mutex<Vec<Arc<Loaded>>>,
@@ -196,6 +199,23 @@ fn device_limits(driver: &Driver, device: i32) -> Result<DeviceLimits, CudaError
 }
 
 impl KernelLauncher {
+    fn unconfigured() -> Self {
+        KernelLauncher {
+            vectorcall: VectorcallSlot::new(launcher_vectorcall),
+            config: OnceLock::new(),
+            last_call: Mutex::new(None),
+            loaded: Mutex::new(Vec::new()),
+            n_threads_from: Mutex::new(NThreadsFrom::Auto),
+            debug: AtomicBool::new(false),
+            check_finite: AtomicBool::new(false),
+        }
+    }
+
+    /// Gives the class vectorcall (see vectorcall.rs); false when it keeps `tp_call`.
+    pub(crate) fn register_vectorcall(py: Python<'_>) -> PyResult<bool> {
+        crate::vectorcall::register_class(Bound::new(py, Self::unconfigured())?, |s| &s.vectorcall)
+    }
+
     pub(crate) fn config(&self) -> PyResult<&Config> {
         self.config.get().ok_or_else(|| {
             PyRuntimeError::new_err("the kernel was not configured (call _configure first)")
@@ -254,7 +274,7 @@ impl KernelLauncher {
             _ => None,
         };
         if let Some(n) = repeat_n {
-            if Self::repeat_launch(slf, args, n)? {
+            if Self::repeat_launch(slf, &ArgList::Tuple(args), n)? {
                 return Ok(());
             }
         }
@@ -369,13 +389,24 @@ impl KernelLauncher {
         drop(last);
         launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
         drop(this);
-        Self::after_launch(slf, Some(&flat), args, &shape, shared, stream)
+        Self::after_launch(
+            slf,
+            Some(&flat),
+            &ArgList::Tuple(args),
+            &shape,
+            shared,
+            stream,
+        )
     }
 
     /// The repeat of the last plain call (same objects, same `n_threads`, same context; see
     /// `Repeat`): launched with the last call's checked buffer and shape. False when the call
     /// is not such a repeat (the full path then runs).
-    fn repeat_launch(slf: &Bound<'_, Self>, args: &Bound<'_, PyTuple>, n: i64) -> PyResult<bool> {
+    pub(crate) fn repeat_launch(
+        slf: &Bound<'_, Self>,
+        args: &ArgList<'_, '_>,
+        n: i64,
+    ) -> PyResult<bool> {
         let py = slf.py();
         if crate::emulate::fake_backend_active() {
             return Ok(false);
@@ -404,8 +435,8 @@ impl KernelLauncher {
             && call
                 .objects
                 .iter()
-                .zip(args.iter())
-                .all(|(held, b)| held.is(&b));
+                .enumerate()
+                .all(|(i, held)| args.get(i).is_some_and(|b| held.is(&b)));
         if !same {
             return Ok(false);
         }
@@ -433,7 +464,7 @@ impl KernelLauncher {
     fn after_launch(
         slf: &Bound<'_, Self>,
         flat: Option<&[Bound<'_, PyAny>]>,
-        args: &Bound<'_, PyTuple>,
+        args: &ArgList<'_, '_>,
         shape: &LaunchShape,
         shared: u32,
         stream: usize,
@@ -465,8 +496,8 @@ impl KernelLauncher {
             slf.call_method1(
                 intern!(py, "_check_finite_outputs"),
                 (match flat {
-                    Some(f) => PyList::new(py, f)?,
-                    None => PyList::new(py, args.iter())?,
+                    Some(f) => pyo3::types::PyList::new(py, f)?,
+                    None => args.to_list()?,
                 },),
             )?;
         }
@@ -750,14 +781,7 @@ impl KernelLauncher {
     #[new]
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
-        KernelLauncher {
-            config: OnceLock::new(),
-            last_call: Mutex::new(None),
-            loaded: Mutex::new(Vec::new()),
-            n_threads_from: Mutex::new(NThreadsFrom::Auto),
-            debug: AtomicBool::new(false),
-            check_finite: AtomicBool::new(false),
-        }
+        Self::unconfigured()
     }
 
     /// Sets what the kernel is (once). `structs` maps struct names to their byte sizes.
@@ -983,4 +1007,41 @@ fn bad_rule(py: Python<'_>) -> PyErr {
         "LaunchShapeTypeError",
         "n_threads_from must be callable, 'auto', 'first_array', 'last_axis' or None".into(),
     )
+}
+
+/// The vectorcall fast path of `kernel(*args, n_threads=n)`: a repeat of the last plain call
+/// (see `Repeat`) launches without a tuple or dict being built; every other call goes to
+/// `__call__` (`tp_call`).
+fn launcher_fast_call(
+    callable: &Bound<'_, PyAny>,
+    call: &VectorArgs<'_, '_>,
+) -> PyResult<Option<Py<PyAny>>> {
+    let py = callable.py();
+    // SAFETY: this function is reached only through `launcher_vectorcall`, which only
+    // instances of KernelLauncher (or of its subclasses) store.
+    let slf = unsafe { callable.cast_unchecked::<KernelLauncher>() };
+    let Some(Some(n)) = call.only_keyword(intern!(py, "n_threads")) else {
+        return Ok(None);
+    };
+    if !n.is_exact_instance_of::<pyo3::types::PyInt>() {
+        return Ok(None);
+    }
+    let Ok(n) = n.extract::<i64>() else {
+        return Ok(None);
+    };
+    if KernelLauncher::repeat_launch(slf, &ArgList::Vector(call), n)? {
+        return Ok(Some(py.None()));
+    }
+    Ok(None)
+}
+
+/// CPython's entry point for calls of a `KernelLauncher` (see vectorcall.rs).
+unsafe extern "C" fn launcher_vectorcall(
+    callable: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: CPython calls this as a vectorcallfunc, with a KernelLauncher as `callable`.
+    unsafe { crate::vectorcall::dispatch(callable, args, nargsf, kwnames, launcher_fast_call) }
 }

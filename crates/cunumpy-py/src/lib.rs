@@ -16,6 +16,7 @@ mod kernel;
 mod layout;
 mod ledger;
 mod source;
+mod vectorcall;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -24,11 +25,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     source::register(m)?;
     layout::register(m)?;
     m.add_class::<kernel::KernelLauncher>()?;
+    kernel::KernelLauncher::register_vectorcall(m.py())?;
     fusion::register(m)?;
     m.add_class::<fused_call::FusedDispatcher>()?;
+    fused_call::FusedDispatcher::register_vectorcall(m.py())?;
     m.add_class::<dispatch::KernelDispatcher>()?;
+    dispatch::KernelDispatcher::register_vectorcall(m.py())?;
     emulate::register(m)?;
     host_pool::register(m)?;
     host_loops::register(m)?;
+    vectorcall::register(m)?;
     Ok(())
 }

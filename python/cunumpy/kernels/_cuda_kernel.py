@@ -240,6 +240,10 @@ class CudaKernel(_core.KernelLauncher):
                     )
 
 
+# Calls of instances skip building an argument tuple and keyword dict (vectorcall.rs).
+_core._enable_vectorcall(CudaKernel)
+
+
 class CudaKernelVariants:
     """Kernels made on demand by ``factory(*key)`` and cached per key (for example one
     kernel per dtype or template argument)."""

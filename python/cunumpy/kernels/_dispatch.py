@@ -473,6 +473,10 @@ class Kernel(_core.KernelDispatcher):
         )
 
 
+# Calls of instances skip building an argument tuple and keyword dict (vectorcall.rs).
+_core._enable_vectorcall(Kernel)
+
+
 def _compiler(compile_host: Callable[[ModuleType], Any] | str) -> Callable[[ModuleType], Any]:
     if compile_host == "pyccel":
         from ._pyccel_cache import PyccelCache

@@ -704,6 +704,10 @@ class FusedFunction(_core.FusedDispatcher):
         return outs
 
 
+# Calls of instances skip building an argument tuple and keyword dict (vectorcall.rs).
+_core._enable_vectorcall(FusedFunction)
+
+
 def _new_workspace(plan: Any) -> Any:
     import cupy
 
