@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -223,17 +224,14 @@ def call_costs(cupy, xp) -> dict:
     )
     warm = proc.stdout.split() if proc.returncode == 0 else None
 
-    def per_call_us(fn, count=20000, repeats=5):
-        best_us = float("inf")
-        for _ in range(repeats):
+    def loop_us(fn, count=20000):
+        fn()
+        cupy.cuda.runtime.deviceSynchronize()
+        t = time.perf_counter()
+        for _ in range(count):
             fn()
-            cupy.cuda.runtime.deviceSynchronize()
-            t = time.perf_counter()
-            for _ in range(count):
-                fn()
-            cupy.cuda.get_current_stream().synchronize()
-            best_us = min(best_us, (time.perf_counter() - t) / count * 1e6)
-        return best_us
+        cupy.cuda.get_current_stream().synchronize()
+        return (time.perf_counter() - t) / count * 1e6
 
     one = cupy.ones(1)
     out1 = cupy.empty(1)
@@ -241,23 +239,45 @@ def call_costs(cupy, xp) -> dict:
     center = xp.fuse(lambda a: a - xp.mean(a), kernel_name="bench_overhead_ws")
     kernel = xp.kernels.CudaKernel(_TOUCH, "touch", block_size=1)
     n1 = cupy.int32(1)  # NumPy's int32
+    loops = {
+        "fused_elementwise_call_us": lambda: add(one),
+        # the same call writing into a preallocated array: what fusion adds to a launch, with
+        # CuPy's allocation of the result (cupy.ndarray, ~1.6-2 us) left out
+        "fused_elementwise_out_call_us": lambda: add(one, out=out1),
+        "cupy_allocation_us": lambda: cupy.ndarray((1,), one.dtype),
+        "fused_two_kernel_call_us": lambda: center(one),
+        "cuda_kernel_1_element_launch_us": lambda: kernel(one, 1, n_threads=1),
+    }
+    try:
+        raw = cupy.RawKernel(_TOUCH, "touch")
+        raw((1,), (1,), (one, n1))
+        loops["cupy_raw_kernel_launch_us"] = lambda: raw((1,), (1,), (one, n1))
+    except NotImplementedError as exc:  # the emulated CuPy compiles no RawKernel
+        raw_unavailable = f"unavailable: {exc}"[:80]
+    else:
+        raw_unavailable = None
+    # The loops run in rounds, one of each per round, on one core, and each keeps its best
+    # round: host overheads drift over seconds, and the ratios below compare loops that
+    # would otherwise be timed at different moments.
+    if hasattr(os, "sched_setaffinity"):
+        cores = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {min(cores)})
+    best = dict.fromkeys(loops, float("inf"))
+    try:
+        for _ in range(5):
+            for key, fn in loops.items():
+                best[key] = min(best[key], loop_us(fn))
+    finally:
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, cores)
     costs = {
         "first_call_new_function_s": first_s,
         "first_call_new_process_warm_cache_s": float(warm[0]) if warm else proc.stderr[-500:],
         "new_process_import_s": float(warm[1]) if warm else None,
-        "fused_elementwise_call_us": per_call_us(lambda: add(one)),
-        # the same call writing into a preallocated array: what fusion adds to a launch, with
-        # CuPy's allocation of the result (cupy.ndarray, ~1.6-2 us) left out
-        "fused_elementwise_out_call_us": per_call_us(lambda: add(one, out=out1)),
-        "cupy_allocation_us": per_call_us(lambda: cupy.ndarray((1,), one.dtype)),
-        "fused_two_kernel_call_us": per_call_us(lambda: center(one)),
-        "cuda_kernel_1_element_launch_us": per_call_us(lambda: kernel(one, 1, n_threads=1)),
+        **best,
     }
-    try:
-        raw = cupy.RawKernel(_TOUCH, "touch")
-        costs["cupy_raw_kernel_launch_us"] = per_call_us(lambda: raw((1,), (1,), (one, n1)))
-    except NotImplementedError as exc:  # the emulated CuPy compiles no RawKernel
-        costs["cupy_raw_kernel_launch_us"] = f"unavailable: {exc}"[:80]
+    if raw_unavailable is not None:
+        costs["cupy_raw_kernel_launch_us"] = raw_unavailable
     costs["fused_overhead_vs_cuda_kernel"] = (
         costs["fused_elementwise_call_us"] / costs["cuda_kernel_1_element_launch_us"]
     )
