@@ -58,6 +58,15 @@ def main() -> None:
         stream.synchronize()
         return time.perf_counter() - start
 
+    def tp_call_loop(count: int) -> float:
+        # the same call through tp_call (the slot wrapper), the protocol before vectorcall
+        call = type(kernel).__call__
+        start = time.perf_counter()
+        for _ in range(count):
+            call(kernel, x, 1, n_threads=1)
+        stream.synchronize()
+        return time.perf_counter() - start
+
     def cupy_loop(count: int) -> float:
         start = time.perf_counter()
         for _ in range(count):
@@ -107,6 +116,7 @@ def main() -> None:
             ("cunumpy_us", cunumpy_loop),
             ("cupy_rawkernel_us", cupy_loop),
             ("bare_pyo3_launch_us", bare_loop),
+            ("cunumpy_tp_call_us", tp_call_loop),
         ):
             value = best_us(loop, opts.launches, opts.repeats)
             results[name] = min(results.get(name, value), value)
