@@ -191,6 +191,7 @@ impl FusionGraph {
             plan,
             loaded: Mutex::new(Vec::new()),
             emulated: Mutex::new(None),
+            packed: Mutex::new(None),
         })
     }
 
@@ -238,6 +239,20 @@ pub struct FusionPlan {
     loaded: Mutex<Vec<Arc<Loaded>>>,
     /// On the emulated device: one emulation library per launch, in launch order.
     emulated: Mutex<Option<Arc<EmulatedPlan>>>,
+    /// The last launch's parameter buffers (see `PackedLaunches`).
+    packed: Mutex<Option<PackedLaunches>>,
+}
+
+/// The parameter buffers of a plan's launches and what they were packed from: a call with the
+/// same device, pointers and scalars (a cached call writing into a recycled or the same
+/// output) launches them again instead of packing every parameter anew.
+struct PackedLaunches {
+    device: i32,
+    inputs: Vec<u64>,
+    outputs: Vec<u64>,
+    workspace: u64,
+    scalars: Vec<ScalarValue>,
+    buffers: Vec<LaunchBuffer>,
 }
 
 /// The emulation libraries of a plan's launches (all built from the plan's one source).
@@ -595,30 +610,53 @@ impl FusionPlan {
             outputs: out_ptrs,
             workspace: ws,
         };
-        // every launch's parameters, packed before anything runs
-        let mut buffers = Vec::new();
-        for k in &self.plan.kernels {
-            for l in &k.launches {
-                let values =
-                    launch_param_values(&self.plan, l, &ptrs, svs).map_err(|e| err(py, e))?;
-                buffers.push((l, LaunchBuffer::from_raw_values(&values)));
-            }
-        }
         let loaded = self.loaded_for(py, device)?;
-        if loaded.functions.len() != buffers.len() {
+        let launches: Vec<&fusion::Launch> =
+            self.plan.kernels.iter().flat_map(|k| &k.launches).collect();
+        if loaded.functions.len() != launches.len() {
             return Err(PyRuntimeError::new_err(
                 "internal: the loaded module does not match the plan's launches",
             ));
         }
+        let mut packed = lock(&self.packed);
+        let same = packed.as_ref().is_some_and(|p| {
+            p.device == device
+                && p.inputs == in_ptrs
+                && p.outputs == out_ptrs
+                && p.workspace == ws
+                && p.scalars == svs
+        });
+        if !same {
+            // every launch's parameters, packed before anything runs
+            let mut buffers = Vec::with_capacity(launches.len());
+            for l in &launches {
+                let values =
+                    launch_param_values(&self.plan, l, &ptrs, svs).map_err(|e| err(py, e))?;
+                buffers.push(LaunchBuffer::from_raw_values(&values));
+            }
+            *packed = Some(PackedLaunches {
+                device,
+                inputs: in_ptrs.to_vec(),
+                outputs: out_ptrs.to_vec(),
+                workspace: ws,
+                scalars: svs.to_vec(),
+                buffers,
+            });
+        }
+        let Some(packed) = packed.as_mut() else {
+            return Err(PyRuntimeError::new_err("internal: no packed parameters"));
+        };
         let recording = Ledger::global().is_recording();
-        for (function, (l, buffer)) in loaded.functions.iter().zip(buffers.iter_mut()) {
+        let buffers = packed.buffers.iter_mut();
+        for ((function, l), buffer) in loaded.functions.iter().zip(&launches).zip(buffers) {
             if l.grid == 0 {
                 continue;
             }
             // SAFETY: the buffer holds one value per parameter of this launch, of the C types
             // the generated kernel declares (`launch_param_values` follows the plan's
             // parameter list, the same list the source was generated from), alive for the
-            // call. The device pointers come from CuPy arrays the caller checked to be
+            // call; a reused buffer was packed from equal pointers and scalars, so it holds
+            // the bytes packing them now would give. The device pointers come from CuPy arrays the caller checked to be
             // C-contiguous, on the current device, of the plan's shapes and dtypes (the sizes
             // the kernel indexes with), and the workspace holds `workspace_bytes`; the arrays
             // are referenced by the caller until the call returns and CuPy's stream ordering
