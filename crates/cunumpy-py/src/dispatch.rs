@@ -145,13 +145,7 @@ fn dispatcher_fast_call(
     // SAFETY: this function is reached only through `dispatcher_vectorcall`, which only
     // instances of KernelDispatcher (or of its subclasses) store.
     let slf = unsafe { callable.cast_unchecked::<KernelDispatcher>() };
-    let Some(Some(n)) = call.only_keyword(intern!(py, "n_threads")) else {
-        return Ok(None);
-    };
-    if !n.is_exact_instance_of::<pyo3::types::PyInt>() {
-        return Ok(None);
-    }
-    let Ok(count) = n.extract::<i64>() else {
+    let Some((n, count)) = call.only_int_keyword(intern!(py, "n_threads")) else {
         return Ok(None);
     };
     let target = slf.borrow().fast_target_with(py, Some(n.to_owned()))?;

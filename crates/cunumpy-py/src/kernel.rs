@@ -1028,13 +1028,7 @@ fn launcher_fast_call(
     // SAFETY: this function is reached only through `launcher_vectorcall`, which only
     // instances of KernelLauncher (or of its subclasses) store.
     let slf = unsafe { callable.cast_unchecked::<KernelLauncher>() };
-    let Some(Some(n)) = call.only_keyword(intern!(py, "n_threads")) else {
-        return Ok(None);
-    };
-    if !n.is_exact_instance_of::<pyo3::types::PyInt>() {
-        return Ok(None);
-    }
-    let Ok(n) = n.extract::<i64>() else {
+    let Some((_, n)) = call.only_int_keyword(intern!(py, "n_threads")) else {
         return Ok(None);
     };
     if KernelLauncher::repeat_launch(slf, &ArgList::Vector(call), n)? {

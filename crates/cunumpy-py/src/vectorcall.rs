@@ -105,6 +105,19 @@ impl<'a, 'py> VectorArgs<'a, 'py> {
         })
     }
 
+    /// The value of the only keyword when it is `name` and an exact int that fits `i64`.
+    pub(crate) fn only_int_keyword(
+        &self,
+        name: &Bound<'py, PyString>,
+    ) -> Option<(Borrowed<'a, 'py, PyAny>, i64)> {
+        let value = self.only_keyword(name)??;
+        if !value.is_exact_instance_of::<pyo3::types::PyInt>() {
+            return None;
+        }
+        let n = value.extract::<i64>().ok()?;
+        Some((value, n))
+    }
+
     fn positional_tuple(&self) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(self.py, (0..self.n_positional).map(|i| self.get(i)))
     }
