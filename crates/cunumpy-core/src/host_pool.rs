@@ -16,6 +16,10 @@
 //! - Counters and controls are named after CuPy's: [`HostPool::used_bytes`],
 //!   [`HostPool::free_bytes`], [`HostPool::total_bytes`], [`HostPool::free_all_blocks`],
 //!   [`HostPool::set_limit`] and [`HostPool::get_limit`]. Bytes are counted in size classes.
+//! - On Linux, buffers of [`HUGE_PAGE_MIN_BYTES`] and more are advised to use transparent huge
+//!   pages before first touch, as NumPy does for its own large arrays: a streaming loop that
+//!   writes them then walks 2 MiB pages instead of 4 KiB ones (on the 2-core build machine the
+//!   fused `a - mean(a)` went from 0.80-0.86x to 0.92-0.94x the two-thread copy rate).
 
 use std::alloc::{self, Layout};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -23,6 +27,9 @@ use std::fmt;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Buffers of this size and more are advised to use transparent huge pages (NumPy's threshold).
+pub const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
 /// Alignment of every buffer (a page: more than the 64 bytes that SIMD loads and NumPy want).
 pub const ALIGNMENT: usize = 4096;
@@ -92,7 +99,43 @@ impl Block {
         // SAFETY: `layout` has a non-zero size (checked above) and a valid power-of-two
         // alignment (`from_size_align` checked it); a null result is handled below.
         let ptr = unsafe { alloc::alloc(layout) };
-        NonNull::new(ptr).map(|ptr| Block { ptr, size })
+        let block = NonNull::new(ptr).map(|ptr| Block { ptr, size })?;
+        if size >= HUGE_PAGE_MIN_BYTES {
+            // a hint: where the kernel declines it, the block keeps ordinary pages
+            block.advise_huge_pages();
+        }
+        Some(block)
+    }
+
+    /// Asks the kernel to back the block's whole 2 MiB pages with transparent huge pages
+    /// (`madvise(MADV_HUGEPAGE)`); true when it accepted. Done before the first touch, so the
+    /// pages are huge from their first fault.
+    #[cfg(target_os = "linux")]
+    fn advise_huge_pages(&self) -> bool {
+        extern "C" {
+            fn madvise(
+                addr: *mut std::ffi::c_void,
+                len: usize,
+                advice: std::ffi::c_int,
+            ) -> std::ffi::c_int;
+        }
+        const MADV_HUGEPAGE: std::ffi::c_int = 14;
+        const HUGE_PAGE: usize = 2 << 20;
+        let first = self.ptr.as_ptr() as usize;
+        let start = first.next_multiple_of(HUGE_PAGE);
+        let end = (first + self.size) / HUGE_PAGE * HUGE_PAGE;
+        if end <= start {
+            return false;
+        }
+        // SAFETY: [start, end) is page-aligned and lies inside this block's allocation, which
+        // the block owns alone; MADV_HUGEPAGE changes only how the kernel backs those pages,
+        // never their contents or whether they are mapped.
+        unsafe { madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE) == 0 }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn advise_huge_pages(&self) -> bool {
+        false
     }
 }
 
@@ -414,6 +457,22 @@ mod tests {
     use super::*;
 
     const K: usize = SIZE_CLASS;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn large_blocks_are_advised_to_use_huge_pages_where_the_kernel_has_them() {
+        let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled");
+        let block = Block::alloc(16 << 20).expect("16 MiB");
+        // the kernel accepts the advice exactly when it was built with transparent huge pages
+        assert_eq!(block.advise_huge_pages(), thp.exists());
+        // a block too small to hold one whole 2 MiB page is not advised
+        assert!(!Block::alloc(1 << 20).expect("1 MiB").advise_huge_pages());
+        // an advised block is ordinary memory to its owner
+        let pool = HostPool::new();
+        let mut buffer = pool.take(16 << 20).expect("16 MiB");
+        fill(&mut buffer, 7);
+        assert!(all_equal(&mut buffer, 7));
+    }
 
     fn fill(buffer: &mut HostBuffer, value: u8) {
         let len = buffer.len();
