@@ -17,6 +17,17 @@ import os
 import sys
 
 
+def _written_with(module, name: str):
+    """The benchmark expression `name` written with `module`'s functions (torch, jax.numpy):
+    cupy.exp and friends cannot take their arrays."""
+    return {
+        "a*b + c*d - 2.5*a": lambda a, b, c, d: a * b + c * d - 2.5 * a,
+        "exp(-a*a)*sin(b) + c": lambda a, b, c: module.exp(-a * a) * module.sin(b) + c,
+        "sum((a-b)**2)": lambda a, b: module.sum((a - b) ** 2),
+        "a - mean(a)": lambda a: a - module.mean(a),
+    }[name]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="gpu")  # scripts/gpu-check passes it; ignored
@@ -109,16 +120,7 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001  (cupy.fuse cannot fuse every expression)
             row["cupy_fuse"] = f"unsupported: {type(exc).__name__}"
         if torch_ok:
-            # the same expressions written with torch's own functions (cupy.exp and friends
-            # cannot take torch tensors)
-            tf = torch.compile(
-                {
-                    "a*b + c*d - 2.5*a": lambda a, b, c, d: a * b + c * d - 2.5 * a,
-                    "exp(-a*a)*sin(b) + c": lambda a, b, c: torch.exp(-a * a) * torch.sin(b) + c,
-                    "sum((a-b)**2)": lambda a, b: torch.sum((a - b) ** 2),
-                    "a - mean(a)": lambda a: a - torch.mean(a),
-                }[name]
-            )
+            tf = torch.compile(_written_with(torch, name))
             targs = [torch.as_tensor(x, device="cuda") for x in args]
             try:
                 row["torch_compile"] = nbytes / best(tf, *targs) / 1e9
@@ -127,14 +129,7 @@ def main() -> int:
         if jax_ok:
             import jax.numpy as jnp
 
-            jf = jax.jit(
-                {
-                    "a*b + c*d - 2.5*a": lambda a, b, c, d: a * b + c * d - 2.5 * a,
-                    "exp(-a*a)*sin(b) + c": lambda a, b, c: jnp.exp(-a * a) * jnp.sin(b) + c,
-                    "sum((a-b)**2)": lambda a, b: jnp.sum((a - b) ** 2),
-                    "a - mean(a)": lambda a: a - jnp.mean(a),
-                }[name]
-            )
+            jf = jax.jit(_written_with(jnp, name))
             jargs = [jnp.asarray(cupy.asnumpy(x)) for x in args]
             row["jax_jit"] = (
                 nbytes / best(lambda *x, jf=jf: jf(*x).block_until_ready(), *jargs) / 1e9

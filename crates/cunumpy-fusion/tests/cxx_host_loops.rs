@@ -71,18 +71,7 @@ fn chain_sum_of_squares_and_centering_match_the_interpreter() {
     let ins = [In::F64(a), In::F64(b), In::F64(c), In::F64(d)];
     let sh = [n];
 
-    let mut g = GraphBuilder::new();
-    let v: Vec<Value> = (0..4)
-        .map(|_| g.input(DType::Float64, 1).unwrap())
-        .collect();
-    let k = g.scalar(DType::Float64, true).unwrap();
-    let ab = g.op(Op::Mul, &[v[0], v[1]]).unwrap();
-    let cd = g.op(Op::Mul, &[v[2], v[3]]).unwrap();
-    let ka = g.op(Op::Mul, &[k, v[0]]).unwrap();
-    let s = g.op(Op::Add, &[ab, cd]).unwrap();
-    let r = g.op(Op::Sub, &[s, ka]).unwrap();
-    g.output(r).unwrap();
-    let chain = g.finish().unwrap();
+    let chain = chain_graph();
     let all: Vec<(&In, &[usize])> = ins.iter().map(|x| (x, &sh[..])).collect();
     same_bits(&chain, &all, &[ScalarValue::Float(2.5)], "a*b+c*d-2.5*a");
 
@@ -96,14 +85,7 @@ fn chain_sum_of_squares_and_centering_match_the_interpreter() {
     let sumsq = g.finish().unwrap();
     same_bits(&sumsq, &all[..2], &[], "sum((a-b)**2)");
 
-    let mut g = GraphBuilder::new();
-    let x = g.input(DType::Float64, 1).unwrap();
-    let m = g
-        .reduce(ReduceKind::Mean { ddof: 0 }, x, &Axis::All, false)
-        .unwrap();
-    let centred = g.op(Op::Sub, &[x, m]).unwrap();
-    g.output(centred).unwrap();
-    let centre = g.finish().unwrap();
+    let centre = centering_graph();
     same_bits(&centre, &all[..1], &[], "a - mean(a)");
 }
 

@@ -2,6 +2,8 @@
 //! cunumpy-fusion --test golden` rewrites them.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+mod common;
+use common::{centering_graph, chain_graph};
 use cunumpy_fusion::*;
 use std::path::PathBuf;
 
@@ -55,18 +57,7 @@ fn golden_preamble() {
 #[test]
 fn golden_elementwise_chain() {
     // a*b + c*d - k*a
-    let mut g = GraphBuilder::new();
-    let v: Vec<Value> = (0..4)
-        .map(|_| g.input(DType::Float64, 1).unwrap())
-        .collect();
-    let k = g.scalar(DType::Float64, true).unwrap();
-    let ab = g.op(Op::Mul, &[v[0], v[1]]).unwrap();
-    let cd = g.op(Op::Mul, &[v[2], v[3]]).unwrap();
-    let ka = g.op(Op::Mul, &[k, v[0]]).unwrap();
-    let s = g.op(Op::Add, &[ab, cd]).unwrap();
-    let r = g.op(Op::Sub, &[s, ka]).unwrap();
-    g.output(r).unwrap();
-    check("axpy_chain", &g.finish().unwrap(), &vec![vec![1 << 26]; 4]);
+    check("axpy_chain", &chain_graph(), &vec![vec![1 << 26]; 4]);
 }
 
 #[test]
@@ -108,14 +99,7 @@ fn golden_sum_of_squares() {
 
 #[test]
 fn golden_a_minus_mean() {
-    let mut g = GraphBuilder::new();
-    let a = g.input(DType::Float64, 1).unwrap();
-    let m = g
-        .reduce(ReduceKind::Mean { ddof: 0 }, a, &Axis::All, false)
-        .unwrap();
-    let r = g.op(Op::Sub, &[a, m]).unwrap();
-    g.output(r).unwrap();
-    check("a_minus_mean", &g.finish().unwrap(), &[vec![1 << 26]]);
+    check("a_minus_mean", &centering_graph(), &[vec![1 << 26]]);
 }
 
 #[test]

@@ -158,13 +158,8 @@ fn dispatcher_fast_call(
     Ok(None)
 }
 
-/// CPython's entry point for calls of a `KernelDispatcher` (see vectorcall.rs).
-unsafe extern "C" fn dispatcher_vectorcall(
-    callable: *mut pyo3::ffi::PyObject,
-    args: *const *mut pyo3::ffi::PyObject,
-    nargsf: usize,
-    kwnames: *mut pyo3::ffi::PyObject,
-) -> *mut pyo3::ffi::PyObject {
-    // SAFETY: CPython calls this as a vectorcallfunc, with a KernelDispatcher as `callable`.
-    unsafe { crate::vectorcall::dispatch(callable, args, nargsf, kwnames, dispatcher_fast_call) }
-}
+crate::vectorcall::vectorcall_entry!(
+    dispatcher_vectorcall,
+    "KernelDispatcher",
+    dispatcher_fast_call
+);

@@ -831,13 +831,4 @@ fn fused_fast_call(
         .repeat_device(py, &ArgList::Vector(call), targets.as_ref().map(|t| &t[..]))
 }
 
-/// CPython's entry point for calls of a `FusedDispatcher` (see vectorcall.rs).
-unsafe extern "C" fn fused_vectorcall(
-    callable: *mut pyo3::ffi::PyObject,
-    args: *const *mut pyo3::ffi::PyObject,
-    nargsf: usize,
-    kwnames: *mut pyo3::ffi::PyObject,
-) -> *mut pyo3::ffi::PyObject {
-    // SAFETY: CPython calls this as a vectorcallfunc, with a FusedDispatcher as `callable`.
-    unsafe { crate::vectorcall::dispatch(callable, args, nargsf, kwnames, fused_fast_call) }
-}
+crate::vectorcall::vectorcall_entry!(fused_vectorcall, "FusedDispatcher", fused_fast_call);

@@ -1037,13 +1037,4 @@ fn launcher_fast_call(
     Ok(None)
 }
 
-/// CPython's entry point for calls of a `KernelLauncher` (see vectorcall.rs).
-unsafe extern "C" fn launcher_vectorcall(
-    callable: *mut pyo3::ffi::PyObject,
-    args: *const *mut pyo3::ffi::PyObject,
-    nargsf: usize,
-    kwnames: *mut pyo3::ffi::PyObject,
-) -> *mut pyo3::ffi::PyObject {
-    // SAFETY: CPython calls this as a vectorcallfunc, with a KernelLauncher as `callable`.
-    unsafe { crate::vectorcall::dispatch(callable, args, nargsf, kwnames, launcher_fast_call) }
-}
+crate::vectorcall::vectorcall_entry!(launcher_vectorcall, "KernelLauncher", launcher_fast_call);

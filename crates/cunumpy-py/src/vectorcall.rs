@@ -170,6 +170,26 @@ impl<'a, 'py> ArgList<'a, 'py> {
 pub(crate) type FastPath =
     for<'a, 'py> fn(&Bound<'py, PyAny>, &VectorArgs<'a, 'py>) -> PyResult<Option<Py<PyAny>>>;
 
+/// Defines `$entry`, CPython's vectorcall entry point for the class `$class`, running the fast
+/// path `$fast` through [`dispatch`]. Only instances of `$class` (or of its subclasses) store
+/// `$entry`, so `$fast` may treat the callable as one.
+macro_rules! vectorcall_entry {
+    ($entry:ident, $class:literal, $fast:path) => {
+        #[doc = concat!("CPython's entry point for calls of a `", $class, "` (see vectorcall.rs).")]
+        unsafe extern "C" fn $entry(
+            callable: *mut pyo3::ffi::PyObject,
+            args: *const *mut pyo3::ffi::PyObject,
+            nargsf: usize,
+            kwnames: *mut pyo3::ffi::PyObject,
+        ) -> *mut pyo3::ffi::PyObject {
+            // SAFETY: CPython calls this as a vectorcallfunc, with an instance of the class as
+            // `callable`.
+            unsafe { $crate::vectorcall::dispatch(callable, args, nargsf, kwnames, $fast) }
+        }
+    };
+}
+pub(crate) use vectorcall_entry;
+
 /// The body of every vectorcall function: runs `fast`, or `tp_call` when it declines; no
 /// panic crosses into the interpreter.
 ///

@@ -218,3 +218,32 @@ pub fn reduce_ref(
     }
     (out, k)
 }
+
+/// `a*b + c*d - k*a` over four float64 vectors and a float64 scalar `k`: the benchmarks'
+/// elementwise chain.
+pub fn chain_graph() -> Graph {
+    let mut g = GraphBuilder::new();
+    let v: Vec<Value> = (0..4)
+        .map(|_| g.input(DType::Float64, 1).unwrap())
+        .collect();
+    let k = g.scalar(DType::Float64, true).unwrap();
+    let ab = g.op(Op::Mul, &[v[0], v[1]]).unwrap();
+    let cd = g.op(Op::Mul, &[v[2], v[3]]).unwrap();
+    let ka = g.op(Op::Mul, &[k, v[0]]).unwrap();
+    let s = g.op(Op::Add, &[ab, cd]).unwrap();
+    let r = g.op(Op::Sub, &[s, ka]).unwrap();
+    g.output(r).unwrap();
+    g.finish().unwrap()
+}
+
+/// `a - mean(a)` over a float64 vector: a reduction feeding an elementwise kernel.
+pub fn centering_graph() -> Graph {
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 1).unwrap();
+    let m = g
+        .reduce(ReduceKind::Mean { ddof: 0 }, a, &Axis::All, false)
+        .unwrap();
+    let r = g.op(Op::Sub, &[a, m]).unwrap();
+    g.output(r).unwrap();
+    g.finish().unwrap()
+}
