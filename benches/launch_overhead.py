@@ -120,6 +120,12 @@ def main() -> None:
         ):
             value = best_us(loop, opts.launches, opts.repeats)
             results[name] = min(results.get(name, value), value)
+    # Where the time goes: Rust loops adding one step of the repeat path at a time to the bare
+    # driver launch, and the whole repeat path without the Python call (best of 5).
+    breakdown: dict[str, float] = {}
+    for _ in range(5):
+        for key, value in kernel._launch_breakdown(x, 1, n_launches=opts.launches).items():
+            breakdown[key] = min(breakdown.get(key, value), value)
     results["stream_lookup_us"] = best_us(stream_lookup, opts.launches, 3)
     results["argument_check_only_us"] = best_us(check_only, opts.launches, 3)
     results["call_before_launch_us"] = best_us(empty_grid, opts.launches, 3)
@@ -128,6 +134,7 @@ def main() -> None:
         "device": xp.backend_info()["device"],
         "launches_per_loop": opts.launches,
         **{k: round(v, 3) for k, v in results.items()},
+        "rust_breakdown_us": {k: round(v, 3) for k, v in breakdown.items()},
         "ratio_vs_floor": round(results["cunumpy_us"] / results["floor_us"], 3),
         "ratio_vs_cupy_rawkernel": round(results["cunumpy_us"] / results["cupy_rawkernel_us"], 3),
         # A Python call into a Rust launcher that checks nothing: the least any checked path

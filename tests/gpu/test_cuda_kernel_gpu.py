@@ -199,6 +199,34 @@ def test_current_stream_read_from_cupy_matches_cupy(cp):
         assert float(y.sum()) == 4 * x.size
 
 
+def test_stream_read_per_device_is_cupys_current_stream(cp):
+    # Launches read CuPy's stream for the current context's device (get_stream_ptr) instead of
+    # asking for the device again (get_current_stream_ptr): both must be CuPy's current stream,
+    # on the default stream, inside `with stream:` and on another thread.
+    import threading
+
+    from cunumpy import _core
+
+    def handles():
+        current, on_device, per_device = _core._cupy_stream_handles()
+        assert per_device, "CuPy no longer exports get_stream_ptr(int): launches fall back"
+        return current, on_device, cp.cuda.get_current_stream().ptr
+
+    seen = [handles()]
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        seen.append(handles())
+        assert seen[-1][2] == s.ptr
+    seen.append(handles())
+    thread_seen = []
+    thread = threading.Thread(target=lambda: thread_seen.append(handles()))
+    thread.start()
+    thread.join()
+    assert len(thread_seen) == 1
+    for current, on_device, cupy_ptr in seen + thread_seen:
+        assert current == on_device == cupy_ptr
+
+
 class Particle:
     """A by-value struct: its layout is a NumPy aligned dtype that matches the C one."""
 

@@ -22,7 +22,7 @@ struct FastPath {
     backend_state: Py<PyDict>,
 }
 
-#[pyclass(subclass, module = "cunumpy._core", name = "KernelDispatcher")]
+#[pyclass(subclass, frozen, module = "cunumpy._core", name = "KernelDispatcher")]
 pub struct KernelDispatcher {
     /// Read by CPython on every call (see vectorcall.rs).
     vectorcall: VectorcallSlot,
@@ -86,7 +86,7 @@ impl KernelDispatcher {
             return Ok(None);
         }
         let cuda = fast.cuda.bind(py).clone();
-        if n_threads.is_none() && !cuda.borrow().infers_n_threads() {
+        if n_threads.is_none() && !cuda.get().infers_n_threads() {
             return Ok(None); // the Python path raises the missing-n_threads error
         }
         Ok(Some((cuda, n_threads)))
@@ -110,7 +110,7 @@ impl KernelDispatcher {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        let target = slf.borrow().fast_target(py, kwargs)?;
+        let target = slf.get().fast_target(py, kwargs)?;
         if let Some((cuda, n_threads)) = target {
             KernelLauncher::launch(&cuda, args, n_threads.as_ref(), None, None, 0, None)?;
             return Ok(py.None());
@@ -148,7 +148,7 @@ fn dispatcher_fast_call(
     let Some((n, count)) = call.only_int_keyword(intern!(py, "n_threads")) else {
         return Ok(None);
     };
-    let target = slf.borrow().fast_target_with(py, Some(n.to_owned()))?;
+    let target = slf.get().fast_target_with(py, Some(n.to_owned()))?;
     let Some((cuda, _)) = target else {
         return Ok(None);
     };

@@ -142,7 +142,7 @@ struct Recycled {
     device: i32,
 }
 
-#[pyclass(subclass, module = "cunumpy._core", name = "FusedDispatcher")]
+#[pyclass(subclass, frozen, module = "cunumpy._core", name = "FusedDispatcher")]
 pub struct FusedDispatcher {
     /// Read by CPython on every call (see vectorcall.rs).
     vectorcall: VectorcallSlot,
@@ -423,7 +423,8 @@ impl CachedCall {
         given: Option<Vec<Bound<'_, PyAny>>>,
     ) -> PyResult<Py<PyAny>> {
         let plan = self.plan.get();
-        let stream = kernel::current_stream(py)?;
+        // `prepared.device` is the current context's device (`prepare_device`, `repeat_device`)
+        let stream = kernel::stream_on_device(py, prepared.device)?;
         let (outs, fresh_ptrs) = match given {
             Some(targets) => (targets, None),
             None => {
@@ -729,7 +730,7 @@ impl FusedDispatcher {
         // `out`: None when the keywords are not the fast path's, Some(None) when no output
         // is given, Some(Some(o)) for `out=o`
         if let Some(out) = out {
-            if let Some(result) = slf.borrow().fast_call(py, args, out)? {
+            if let Some(result) = slf.get().fast_call(py, args, out)? {
                 return Ok(result);
             }
         }
@@ -827,7 +828,7 @@ fn fused_fast_call(
         return Ok(None);
     }
     let targets = out.map(|o| [o.to_owned()]);
-    slf.borrow()
+    slf.get()
         .repeat_device(py, &ArgList::Vector(call), targets.as_ref().map(|t| &t[..]))
 }
 

@@ -1230,7 +1230,7 @@ impl FusionPlan {
             .collect::<PyResult<Vec<_>>>()?;
         let stream = match stream {
             Some(s) => s,
-            None => kernel::current_stream(py)?,
+            None => kernel::stream_on_device(py, device)?,
         };
         self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, ws, &svs)
     }

@@ -83,7 +83,7 @@ struct Repeat {
     loaded: Arc<Loaded>,
 }
 
-#[pyclass(subclass, module = "cunumpy._core", name = "KernelLauncher")]
+#[pyclass(subclass, frozen, module = "cunumpy._core", name = "KernelLauncher")]
 pub struct KernelLauncher {
     /// Read by CPython on every call (see vectorcall.rs).
     vectorcall: VectorcallSlot,
@@ -107,6 +107,12 @@ pub(crate) fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
 /// CuPy's current stream (0, the legacy default stream, when CuPy is not imported).
 pub(crate) fn current_stream(py: Python<'_>) -> PyResult<usize> {
     crate::cupy_stream::current_stream(py)
+}
+
+/// CuPy's current stream on `device`, the device of the calling thread's current context (the
+/// same handle as `current_stream`, found without asking the runtime for the device).
+pub(crate) fn stream_on_device(py: Python<'_>, device: i32) -> PyResult<usize> {
+    crate::cupy_stream::stream_on_device(py, device)
 }
 
 fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -225,22 +231,39 @@ impl KernelLauncher {
     /// The calling thread's device, making the primary context of device 0 current on a
     /// thread that has none.
     pub(crate) fn launch_device(driver: &Driver) -> Result<i32, CudaError> {
+        if let Some((_, device)) = Self::current_context_device(driver)? {
+            return Ok(device);
+        }
+        let context = driver.ensure_context(0)?;
+        Self::device_of(driver, context.as_raw() as usize)
+    }
+
+    /// The calling thread's current context and its device; None when it has no context.
+    pub(crate) fn current_context_device(
+        driver: &Driver,
+    ) -> Result<Option<(usize, i32)>, CudaError> {
+        match driver.current_context()? {
+            Some(c) => {
+                let raw = c.as_raw() as usize;
+                Ok(Some((raw, Self::device_of(driver, raw)?)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The device of `context`, the calling thread's current context.
+    fn device_of(driver: &Driver, context: usize) -> Result<i32, CudaError> {
         thread_local! {
             // (context handle, its device): asking the driver for the device of an unchanged
             // context on every launch is wasted work.
             static KNOWN: std::cell::Cell<(usize, i32)> = const { std::cell::Cell::new((0, 0)) };
         }
-        let context = match driver.current_context()? {
-            Some(c) => c,
-            None => driver.ensure_context(0)?,
-        };
-        let raw = context.as_raw() as usize;
         let (known_ctx, known_dev) = KNOWN.with(|k| k.get());
-        if known_ctx == raw && raw != 0 {
+        if known_ctx == context && context != 0 {
             return Ok(known_dev);
         }
         let device = driver.current_device()?;
-        KNOWN.with(|k| k.set((raw, device)));
+        KNOWN.with(|k| k.set((context, device)));
         Ok(device)
     }
 
@@ -278,7 +301,7 @@ impl KernelLauncher {
                 return Ok(());
             }
         }
-        let this = slf.borrow();
+        let this = slf.get();
         let config = this.config()?;
         let flat = flatten(args)?;
 
@@ -288,7 +311,6 @@ impl KernelLauncher {
         // The emulated device backend (fake CuPy): the same checks and packed buffer, run on
         // the CPU by the emulator (see emulate.rs).
         if crate::emulate::fake_backend_active() {
-            drop(this);
             return crate::emulate::launch_on_fake_backend(slf, &flat, shape, shared);
         }
 
@@ -338,7 +360,7 @@ impl KernelLauncher {
         }
         let stream = match stream {
             Some(s) if !s.is_none() => stream_handle(s)?,
-            _ => current_stream(py)?,
+            _ => stream_on_device(py, device)?,
         };
 
         // 4. launch, with the last call's buffer when the arguments are the same objects
@@ -388,7 +410,6 @@ impl KernelLauncher {
         }
         drop(last);
         launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        drop(this);
         Self::after_launch(
             slf,
             Some(&flat),
@@ -414,12 +435,11 @@ impl KernelLauncher {
         let Ok(driver) = Driver::get() else {
             return Ok(false);
         };
-        let Ok(Some(context)) = driver.current_context() else {
+        let Ok(Some((context, device))) = Self::current_context_device(driver) else {
             return Ok(false);
         };
-        let context = context.as_raw() as usize;
-        let stream = current_stream(py)?;
-        let this = slf.borrow();
+        let stream = stream_on_device(py, device)?;
+        let this = slf.get();
         let mut last = lock(&this.last_call);
         let Some(call) = last.as_mut() else {
             return Ok(false);
@@ -456,11 +476,10 @@ impl KernelLauncher {
             return Err(errors::cuda_error(py, &this.config()?.name, e));
         }
         // nothing follows a launch unless the ledger records, debug mode is on or outputs
-        // are scanned: checked here, without borrowing the kernel again
+        // are scanned
         let follow_up = Ledger::global().is_recording()
             || this.debug.load(Ordering::Relaxed)
             || this.check_finite.load(Ordering::Relaxed);
-        drop(this);
         if follow_up {
             Self::after_launch(slf, None, args, &shape, 0, stream)?;
         }
@@ -478,7 +497,7 @@ impl KernelLauncher {
         stream: usize,
     ) -> PyResult<()> {
         let py = slf.py();
-        let this = slf.borrow();
+        let this = slf.get();
         let config = this.config()?;
         if Ledger::global().is_recording() {
             Self::record_launch(py, &config.name, shape);
@@ -500,7 +519,6 @@ impl KernelLauncher {
             })?;
         }
         if this.check_finite.load(Ordering::Relaxed) {
-            drop(this);
             slf.call_method1(
                 intern!(py, "_check_finite_outputs"),
                 (match flat {
@@ -1006,6 +1024,91 @@ impl KernelLauncher {
         }
         .map_err(|e| errors::cuda_error(py, &config.name, e))?;
         Ok(elapsed.as_secs_f64())
+    }
+
+    /// Benchmark probe: µs per launch of `n` launches in Rust loops, each loop adding one step
+    /// of the repeat path to the bare driver launch, and the whole repeat path without the
+    /// Python call. Call it after `kernel(*args, n_threads=n_threads)` once, with the same
+    /// arguments.
+    #[pyo3(signature = (*args, n_launches, n_threads=1))]
+    fn _launch_breakdown(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        n_launches: u64,
+        n_threads: i64,
+    ) -> PyResult<Py<PyDict>> {
+        let py = slf.py();
+        let this = slf.get();
+        let config = this.config()?;
+        let name = config.name.clone();
+        let cuda = |e| errors::cuda_error(py, &name, e);
+        let driver = Driver::get().map_err(cuda)?;
+        let device = Self::launch_device(driver).map_err(cuda)?;
+        let flat = flatten(args)?;
+        let mut buffer = this.pack(py, config, &flat, device)?;
+        let loaded = this.loaded_for(py, device)?;
+        let shape = launch::launch_shape(Some(&[n_threads]), None, &config.block)
+            .map_err(|e| errors::launch_error(py, e))?;
+        let stream = current_stream(py)?;
+        let out = PyDict::new(py);
+        let timed = |label: &str, step: &mut dyn FnMut() -> PyResult<()>| -> PyResult<()> {
+            let start = std::time::Instant::now();
+            for _ in 0..n_launches {
+                step()?;
+            }
+            // SAFETY: `stream` is CuPy's current stream handle, read above.
+            let handle = unsafe { cunumpy_cuda::StreamHandle::from_raw(stream) };
+            driver.synchronize_stream(handle).map_err(cuda)?;
+            let us = start.elapsed().as_secs_f64() / n_launches.max(1) as f64 * 1e6;
+            out.set_item(label, us)
+        };
+        let params = buffer.params();
+        let mut bare = || {
+            // SAFETY: a buffer packed from the signature for `args`, which the caller keeps
+            // alive for the whole call, launched on CuPy's current stream.
+            unsafe {
+                loaded
+                    .function
+                    .launch(shape.grid, shape.block, 0, stream, params)
+            }
+            .map_err(cuda)
+        };
+        timed("launch_us", &mut bare)?;
+        timed("context_launch_us", &mut || {
+            driver.current_context().map_err(cuda)?;
+            bare()
+        })?;
+        timed("cupy_current_stream_launch_us", &mut || {
+            current_stream(py)?;
+            bare()
+        })?;
+        timed("stream_on_device_launch_us", &mut || {
+            stream_on_device(py, device)?;
+            bare()
+        })?;
+        timed("lock_compare_launch_us", &mut || {
+            let this = slf.get();
+            let last = lock(&this.last_call);
+            let same = last.as_ref().is_some_and(|call| {
+                call.objects
+                    .iter()
+                    .enumerate()
+                    .all(|(i, held)| args.get_borrowed_item(i).is_ok_and(|b| held.is(&b)))
+            });
+            drop(last);
+            std::hint::black_box(same);
+            bare()
+        })?;
+        timed("repeat_path_us", &mut || {
+            if Self::repeat_launch(slf, &ArgList::Tuple(args), n_threads)? {
+                Ok(())
+            } else {
+                Err(PyRuntimeError::new_err(
+                    "_launch_breakdown: call the kernel with these arguments first",
+                ))
+            }
+        })?;
+        Ok(out.unbind())
     }
 }
 

@@ -35,5 +35,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     host_pool::register(m)?;
     host_loops::register(m)?;
     vectorcall::register(m)?;
+    cupy_stream::register(m)?;
     Ok(())
 }

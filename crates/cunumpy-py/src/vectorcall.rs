@@ -404,14 +404,13 @@ static BASES: std::sync::Mutex<Vec<(Py<PyType>, isize)>> = std::sync::Mutex::new
 /// Installs vectorcall on class `T`, measuring where its slot lies in `sample` (a fresh
 /// instance), and remembers the class for `_enable_vectorcall`. False when it could not be
 /// installed (calls then use `tp_call`).
-pub(crate) fn register_class<T: pyo3::PyClass<Frozen = pyo3::pyclass::boolean_struct::False>>(
+pub(crate) fn register_class<
+    T: pyo3::PyClass<Frozen = pyo3::pyclass::boolean_struct::True> + Sync,
+>(
     sample: Bound<'_, T>,
     slot: fn(&T) -> &VectorcallSlot,
 ) -> PyResult<bool> {
-    let offset = {
-        let value = sample.borrow();
-        slot_offset(sample.as_any(), slot(&value))
-    };
+    let offset = slot_offset(sample.as_any(), slot(sample.get()));
     let Some(offset) = offset else {
         return Ok(false);
     };
