@@ -441,19 +441,21 @@ impl KernelLauncher {
         let stream = stream_on_device(py, device)?;
         let this = slf.get();
         let mut last = lock(&this.last_call);
-        let Some(call) = last.as_mut() else {
-            return Ok(false);
-        };
-        let Some(repeat) = call.repeat.as_ref() else {
+        let Some(LastCall {
+            objects,
+            buffer,
+            repeat: Some(repeat),
+            ..
+        }) = last.as_mut()
+        else {
             return Ok(false);
         };
         // The held objects are the flattened arguments; plain arguments (no `__cuda_args__`)
         // are their own flattening, so the tuple is compared as it is.
         let same = repeat.context == context
             && repeat.n_threads == n
-            && call.objects.len() == args.len()
-            && call
-                .objects
+            && objects.len() == args.len()
+            && objects
                 .iter()
                 .enumerate()
                 .all(|(i, held)| args.get(i).is_some_and(|b| held.is(&b)));
@@ -461,15 +463,15 @@ impl KernelLauncher {
             return Ok(false);
         }
         let shape = repeat.shape;
-        let loaded = repeat.loaded.clone();
         // SAFETY: the buffer was checked and packed from this kernel's signature for these
         // very objects (alive: the caller passed them, and `Held::is` matched each), launched with
         // this shape on this context's device before; cuLaunchKernel copies the values. The
         // stream handle comes from CuPy.
         let launched = unsafe {
-            loaded
+            repeat
+                .loaded
                 .function
-                .launch(shape.grid, shape.block, 0, stream, call.buffer.params())
+                .launch(shape.grid, shape.block, 0, stream, buffer.params())
         };
         drop(last);
         if let Err(e) = launched {
