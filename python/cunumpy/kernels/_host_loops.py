@@ -18,7 +18,7 @@ class HostLoopStatus(TypedDict):
     runs: int
 
 
-def set_host_loops(mode: Mode = "background", min_points: int = 1 << 16) -> tuple[Mode, int]:
+def set_host_loops(mode: Mode = "background", min_points: int = 4096) -> tuple[Mode, int]:
     """Chooses how fused calls on NumPy arrays run their kernels; returns the previous
     ``(mode, min_points)``.
 
