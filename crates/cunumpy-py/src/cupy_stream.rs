@@ -139,9 +139,9 @@ fn handle_or_error(py: Python<'_>, ptr: isize) -> PyResult<usize> {
 /// is CuPy's own per-device function (False: it fell back to the first).
 #[pyfunction]
 fn _cupy_stream_handles(py: Python<'_>) -> PyResult<(usize, usize, bool)> {
-    let driver = cunumpy_cuda::Driver::get().map_err(|e| crate::errors::cuda_error(py, "", e))?;
-    let device = crate::kernel::KernelLauncher::launch_device(driver)
-        .map_err(|e| crate::errors::cuda_error(py, "", e))?;
+    let cuda = |e| crate::errors::cuda_error(py, "_cupy_stream_handles", e);
+    let driver = cunumpy_cuda::Driver::get().map_err(cuda)?;
+    let device = crate::kernel::KernelLauncher::launch_device(driver).map_err(cuda)?;
     let per_device = matches!(
         source(py),
         Some(Source::Capsule {
