@@ -55,8 +55,8 @@ def test_subclass_overriding_call_keeps_its_call():
         def __call__(self, *args, **kwargs):
             return ("logged", args, kwargs)
 
-    assert not _core._enable_vectorcall(Logged)
     assert not _core._vectorcall_enabled(Logged)
+    assert not _core._enable_vectorcall(Logged)
     assert Logged(AXPY, "axpy")(1, n_threads=2) == ("logged", (1,), {"n_threads": 2})
 
 
@@ -73,8 +73,12 @@ def test_subclass_without_call_behaves_as_the_base():
     class Named(CudaKernel):
         pass
 
-    _core._enable_vectorcall(Named)
-    kernel = Named(AXPY, "axpy")
+    class Renamed(Named):  # a subclass of a subclass
+        pass
+
+    # enabled as they are created (before Python 3.12 a subclass does not inherit vectorcall)
+    assert _core._vectorcall_enabled(Named) and _core._vectorcall_enabled(Renamed)
+    kernel = Renamed(AXPY, "axpy")
     host = np.zeros(4)
     expected = _failure(lambda: _tp_call(kernel, 1.0, host, host, 4, n_threads=4))
     assert expected is not None and expected[0] is KernelArgumentTypeError

@@ -24,6 +24,7 @@ from ..cuda._source import (
     struct_name,
     template_arg_texts,
 )
+from ._vectorcall import use_vectorcall
 
 __all__ = ["CudaKernel", "CudaKernelVariants"]
 
@@ -45,6 +46,7 @@ def _block_tuple(block_size: Any) -> tuple[int, ...]:
     return tuple(int(b) for b in block_size)
 
 
+@use_vectorcall
 class CudaKernel(_core.KernelLauncher):
     """A CUDA C ``__global__`` function, launched with checked arguments.
 
@@ -238,10 +240,6 @@ class CudaKernel(_core.KernelLauncher):
                         f"kernel {self._name!r} left a NaN or inf in argument {i} "
                         f"(dtype {a.dtype}, shape {a.shape})"
                     )
-
-
-# Calls of instances skip building an argument tuple and keyword dict (vectorcall.rs).
-_core._enable_vectorcall(CudaKernel)
 
 
 class CudaKernelVariants:

@@ -39,6 +39,7 @@ from ._pyccel_kernel import (
     _signature_names,
     outputs_from_annotations,
 )
+from ._vectorcall import use_vectorcall
 
 __all__ = ["Kernel", "KernelCatalog", "FORTRAN_NAME_LIMIT"]
 
@@ -64,6 +65,7 @@ def _is_device_arg(value: Any, cupy: Any) -> bool:
     return False
 
 
+@use_vectorcall
 class Kernel(_core.KernelDispatcher):
     """A host kernel plus, optionally, its CUDA version, called with the same arguments.
 
@@ -471,10 +473,6 @@ class Kernel(_core.KernelDispatcher):
             dispatch=dispatch,
             test_args=test_args,
         )
-
-
-# Calls of instances skip building an argument tuple and keyword dict (vectorcall.rs).
-_core._enable_vectorcall(Kernel)
 
 
 def _compiler(compile_host: Callable[[ModuleType], Any] | str) -> Callable[[ModuleType], Any]:

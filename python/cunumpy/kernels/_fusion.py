@@ -25,6 +25,7 @@ import numpy as np
 from .. import _core
 from ..exceptions import FusionError, FusionTypeError, FusionUnsupportedError, MixedBackendError
 from . import _profile
+from ._vectorcall import use_vectorcall
 
 __all__ = ["fuse", "FusedFunction"]
 
@@ -502,6 +503,7 @@ def _is_device_array(x: Any) -> bool:
     return hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray)
 
 
+@use_vectorcall
 class FusedFunction(_core.FusedDispatcher):
     """A function compiled by :func:`fuse`. Call it like the original function (plus an
     optional ``out=``); :meth:`explain` shows the plan and the generated CUDA.
@@ -702,10 +704,6 @@ class FusedFunction(_core.FusedDispatcher):
                 f"fuse: '{self.kernel_name}' has {n} output(s), out= gives {len(outs)}"
             )
         return outs
-
-
-# Calls of instances skip building an argument tuple and keyword dict (vectorcall.rs).
-_core._enable_vectorcall(FusedFunction)
 
 
 def _new_workspace(plan: Any) -> Any:
