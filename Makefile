@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEPS := $(VENV)/.deps-installed
 GPU_WHEEL_DIR := .gpu-wheel
+# release for CI and wheels; `iter` (Cargo.toml) rebuilds in seconds while working
+PROFILE ?= release
 export CARGO_TERM_COLOR := never
 
 .PHONY: demo test lint develop rust-test py-test gpu-wheel gpu-test bench clean
@@ -18,7 +20,7 @@ $(DEPS): requirements/test.txt | $(BIN)/python
 
 # Builds the extension (release) into the virtual environment.
 develop: $(DEPS)
-	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release -q
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --profile $(PROFILE) -q
 
 lint: $(DEPS)
 	cargo fmt --all --check
