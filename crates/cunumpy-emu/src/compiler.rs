@@ -5,10 +5,11 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cunumpy_core::cache_key::{sha256_hex, CacheKey};
+use cunumpy_core::disk::write_atomic;
 
 use crate::error::EmuError;
 use crate::includes::collect_headers;
-use crate::library::{CacheOutcome, EmuLibrary, Loaded};
+use crate::loaded::{CacheOutcome, Loaded};
 use crate::rewrite::{base_name, mentions_sync, rewrite};
 
 /// The C++ prelude every kernel is compiled with.
@@ -74,10 +75,8 @@ impl EmuCompiler {
     /// `$CXX` when set (it may carry arguments, such as `ccache g++`), else the first of `c++`,
     /// `g++`, `clang++` that answers `--version`.
     pub fn detect() -> Result<EmuCompiler, EmuError> {
-        if let Ok(cxx) = std::env::var("CXX") {
-            if !cxx.trim().is_empty() {
-                return EmuCompiler::new(&cxx);
-            }
+        if let Some(cxx) = cunumpy_core::config::cxx() {
+            return EmuCompiler::new(&cxx);
         }
         let mut tried = Vec::new();
         for name in ["c++", "g++", "clang++"] {
@@ -134,35 +133,6 @@ impl EmuCompiler {
     pub fn version(&self) -> &str {
         &self.version
     }
-
-    /// Compiles `source` for emulation and loads the launcher of `expression` (a kernel name,
-    /// or a template instance such as `scale<float>`).
-    ///
-    /// `options` are the kernel's compile options: `-D`, `-U`, `-I`, `-O`, `-f` (except NVRTC's
-    /// `-fmad`/`-ftz`), `-g` and `-std=` ones reach the host compiler (`-ffp-contract=` replaces the default
-    /// `-ffp-contract=off`); NVRTC-only options (`-arch`, `--use_fast_math`, ...) are ignored.
-    /// `include_dirs` are searched for `#include`s, and the headers found there are part of the
-    /// cache key. With `cache_dir`, the library is stored there (atomically, with an integrity
-    /// hash) and reused by later compiles, in this process or another.
-    pub fn compile(
-        &self,
-        source: &str,
-        expression: &str,
-        options: &[String],
-        include_dirs: &[PathBuf],
-        cache_dir: Option<&Path>,
-    ) -> Result<EmuLibrary, EmuError> {
-        let inputs = BuildInputs {
-            compiler: self.clone(),
-            source: source.to_string(),
-            expression: expression.trim().to_string(),
-            options: options.to_vec(),
-            include_dirs: include_dirs.to_vec(),
-            cache_dir: cache_dir.map(Path::to_path_buf),
-        };
-        let (loaded, info) = build(&inputs, Variant::Plain)?;
-        Ok(EmuLibrary::new(inputs, loaded, info))
-    }
 }
 
 /// What a build learned about the kernel.
@@ -176,7 +146,7 @@ fn resolve_in_path(program: &str) -> String {
     if program.contains('/') {
         return program.to_string();
     }
-    if let Some(paths) = std::env::var_os("PATH") {
+    if let Some(paths) = cunumpy_core::config::var_os("PATH") {
         for dir in std::env::split_paths(&paths) {
             let p = dir.join(program);
             if p.is_file() {
@@ -425,7 +395,7 @@ pub(crate) struct Built {
     _dir: Option<BuildDir>,
 }
 
-/// Compiles a translation unit into a shared library, in a private directory, and moves it into
+/// Compiles a translation unit into a shared library, in a private directory, and writes it into
 /// the cache directory (atomically, with its SHA-256 beside it) under `hex`. `cuda_stubs` puts
 /// empty stand-ins for the CUDA runtime headers on the include path.
 pub(crate) fn compile_into_cache(
@@ -490,15 +460,14 @@ pub(crate) fn compile_into_cache(
         Some(dir) => {
             let bytes = std::fs::read(&out_path)
                 .map_err(|e| EmuError::io(format!("reading {}", out_path.display()), &e))?;
-            let sum_tmp = work.0.join(format!("{hex}.sha256"));
-            std::fs::write(&sum_tmp, sha256_hex(&bytes))
-                .map_err(|e| EmuError::io(format!("writing {}", sum_tmp.display()), &e))?;
+            // the library, then its hash: a reader trusts a library only when both are whole
+            // and agree (`cached_library`), and each is written atomically
             let so = dir.join(format!("{hex}.so"));
             let sum = dir.join(format!("{hex}.sha256"));
-            std::fs::rename(&out_path, &so)
-                .map_err(|e| EmuError::io(format!("renaming into {}", so.display()), &e))?;
-            std::fs::rename(&sum_tmp, &sum)
-                .map_err(|e| EmuError::io(format!("renaming into {}", sum.display()), &e))?;
+            write_atomic(&so, &bytes)
+                .map_err(|e| EmuError::io(format!("writing {}", so.display()), &e))?;
+            write_atomic(&sum, sha256_hex(&bytes).as_bytes())
+                .map_err(|e| EmuError::io(format!("writing {}", sum.display()), &e))?;
             Ok(Built {
                 path: so,
                 _dir: None,

@@ -42,6 +42,7 @@ mod host_library;
 mod includes;
 mod lexer;
 mod library;
+mod loaded;
 mod rewrite;
 
 pub use cache_dir::{default_cache_dir, resolve_cache_dir};

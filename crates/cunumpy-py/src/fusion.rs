@@ -1,32 +1,28 @@
 //! The fusion compiler for Python: `FusionGraphBuilder` (the tracer calls it once per operation
 //! on symbolic values), `FusionGraph` and `FusionPlan` (explain, CUDA source, kernel and launch
 //! descriptions, the CPU executor on NumPy arrays, and the GPU launch path on CuPy arrays).
-//! Conversions only: the compiler is `cunumpy-fusion`, compiling and launching `cunumpy-cuda`.
+//! Conversions: the compiler is `cunumpy-fusion`; compiling, loading and launching a plan on a
+//! device (or the emulated one) is `cunumpy_runtime::FusedPlan`.
 
 use crate::arrays::{self, Object};
 use crate::errors;
-use crate::kernel::{self, KernelLauncher};
-use cunumpy_core::args::LaunchBuffer;
+use crate::kernel;
 use cunumpy_core::dtype::DType;
-use cunumpy_core::launch::LaunchShape;
-use cunumpy_core::ledger::Ledger;
-use cunumpy_cuda::{Driver, Function, Module};
-use cunumpy_emu::{EmuLibrary, LaunchOptions};
+use cunumpy_core::sync::lock;
+use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_fusion::{
-    self as fusion, launch_param_values, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut,
-    DevicePointers, FusionError, Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan,
-    PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
+    self as fusion, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut, DevicePointers, FusionError,
+    Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan, PlanOptions, ReduceKind,
+    ScalarValue, Strategy, Value,
 };
+use cunumpy_runtime::fused::{Extents, LoadedPlan};
+use cunumpy_runtime::{device, record, Device, FusedPlan};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyComplex, PyDict, PyList};
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::{Arc, Mutex, MutexGuard};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use std::sync::{Arc, Mutex};
 
 fn err(py: Python<'_>, e: FusionError) -> PyErr {
     errors::fusion_error(py, e)
@@ -188,10 +184,7 @@ impl FusionGraph {
         let plan =
             fusion::plan_with_options(&self.graph, &shapes, &options).map_err(|e| err(py, e))?;
         Ok(FusionPlan {
-            plan,
-            loaded: Mutex::new(Vec::new()),
-            emulated: Mutex::new(None),
-            packed: Mutex::new(None),
+            fused: FusedPlan::new(plan),
         })
     }
 
@@ -223,40 +216,12 @@ impl FusionGraph {
     }
 }
 
-/// A plan's kernels compiled and loaded on one device.
-struct Loaded {
-    device: i32,
-    /// One per launch of the plan, in launch order.
-    functions: Vec<Function>,
-    _module: Module,
-    from_cache: bool,
-}
-
 /// A graph planned for concrete shapes: inspection, CPU execution and GPU launches.
 #[pyclass(module = "cunumpy._core", name = "FusionPlan", frozen)]
 pub struct FusionPlan {
-    pub(crate) plan: Plan,
-    loaded: Mutex<Vec<Arc<Loaded>>>,
-    /// On the emulated device: one emulation library per launch, in launch order.
-    emulated: Mutex<Option<Arc<EmulatedPlan>>>,
-    /// The last launch's parameter buffers (see `PackedLaunches`).
-    packed: Mutex<Option<PackedLaunches>>,
+    /// The plan and what it is on each device (the runtime's half).
+    pub(crate) fused: FusedPlan,
 }
-
-/// The parameter buffers of a plan's launches and what they were packed from: a call with the
-/// same device, pointers and scalars (a cached call writing into a recycled or the same
-/// output) launches them again instead of packing every parameter anew.
-struct PackedLaunches {
-    device: i32,
-    inputs: Vec<u64>,
-    outputs: Vec<u64>,
-    workspace: u64,
-    scalars: Vec<ScalarValue>,
-    buffers: Vec<LaunchBuffer>,
-}
-
-/// The emulation libraries of a plan's launches (all built from the plan's one source).
-type EmulatedPlan = Vec<(Arc<EmuLibrary>, bool)>;
 
 fn operand_name(o: &Operand) -> String {
     match o {
@@ -550,7 +515,12 @@ unsafe fn data_mut_of<'a>(v: &HostView) -> DataMut<'a> {
 
 impl FusionPlan {
     fn name(&self) -> &str {
-        &self.plan.options.name
+        self.fused.name()
+    }
+
+    /// The plan.
+    pub(crate) fn plan(&self) -> &Plan {
+        self.fused.plan()
     }
 
     fn check_spec(
@@ -590,8 +560,8 @@ impl FusionPlan {
         Ok(())
     }
 
-    /// Launches every kernel of the plan, in order, on `stream`, with device pointers the
-    /// caller has checked: C-contiguous arrays of the plan's input and output shapes and dtypes
+    /// Launches the plan on `device` (the current context's) on `stream`: inputs and
+    /// outputs are device pointers of C-contiguous arrays of the plan's shapes and dtypes
     /// on `device`, kept alive by the caller for the call, and a workspace of at least
     /// `workspace_bytes` bytes (0 when the plan needs none). Compiles once per device.
     #[allow(clippy::too_many_arguments)]
@@ -599,7 +569,7 @@ impl FusionPlan {
         &self,
         py: Python<'_>,
         device: i32,
-        stream: usize,
+        stream: StreamHandle,
         in_ptrs: &[u64],
         out_ptrs: &[u64],
         ws: u64,
@@ -611,79 +581,18 @@ impl FusionPlan {
             workspace: ws,
         };
         let loaded = self.loaded_for(py, device)?;
-        let launches: Vec<&fusion::Launch> =
-            self.plan.kernels.iter().flat_map(|k| &k.launches).collect();
-        if loaded.functions.len() != launches.len() {
-            return Err(PyRuntimeError::new_err(
-                "internal: the loaded module does not match the plan's launches",
-            ));
+        // SAFETY: `loaded` is this plan on `device`, the current context's; the pointers are
+        // of CuPy arrays the caller checked to be C-contiguous, on that device, of the plan's
+        // shapes and dtypes, and the workspace holds `workspace_bytes`; the arrays are
+        // referenced by the caller until the call returns and CuPy's stream ordering keeps
+        // their memory until the kernels finish. The stream is CuPy's current stream or the
+        // caller's.
+        unsafe {
+            self.fused.launch(&loaded, stream, &ptrs, svs, &mut || {
+                crate::ledger::call_site(py)
+            })
         }
-        let mut packed = lock(&self.packed);
-        let same = packed.as_ref().is_some_and(|p| {
-            p.device == device
-                && p.inputs == in_ptrs
-                && p.outputs == out_ptrs
-                && p.workspace == ws
-                && p.scalars == svs
-        });
-        if !same {
-            // every launch's parameters, packed before anything runs
-            let mut buffers = Vec::with_capacity(launches.len());
-            for l in &launches {
-                let values =
-                    launch_param_values(&self.plan, l, &ptrs, svs).map_err(|e| err(py, e))?;
-                buffers.push(LaunchBuffer::from_raw_values(&values));
-            }
-            *packed = Some(PackedLaunches {
-                device,
-                inputs: in_ptrs.to_vec(),
-                outputs: out_ptrs.to_vec(),
-                workspace: ws,
-                scalars: svs.to_vec(),
-                buffers,
-            });
-        }
-        let Some(packed) = packed.as_mut() else {
-            return Err(PyRuntimeError::new_err("internal: no packed parameters"));
-        };
-        let recording = Ledger::global().is_recording();
-        let buffers = packed.buffers.iter_mut();
-        for ((function, l), buffer) in loaded.functions.iter().zip(&launches).zip(buffers) {
-            if l.grid == 0 {
-                continue;
-            }
-            // SAFETY: the buffer holds one value per parameter of this launch, of the C types
-            // the generated kernel declares (`launch_param_values` follows the plan's
-            // parameter list, the same list the source was generated from), alive for the
-            // call; a reused buffer was packed from equal pointers and scalars, so it holds
-            // the bytes packing them now would give. The device pointers come from CuPy arrays the caller checked to be
-            // C-contiguous, on the current device, of the plan's shapes and dtypes (the sizes
-            // the kernel indexes with), and the workspace holds `workspace_bytes`; the arrays
-            // are referenced by the caller until the call returns and CuPy's stream ordering
-            // keeps their memory until the kernels finish. The stream is CuPy's current
-            // stream or the caller's.
-            unsafe {
-                function.launch(
-                    [l.grid, 1, 1],
-                    [l.block, 1, 1],
-                    l.shared_bytes,
-                    stream,
-                    buffer.params(),
-                )
-            }
-            .map_err(|e| errors::cuda_error(py, &l.name, e))?;
-            if recording {
-                KernelLauncher::record_launch(
-                    py,
-                    &l.name,
-                    &LaunchShape {
-                        grid: [l.grid, 1, 1],
-                        block: [l.block, 1, 1],
-                    },
-                );
-            }
-        }
-        Ok(())
+        .map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
     /// Runs the plan on the CPU over host views the caller read from live NumPy arrays it
@@ -755,63 +664,20 @@ impl FusionPlan {
                     shape: &v.shape,
                 })
                 .collect();
-            fusion::execute_cpu(&self.plan, &refs, svs, &mut muts)
+            fusion::execute_cpu(self.plan(), &refs, svs, &mut muts)
         });
         result.map_err(|e| err(py, e))
     }
 
-    fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<Loaded>> {
-        if let Some(l) = lock(&self.loaded).iter().find(|l| l.device == device) {
-            return Ok(l.clone());
+    /// The plan loaded on CUDA device `device` (compiled on first use, with the GIL
+    /// released).
+    fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<LoadedPlan>> {
+        if let Some(l) = self.fused.loaded(device) {
+            return Ok(l);
         }
-        let source = self.plan.cuda_source();
-        let program = format!("{}.cu", self.name());
         let paths = kernel::python_paths(py);
-        let names: Vec<String> = self
-            .plan
-            .kernels
-            .iter()
-            .flat_map(|k| k.launches.iter().map(|l| l.name.clone()))
-            .collect();
-        let result = py.detach(|| {
-            let (module, compiled) =
-                kernel::compile_module(&source, &program, &[], &[], &[], device, &paths)?;
-            let functions = names
-                .iter()
-                .map(|n| module.function(n))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok::<_, cunumpy_cuda::CudaError>(Loaded {
-                device,
-                functions,
-                _module: module,
-                from_cache: compiled.hit,
-            })
-        });
-        let loaded = Arc::new(result.map_err(|e| errors::cuda_error(py, self.name(), e))?);
-        let mut all = lock(&self.loaded);
-        if let Some(l) = all.iter().find(|l| l.device == device) {
-            return Ok(l.clone());
-        }
-        all.push(loaded.clone());
-        Ok(loaded)
-    }
-
-    /// The emulation library of every launch (compiled once per plan, or found in this
-    /// process's table or the disk cache), with whether each came from the disk cache.
-    fn emulation_libraries(&self, py: Python<'_>) -> PyResult<Arc<EmulatedPlan>> {
-        if let Some(e) = lock(&self.emulated).as_ref() {
-            return Ok(e.clone());
-        }
-        let source = self.plan.cuda_source();
-        let mut libs = Vec::new();
-        for k in &self.plan.kernels {
-            for l in &k.launches {
-                libs.push(crate::emulate::library_for_source(py, &source, &l.name)?);
-            }
-        }
-        let libs = Arc::new(libs);
-        *lock(&self.emulated) = Some(libs.clone());
-        Ok(libs)
+        py.detach(|| self.fused.load(device, &paths))
+            .map_err(|e| errors::cuda_error(py, self.name(), e))
     }
 
     /// `launch` on the emulated device: the same checks and parameter packing as on a GPU,
@@ -825,116 +691,74 @@ impl FusionPlan {
         outputs: &[Bound<'_, PyAny>],
         workspace: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        let plan = self.plan();
         let mut in_ptrs = Vec::with_capacity(inputs.len());
-        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+        for (i, (obj, spec)) in inputs.iter().zip(&plan.inputs).enumerate() {
             in_ptrs.push(self.device_pointer(py, obj, format!("input {i}"), Some(spec), None)?);
         }
         let mut out_ptrs = Vec::with_capacity(outputs.len());
-        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+        for (i, (obj, spec)) in outputs.iter().zip(&plan.outputs).enumerate() {
             out_ptrs.push(self.device_pointer(py, obj, format!("output {i}"), Some(spec), None)?);
         }
-        let ws = match workspace {
-            Some(w) if !w.is_none() => {
-                let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, None)?;
-                if nbytes < self.plan.workspace_bytes {
-                    return Err(errors::raise(
-                        py,
-                        "FusionValueError",
-                        format!(
-                            "fused function '{}': the workspace has {nbytes} bytes, the plan \
-                             needs {}",
-                            self.name(),
-                            self.plan.workspace_bytes
-                        ),
-                    ));
-                }
-                (ptr, nbytes)
-            }
-            _ => (0, 0),
-        };
+        let ws = self.workspace_pointer(py, workspace, None)?;
         let svs = scalars
             .iter()
             .enumerate()
             .map(|(i, s)| scalar_value(s, i))
             .collect::<PyResult<Vec<_>>>()?;
-        let in_addr: Vec<u64> = in_ptrs.iter().map(|p| p.0).collect();
-        let out_addr: Vec<u64> = out_ptrs.iter().map(|p| p.0).collect();
+        let (in_addr, in_len): (Vec<u64>, Vec<usize>) = in_ptrs.into_iter().unzip();
+        let (out_addr, out_len): (Vec<u64>, Vec<usize>) = out_ptrs.into_iter().unzip();
         let ptrs = DevicePointers {
             inputs: &in_addr,
             outputs: &out_addr,
             workspace: ws.0,
         };
-        let mut launches = Vec::new();
-        for k in &self.plan.kernels {
-            for l in &k.launches {
-                let values =
-                    launch_param_values(&self.plan, l, &ptrs, &svs).map_err(|e| err(py, e))?;
-                // the byte length behind each pointer parameter, for the emulator's checks
-                let bounds: Vec<Option<usize>> = l
-                    .params
-                    .iter()
-                    .map(|p| match p.value {
-                        ParamValue::Input(i) => in_ptrs.get(i).map(|p| p.1),
-                        ParamValue::Output(i) => out_ptrs.get(i).map(|p| p.1),
-                        ParamValue::Workspace { offset } => Some(ws.1.saturating_sub(offset)),
-                        ParamValue::Scalar(_) | ParamValue::Int(_) => None,
-                    })
-                    .collect();
-                launches.push((l, LaunchBuffer::from_raw_values(&values), bounds));
-            }
-        }
-        let libs = self.emulation_libraries(py)?;
-        if libs.len() != launches.len() {
-            return Err(PyRuntimeError::new_err(
-                "internal: the emulation libraries do not match the plan's launches",
-            ));
-        }
-        let recording = Ledger::global().is_recording();
-        for ((lib, _), (l, mut buffer, bounds)) in libs.iter().zip(launches) {
-            if l.grid == 0 {
-                continue;
-            }
-            let shape = LaunchShape {
-                grid: [l.grid, 1, 1],
-                block: [l.block, 1, 1],
-            };
-            crate::emulate::validate_fake_launch(py, &l.name, &shape, l.shared_bytes)?;
-            let options = LaunchOptions {
-                bounds: Some(bounds),
-                ..LaunchOptions::default()
-            };
-            let lib = lib.clone();
-            let result = py.detach(move || {
-                // SAFETY: the buffer holds one value per parameter of this launch, of the C
-                // types the generated kernel declares (`launch_param_values` follows the
-                // parameter list the source was generated from). Pointer values are host
-                // addresses of fake-CuPy arrays (and the workspace) that the caller keeps
-                // referenced for the call, checked above to be C-contiguous and of the plan's
-                // shapes and dtypes; every pointer parameter's byte length is passed as a
-                // bound, so an access outside it is caught rather than performed.
-                unsafe {
-                    lib.launch(
-                        buffer.params(),
-                        shape.grid,
-                        shape.block,
-                        l.shared_bytes as usize,
-                        &options,
-                    )
-                }
-            });
-            result.map_err(|e| errors::emu_error(py, e))?;
-            if recording {
-                KernelLauncher::record_launch(py, &l.name, &shape);
-            }
-        }
-        Ok(())
+        let extents = Extents {
+            inputs: &in_len,
+            outputs: &out_len,
+            workspace: ws.1,
+        };
+        let site = record::recording().then(|| crate::ledger::call_site(py));
+        let result = py.detach(|| {
+            // SAFETY: the pointers are host addresses of fake-CuPy arrays (and the workspace)
+            // that the caller keeps referenced for the call, checked above to be C-contiguous
+            // and of the plan's shapes and dtypes, with their byte lengths as the extents.
+            unsafe { self.fused.launch_emulated(&ptrs, &extents, &svs, site) }
+        });
+        result.map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
-    pub(crate) fn current_device(&self, py: Python<'_>) -> PyResult<(&'static Driver, i32)> {
+    /// The workspace's address and byte length ((0, 0) without one), checked to be at least
+    /// the plan's `workspace_bytes`.
+    fn workspace_pointer(
+        &self,
+        py: Python<'_>,
+        workspace: Option<&Bound<'_, PyAny>>,
+        device: Option<i32>,
+    ) -> PyResult<(u64, usize)> {
+        let Some(w) = workspace.filter(|w| !w.is_none()) else {
+            return Ok((0, 0));
+        };
+        let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, device)?;
+        let needed = self.plan().workspace_bytes;
+        if nbytes < needed {
+            return Err(errors::raise(
+                py,
+                "FusionValueError",
+                format!(
+                    "fused function '{}': the workspace has {nbytes} bytes, the plan needs \
+                     {needed}",
+                    self.name(),
+                ),
+            ));
+        }
+        Ok((ptr, nbytes))
+    }
+
+    /// The calling thread's CUDA device (its current context's).
+    pub(crate) fn current_device(&self, py: Python<'_>) -> PyResult<i32> {
         let driver = Driver::get().map_err(|e| errors::cuda_error(py, self.name(), e))?;
-        let device = KernelLauncher::launch_device(driver)
-            .map_err(|e| errors::cuda_error(py, self.name(), e))?;
-        Ok((driver, device))
+        device::launch_device(driver).map_err(|e| errors::cuda_error(py, self.name(), e))
     }
 
     fn device_pointer(
@@ -1010,23 +834,23 @@ impl FusionPlan {
 impl FusionPlan {
     /// The plan: kernels, what each reads and writes, bytes moved, launches, buffers.
     fn explain(&self) -> String {
-        self.plan.explain()
+        self.plan().explain()
     }
 
     /// The CUDA C of every kernel (one module).
     fn cuda_source(&self) -> String {
-        self.plan.cuda_source()
+        self.plan().cuda_source()
     }
 
     #[getter(name)]
     fn plan_name(&self) -> String {
-        self.plan.options.name.clone()
+        self.plan().options.name.clone()
     }
 
     /// `(shape, dtype name)` of each input.
     #[getter]
     fn inputs(&self) -> Vec<(Vec<usize>, &'static str)> {
-        self.plan
+        self.plan()
             .inputs
             .iter()
             .map(|t| (t.shape.clone(), t.dtype.name()))
@@ -1036,7 +860,7 @@ impl FusionPlan {
     /// `(shape, dtype name)` of each output.
     #[getter]
     fn outputs(&self) -> Vec<(Vec<usize>, &'static str)> {
-        self.plan
+        self.plan()
             .outputs
             .iter()
             .map(|t| (t.shape.clone(), t.dtype.name()))
@@ -1046,7 +870,7 @@ impl FusionPlan {
     /// `(dtype name, weak)` of each scalar parameter.
     #[getter]
     fn scalars(&self) -> Vec<(&'static str, bool)> {
-        self.plan
+        self.plan()
             .scalars
             .iter()
             .map(|(d, w)| (d.name(), *w))
@@ -1055,17 +879,17 @@ impl FusionPlan {
 
     #[getter]
     fn workspace_bytes(&self) -> usize {
-        self.plan.workspace_bytes
+        self.plan().workspace_bytes
     }
 
     #[getter]
     fn bytes_read(&self) -> u64 {
-        self.plan.bytes_read()
+        self.plan().bytes_read()
     }
 
     #[getter]
     fn bytes_written(&self) -> u64 {
-        self.plan.bytes_written()
+        self.plan().bytes_written()
     }
 
     /// One dict per kernel: name, kind, strategy, reads, writes, bytes, fused ops, launches
@@ -1073,7 +897,7 @@ impl FusionPlan {
     #[getter]
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for k in &self.plan.kernels {
+        for k in &self.plan().kernels {
             let d = PyDict::new(py);
             d.set_item("name", &k.name)?;
             match &k.kind {
@@ -1134,17 +958,17 @@ impl FusionPlan {
         scalars: Vec<Bound<'_, PyAny>>,
         outputs: Vec<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.count(py, "input arrays", self.plan.inputs.len(), inputs.len())?;
-        self.count(py, "outputs", self.plan.outputs.len(), outputs.len())?;
-        self.count(py, "scalars", self.plan.scalars.len(), scalars.len())?;
+        self.count(py, "input arrays", self.plan().inputs.len(), inputs.len())?;
+        self.count(py, "outputs", self.plan().outputs.len(), outputs.len())?;
+        self.count(py, "scalars", self.plan().scalars.len(), scalars.len())?;
         let mut ins = Vec::with_capacity(inputs.len());
-        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+        for (i, (obj, spec)) in inputs.iter().zip(&self.plan().inputs).enumerate() {
             let v = host_view(py, obj, &format!("input {i}"), false)?;
             self.check_spec(py, format!("input {i}"), v.dtype, &v.shape, spec)?;
             ins.push(v);
         }
         let mut outs = Vec::with_capacity(outputs.len());
-        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+        for (i, (obj, spec)) in outputs.iter().zip(&self.plan().outputs).enumerate() {
             let v = host_view(py, obj, &format!("output {i}"), true)?;
             self.check_spec(py, format!("output {i}"), v.dtype, &v.shape, spec)?;
             outs.push(v);
@@ -1161,11 +985,13 @@ impl FusionPlan {
     /// On the emulated device (the fake CuPy), builds the emulation library of every launch;
     /// True when all came from the disk cache.
     fn compile(&self, py: Python<'_>) -> PyResult<bool> {
-        if crate::emulate::fake_backend_active() {
-            return Ok(self.emulation_libraries(py)?.iter().all(|(_, hit)| *hit));
-        }
-        let (_, device) = self.current_device(py)?;
-        Ok(self.loaded_for(py, device)?.from_cache)
+        let device = Device::current().map_err(|e| errors::cuda_error(py, self.name(), e))?;
+        let paths = match device {
+            Device::Cuda(_) => kernel::python_paths(py),
+            Device::Emulated => Vec::new(),
+        };
+        py.detach(|| self.fused.compile(device, &paths))
+            .map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
     /// Launches every kernel of the plan, in order, on `stream` (CuPy's current stream by
@@ -1182,73 +1008,58 @@ impl FusionPlan {
         workspace: Option<Bound<'_, PyAny>>,
         stream: Option<usize>,
     ) -> PyResult<()> {
-        self.count(py, "input arrays", self.plan.inputs.len(), inputs.len())?;
-        self.count(py, "outputs", self.plan.outputs.len(), outputs.len())?;
-        self.count(py, "scalars", self.plan.scalars.len(), scalars.len())?;
-        if crate::emulate::fake_backend_active() {
-            return self.launch_emulated(py, &inputs, &scalars, &outputs, workspace.as_ref());
-        }
-        let (_, device) = self.current_device(py)?;
+        let plan = self.plan();
+        self.count(py, "input arrays", plan.inputs.len(), inputs.len())?;
+        self.count(py, "outputs", plan.outputs.len(), outputs.len())?;
+        self.count(py, "scalars", plan.scalars.len(), scalars.len())?;
+        let device = match Device::current() {
+            Ok(Device::Emulated) => {
+                return self.launch_emulated(py, &inputs, &scalars, &outputs, workspace.as_ref())
+            }
+            Ok(Device::Cuda(device)) => device,
+            Err(e) => return Err(errors::cuda_error(py, self.name(), e)),
+        };
         let mut in_ptrs = Vec::with_capacity(inputs.len());
-        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+        for (i, (obj, spec)) in inputs.iter().zip(&plan.inputs).enumerate() {
             in_ptrs.push(
                 self.device_pointer(py, obj, format!("input {i}"), Some(spec), Some(device))?
                     .0,
             );
         }
         let mut out_ptrs = Vec::with_capacity(outputs.len());
-        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+        for (i, (obj, spec)) in outputs.iter().zip(&plan.outputs).enumerate() {
             out_ptrs.push(
                 self.device_pointer(py, obj, format!("output {i}"), Some(spec), Some(device))?
                     .0,
             );
         }
-        let ws = match &workspace {
-            Some(w) if !w.is_none() => {
-                let (ptr, nbytes) =
-                    self.device_pointer(py, w, "workspace".into(), None, Some(device))?;
-                if nbytes < self.plan.workspace_bytes {
-                    return Err(errors::raise(
-                        py,
-                        "FusionValueError",
-                        format!(
-                            "fused function '{}': the workspace has {nbytes} bytes, the plan \
-                             needs {}",
-                            self.name(),
-                            self.plan.workspace_bytes
-                        ),
-                    ));
-                }
-                ptr
-            }
-            _ => 0,
-        };
+        let ws = self
+            .workspace_pointer(py, workspace.as_ref(), Some(device))?
+            .0;
         let svs = scalars
             .iter()
             .enumerate()
             .map(|(i, s)| scalar_value(s, i))
             .collect::<PyResult<Vec<_>>>()?;
         let stream = match stream {
-            Some(s) => s,
-            None => kernel::stream_on_device(py, device)?,
+            // SAFETY: the caller gave this handle as the stream to launch on; a stream it
+            // destroyed is its error, as with any CUDA API that takes a stream.
+            Some(s) => unsafe { StreamHandle::from_raw(s) },
+            None => crate::cupy_stream::stream_on_device(py, device)?,
         };
         self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, ws, &svs)
     }
 
     #[getter]
     fn is_compiled(&self) -> bool {
-        if crate::emulate::fake_backend_active() {
-            return lock(&self.emulated).is_some();
-        }
-        let device = Driver::get_if_loaded().and_then(|d| d.current_device().ok());
-        device.is_some_and(|dev| lock(&self.loaded).iter().any(|l| l.device == dev))
+        Device::current_if_known().is_some_and(|device| self.fused.is_compiled(device))
     }
 
     fn __repr__(&self) -> String {
         format!(
             "<FusionPlan '{}': {} kernel(s)>",
             self.name(),
-            self.plan.kernels.len()
+            self.plan().kernels.len()
         )
     }
 }
