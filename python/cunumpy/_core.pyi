@@ -211,7 +211,6 @@ class FusionGraph:
         shapes: Sequence[Sequence[int]],
         *,
         name: str = "fused",
-        sm_count: int = 132,
         block: int = 256,
     ) -> FusionPlan: ...
 

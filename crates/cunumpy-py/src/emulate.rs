@@ -15,6 +15,7 @@ use cunumpy_core::ledger::Ledger;
 use cunumpy_core::signature::ParamKind;
 use cunumpy_emu::LaunchOptions;
 use cunumpy_emu::{default_cache_dir, CacheOutcome, EmuCompiler, EmuError, EmuLibrary};
+use cunumpy_fusion::DeviceTarget;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -39,6 +40,29 @@ const FAKE_KERNEL: KernelLimits = KernelLimits {
     max_threads_per_block: 1024,
     static_shared: 0,
 };
+/// Streaming multiprocessors of the emulated device unless `CUNUMPY_EMULATED_SM_COUNT` says
+/// otherwise: an H200's.
+const FAKE_SM_COUNT: u32 = 132;
+
+/// What fused plans are loaded for on the emulated device: its SM count, from
+/// `CUNUMPY_EMULATED_SM_COUNT` (a positive integer, read at each load so that a test can
+/// emulate a GPU of another size), else 132.
+pub(crate) fn emulated_target(py: Python<'_>) -> PyResult<DeviceTarget> {
+    let Ok(text) = std::env::var("CUNUMPY_EMULATED_SM_COUNT") else {
+        return Ok(DeviceTarget::new(FAKE_SM_COUNT));
+    };
+    match text.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(DeviceTarget::new(n)),
+        _ => Err(errors::raise(
+            py,
+            "BackendError",
+            format!(
+                "CUNUMPY_EMULATED_SM_COUNT: expected a positive integer (the emulated \
+                 device's SM count), got {text:?}"
+            ),
+        )),
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())

@@ -458,14 +458,13 @@ impl CachedCall {
                 ))
             }
         };
-        let ws = self.workspace(py, prepared.device, stream, plan.plan.workspace_bytes)?;
         plan.launch_pointers(
             py,
             prepared.device,
             stream,
             &prepared.in_ptrs,
             out_ptrs,
-            ws,
+            |bytes| self.workspace(py, prepared.device, stream, bytes),
             &prepared.svs,
         )?;
         if let Some(ptrs) = &fresh_ptrs {

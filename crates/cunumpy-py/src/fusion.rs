@@ -14,8 +14,8 @@ use cunumpy_cuda::{Driver, Function, Module};
 use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_fusion::{
     self as fusion, launch_param_values, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut,
-    DevicePointers, FusionError, Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan,
-    PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
+    DevicePlan, DevicePointers, DeviceTarget, FusionError, Graph, GraphBuilder, HostLoopCache,
+    KernelKind, Operand, ParamValue, Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
@@ -170,25 +170,26 @@ pub struct FusionGraph {
 
 #[pymethods]
 impl FusionGraph {
-    /// Plans the graph for the input shapes; `name` prefixes the kernel names.
-    #[pyo3(signature = (shapes, *, name="fused", sm_count=132, block=256))]
+    /// Plans the graph for the input shapes; `name` prefixes the kernel names. The plan is
+    /// device-free: its CUDA source and grids come from the device it is loaded on.
+    #[pyo3(signature = (shapes, *, name="fused", block=256))]
     fn plan(
         &self,
         py: Python<'_>,
         shapes: Vec<Vec<usize>>,
         name: &str,
-        sm_count: u32,
         block: u32,
     ) -> PyResult<FusionPlan> {
         let options = PlanOptions {
             name: name.to_string(),
-            sm_count,
             block,
         };
         let plan =
             fusion::plan_with_options(&self.graph, &shapes, &options).map_err(|e| err(py, e))?;
         Ok(FusionPlan {
             plan,
+            on_targets: Mutex::new(Vec::new()),
+            host_loops: HostLoopCache::new(),
             loaded: Mutex::new(Vec::new()),
             emulated: Mutex::new(None),
             packed: Mutex::new(None),
@@ -226,6 +227,8 @@ impl FusionGraph {
 /// A plan's kernels compiled and loaded on one device.
 struct Loaded {
     device: i32,
+    /// The plan's source, launches and workspace layout for this device's SM count.
+    on_device: Arc<DevicePlan>,
     /// One per launch of the plan, in launch order.
     functions: Vec<Function>,
     _module: Module,
@@ -236,6 +239,10 @@ struct Loaded {
 #[pyclass(module = "cunumpy._core", name = "FusionPlan", frozen)]
 pub struct FusionPlan {
     pub(crate) plan: Plan,
+    /// The plan loaded for each device target seen so far (one per SM count).
+    on_targets: Mutex<Vec<Arc<DevicePlan>>>,
+    /// The compiled loops of the CPU executor for this plan.
+    host_loops: HostLoopCache,
     loaded: Mutex<Vec<Arc<Loaded>>>,
     /// On the emulated device: one emulation library per launch, in launch order.
     emulated: Mutex<Option<Arc<EmulatedPlan>>>,
@@ -255,8 +262,24 @@ struct PackedLaunches {
     buffers: Vec<LaunchBuffer>,
 }
 
-/// The emulation libraries of a plan's launches (all built from the plan's one source).
-type EmulatedPlan = Vec<(Arc<EmuLibrary>, bool)>;
+/// A plan on the emulated device: the plan loaded for the emulated device's SM count, and
+/// the emulation library of each launch (all built from its one source) with whether it
+/// came from the disk cache.
+struct EmulatedPlan {
+    on_device: Arc<DevicePlan>,
+    libraries: Vec<(Arc<EmuLibrary>, bool)>,
+}
+
+/// The target of a CUDA device: its SM count, asked once per device.
+fn device_target(driver: &Driver, device: i32) -> Result<DeviceTarget, cunumpy_cuda::CudaError> {
+    static KNOWN: Mutex<Vec<(i32, DeviceTarget)>> = Mutex::new(Vec::new());
+    if let Some((_, t)) = lock(&KNOWN).iter().find(|(d, _)| *d == device) {
+        return Ok(*t);
+    }
+    let target = DeviceTarget::new(driver.device_info(device)?.sm_count);
+    lock(&KNOWN).push((device, target));
+    Ok(target)
+}
 
 fn operand_name(o: &Operand) -> String {
     match o {
@@ -576,6 +599,17 @@ impl FusionPlan {
         Ok(())
     }
 
+    fn workspace_error(&self, py: Python<'_>, nbytes: usize, needed: usize) -> PyErr {
+        errors::raise(
+            py,
+            "FusionValueError",
+            format!(
+                "fused function '{}': the workspace has {nbytes} bytes, the plan needs {needed}",
+                self.name(),
+            ),
+        )
+    }
+
     fn count(&self, py: Python<'_>, what: &str, expected: usize, got: usize) -> PyResult<()> {
         if expected != got {
             return Err(errors::raise(
@@ -593,7 +627,8 @@ impl FusionPlan {
     /// Launches every kernel of the plan, in order, on `stream`, with device pointers the
     /// caller has checked: C-contiguous arrays of the plan's input and output shapes and dtypes
     /// on `device`, kept alive by the caller for the call, and a workspace of at least
-    /// `workspace_bytes` bytes (0 when the plan needs none). Compiles once per device.
+    /// workspace from `workspace(bytes)`, the base of at least the bytes the plan needs on
+    /// this device (0 bytes: none needed, and the base may be 0). Compiles once per device.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch_pointers(
         &self,
@@ -602,17 +637,18 @@ impl FusionPlan {
         stream: usize,
         in_ptrs: &[u64],
         out_ptrs: &[u64],
-        ws: u64,
+        workspace: impl FnOnce(usize) -> PyResult<u64>,
         svs: &[ScalarValue],
     ) -> PyResult<()> {
+        let loaded = self.loaded_for(py, device)?;
+        let on_device = &*loaded.on_device;
+        let ws = workspace(on_device.workspace_bytes())?;
         let ptrs = DevicePointers {
             inputs: in_ptrs,
             outputs: out_ptrs,
             workspace: ws,
         };
-        let loaded = self.loaded_for(py, device)?;
-        let launches: Vec<&fusion::Launch> =
-            self.plan.kernels.iter().flat_map(|k| &k.launches).collect();
+        let launches: Vec<&fusion::Launch> = on_device.launches().collect();
         if loaded.functions.len() != launches.len() {
             return Err(PyRuntimeError::new_err(
                 "internal: the loaded module does not match the plan's launches",
@@ -631,7 +667,7 @@ impl FusionPlan {
             let mut buffers = Vec::with_capacity(launches.len());
             for l in &launches {
                 let values =
-                    launch_param_values(&self.plan, l, &ptrs, svs).map_err(|e| err(py, e))?;
+                    launch_param_values(on_device, l, &ptrs, svs).map_err(|e| err(py, e))?;
                 buffers.push(LaunchBuffer::from_raw_values(&values));
             }
             *packed = Some(PackedLaunches {
@@ -755,7 +791,7 @@ impl FusionPlan {
                     shape: &v.shape,
                 })
                 .collect();
-            fusion::execute_cpu(&self.plan, &refs, svs, &mut muts)
+            fusion::execute_cpu_cached(&self.plan, &self.host_loops, &refs, svs, &mut muts)
         });
         result.map_err(|e| err(py, e))
     }
@@ -764,24 +800,21 @@ impl FusionPlan {
         if let Some(l) = lock(&self.loaded).iter().find(|l| l.device == device) {
             return Ok(l.clone());
         }
-        let source = self.plan.cuda_source();
         let program = format!("{}.cu", self.name());
         let paths = kernel::python_paths(py);
-        let names: Vec<String> = self
-            .plan
-            .kernels
-            .iter()
-            .flat_map(|k| k.launches.iter().map(|l| l.name.clone()))
-            .collect();
         let result = py.detach(|| {
+            let driver = Driver::get()?;
+            let on_device = self.on_target(device_target(driver, device)?);
             let (module, compiled) =
-                kernel::compile_module(&source, &program, &[], &[], &[], device, &paths)?;
+                kernel::compile_module(&on_device.source, &program, &[], &[], &[], device, &paths)?;
+            let names: Vec<&str> = on_device.launches().map(|l| l.name.as_str()).collect();
             let functions = names
                 .iter()
                 .map(|n| module.function(n))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok::<_, cunumpy_cuda::CudaError>(Loaded {
                 device,
+                on_device,
                 functions,
                 _module: module,
                 from_cache: compiled.hit,
@@ -798,20 +831,61 @@ impl FusionPlan {
 
     /// The emulation library of every launch (compiled once per plan, or found in this
     /// process's table or the disk cache), with whether each came from the disk cache.
+    /// Built for the emulated device's SM count (`CUNUMPY_EMULATED_SM_COUNT`), again when
+    /// that setting changes.
     fn emulation_libraries(&self, py: Python<'_>) -> PyResult<Arc<EmulatedPlan>> {
+        let target = crate::emulate::emulated_target(py)?;
         if let Some(e) = lock(&self.emulated).as_ref() {
-            return Ok(e.clone());
-        }
-        let source = self.plan.cuda_source();
-        let mut libs = Vec::new();
-        for k in &self.plan.kernels {
-            for l in &k.launches {
-                libs.push(crate::emulate::library_for_source(py, &source, &l.name)?);
+            if e.on_device.target == target {
+                return Ok(e.clone());
             }
         }
-        let libs = Arc::new(libs);
-        *lock(&self.emulated) = Some(libs.clone());
-        Ok(libs)
+        let on_device = self.on_target(target);
+        let mut libraries = Vec::new();
+        for l in on_device.launches() {
+            libraries.push(crate::emulate::library_for_source(
+                py,
+                &on_device.source,
+                &l.name,
+            )?);
+        }
+        let emulated = Arc::new(EmulatedPlan {
+            on_device,
+            libraries,
+        });
+        *lock(&self.emulated) = Some(emulated.clone());
+        Ok(emulated)
+    }
+
+    /// The plan loaded for `target` (made once per target).
+    fn on_target(&self, target: DeviceTarget) -> Arc<DevicePlan> {
+        if let Some(p) = lock(&self.on_targets).iter().find(|p| p.target == target) {
+            return p.clone();
+        }
+        let made = Arc::new(self.plan.for_device(target));
+        let mut all = lock(&self.on_targets);
+        if let Some(p) = all.iter().find(|p| p.target == target) {
+            return p.clone();
+        }
+        all.push(made.clone());
+        made
+    }
+
+    /// The plan loaded for the device a launch would use now: the emulated device under the
+    /// fake CuPy, else the current CUDA device, else (no driver) an H200.
+    fn on_current_device(&self, py: Python<'_>) -> PyResult<Arc<DevicePlan>> {
+        let target = if crate::emulate::fake_backend_active() {
+            crate::emulate::emulated_target(py)?
+        } else {
+            Driver::get()
+                .ok()
+                .and_then(|d| {
+                    let device = KernelLauncher::launch_device(d).ok()?;
+                    device_target(d, device).ok()
+                })
+                .unwrap_or(DeviceTarget::H200)
+        };
+        Ok(self.on_target(target))
     }
 
     /// `launch` on the emulated device: the same checks and parameter packing as on a GPU,
@@ -833,20 +907,13 @@ impl FusionPlan {
         for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
             out_ptrs.push(self.device_pointer(py, obj, format!("output {i}"), Some(spec), None)?);
         }
+        let emulated = self.emulation_libraries(py)?;
+        let on_device = &*emulated.on_device;
         let ws = match workspace {
             Some(w) if !w.is_none() => {
                 let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, None)?;
-                if nbytes < self.plan.workspace_bytes {
-                    return Err(errors::raise(
-                        py,
-                        "FusionValueError",
-                        format!(
-                            "fused function '{}': the workspace has {nbytes} bytes, the plan \
-                             needs {}",
-                            self.name(),
-                            self.plan.workspace_bytes
-                        ),
-                    ));
+                if nbytes < on_device.workspace_bytes() {
+                    return Err(self.workspace_error(py, nbytes, on_device.workspace_bytes()));
                 }
                 (ptr, nbytes)
             }
@@ -865,10 +932,10 @@ impl FusionPlan {
             workspace: ws.0,
         };
         let mut launches = Vec::new();
-        for k in &self.plan.kernels {
-            for l in &k.launches {
+        for l in on_device.launches() {
+            {
                 let values =
-                    launch_param_values(&self.plan, l, &ptrs, &svs).map_err(|e| err(py, e))?;
+                    launch_param_values(on_device, l, &ptrs, &svs).map_err(|e| err(py, e))?;
                 // the byte length behind each pointer parameter, for the emulator's checks
                 let bounds: Vec<Option<usize>> = l
                     .params
@@ -883,7 +950,7 @@ impl FusionPlan {
                 launches.push((l, LaunchBuffer::from_raw_values(&values), bounds));
             }
         }
-        let libs = self.emulation_libraries(py)?;
+        let libs = &emulated.libraries;
         if libs.len() != launches.len() {
             return Err(PyRuntimeError::new_err(
                 "internal: the emulation libraries do not match the plan's launches",
@@ -1008,14 +1075,16 @@ impl FusionPlan {
 
 #[pymethods]
 impl FusionPlan {
-    /// The plan: kernels, what each reads and writes, bytes moved, launches, buffers.
-    fn explain(&self) -> String {
-        self.plan.explain()
+    /// The plan: kernels, what each reads and writes, bytes moved, launches, buffers. The
+    /// launches and the workspace are those of the device a launch would use now: the
+    /// emulated device under the fake CuPy, else the current CUDA device, else an H200.
+    fn explain(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.on_current_device(py)?.explain(&self.plan))
     }
 
     /// The CUDA C of every kernel (one module).
-    fn cuda_source(&self) -> String {
-        self.plan.cuda_source()
+    fn cuda_source(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.on_current_device(py)?.source.clone())
     }
 
     #[getter(name)]
@@ -1054,18 +1123,28 @@ impl FusionPlan {
     }
 
     #[getter]
-    fn workspace_bytes(&self) -> usize {
-        self.plan.workspace_bytes
+    fn workspace_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.on_current_device(py)?.workspace_bytes())
     }
 
     #[getter]
-    fn bytes_read(&self) -> u64 {
-        self.plan.bytes_read()
+    fn bytes_read(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self
+            .on_current_device(py)?
+            .kernels
+            .iter()
+            .map(|k| k.bytes_read)
+            .sum())
     }
 
     #[getter]
-    fn bytes_written(&self) -> u64 {
-        self.plan.bytes_written()
+    fn bytes_written(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self
+            .on_current_device(py)?
+            .kernels
+            .iter()
+            .map(|k| k.bytes_written)
+            .sum())
     }
 
     /// One dict per kernel: name, kind, strategy, reads, writes, bytes, fused ops, launches
@@ -1073,7 +1152,8 @@ impl FusionPlan {
     #[getter]
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for k in &self.plan.kernels {
+        let on_device = self.on_current_device(py)?;
+        for (k, on) in self.plan.kernels.iter().zip(&on_device.kernels) {
             let d = PyDict::new(py);
             d.set_item("name", &k.name)?;
             match &k.kind {
@@ -1090,7 +1170,7 @@ impl FusionPlan {
                     d.set_item("outputs", outputs)?;
                     d.set_item("reduced", reduced)?;
                     let s = match strategy {
-                        Strategy::Split { .. } => "split",
+                        Strategy::Split => "split",
                         Strategy::WarpPerRow => "warp_per_row",
                         Strategy::ThreadPerOutput => "thread_per_output",
                     };
@@ -1100,11 +1180,11 @@ impl FusionPlan {
             let names = |ops: &[Operand]| ops.iter().map(operand_name).collect::<Vec<_>>();
             d.set_item("reads", names(&k.reads))?;
             d.set_item("writes", names(&k.writes))?;
-            d.set_item("bytes_read", k.bytes_read)?;
-            d.set_item("bytes_written", k.bytes_written)?;
+            d.set_item("bytes_read", on.bytes_read)?;
+            d.set_item("bytes_written", on.bytes_written)?;
             d.set_item("fused_ops", k.fused_ops.clone())?;
             let launches = PyList::empty(py);
-            for l in &k.launches {
+            for l in &on.launches {
                 let ld = PyDict::new(py);
                 ld.set_item("name", &l.name)?;
                 ld.set_item("grid", l.grid)?;
@@ -1162,7 +1242,8 @@ impl FusionPlan {
     /// True when all came from the disk cache.
     fn compile(&self, py: Python<'_>) -> PyResult<bool> {
         if crate::emulate::fake_backend_active() {
-            return Ok(self.emulation_libraries(py)?.iter().all(|(_, hit)| *hit));
+            let emulated = self.emulation_libraries(py)?;
+            return Ok(emulated.libraries.iter().all(|(_, hit)| *hit));
         }
         let (_, device) = self.current_device(py)?;
         Ok(self.loaded_for(py, device)?.from_cache)
@@ -1205,23 +1286,9 @@ impl FusionPlan {
         }
         let ws = match &workspace {
             Some(w) if !w.is_none() => {
-                let (ptr, nbytes) =
-                    self.device_pointer(py, w, "workspace".into(), None, Some(device))?;
-                if nbytes < self.plan.workspace_bytes {
-                    return Err(errors::raise(
-                        py,
-                        "FusionValueError",
-                        format!(
-                            "fused function '{}': the workspace has {nbytes} bytes, the plan \
-                             needs {}",
-                            self.name(),
-                            self.plan.workspace_bytes
-                        ),
-                    ));
-                }
-                ptr
+                Some(self.device_pointer(py, w, "workspace".into(), None, Some(device))?)
             }
-            _ => 0,
+            _ => None,
         };
         let svs = scalars
             .iter()
@@ -1232,7 +1299,13 @@ impl FusionPlan {
             Some(s) => s,
             None => kernel::stream_on_device(py, device)?,
         };
-        self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, ws, &svs)
+        // the workspace the plan needs on this device is known once it is loaded there
+        let workspace = |needed: usize| match ws {
+            Some((_, nbytes)) if nbytes < needed => Err(self.workspace_error(py, nbytes, needed)),
+            Some((ptr, _)) => Ok(ptr),
+            None => Ok(0),
+        };
+        self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, workspace, &svs)
     }
 
     #[getter]

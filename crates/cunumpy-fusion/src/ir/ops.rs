@@ -2,10 +2,10 @@
 //! CUDA C expression template and CPU kernel. The graph builder (type checking), the planner,
 //! the CUDA code generator and the CPU executor all read this table and nothing else.
 
-use crate::complex::Complex;
-use crate::elem::{map1, map2, map3, BitElem, Elem, FloatElem, Operand};
-use crate::promote::{float_for, promote, ArgType};
-use crate::vmath;
+use crate::ir::promote::{float_for, promote, ArgType};
+use crate::scalar::complex::Complex;
+use crate::scalar::elem::{map1, map2, map3, BitElem, Elem, FloatElem, Operand};
+use crate::scalar::vmath;
 use cunumpy_core::dtype::{DType, DTypeKind};
 
 /// An elementwise operation (the index of its row in [`OPS`]).

@@ -4,8 +4,8 @@
 //! subexpression elimination); `finish` removes dead nodes.
 
 use crate::error::{FusionError, Result};
-use crate::ops::Op;
-use crate::promote::{result_is_weak, ArgType};
+use crate::ir::ops::Op;
+use crate::ir::promote::{result_is_weak, ArgType};
 use cunumpy_core::dtype::{DType, DTypeKind};
 use std::collections::HashMap;
 use std::fmt;
