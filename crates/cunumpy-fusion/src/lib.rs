@@ -59,8 +59,9 @@ pub use device::{DeviceKernel, DevicePlan, DeviceTarget};
 pub use error::{FusionError, Result};
 pub use ir::graph::{
     Axis, Graph, GraphBuilder, InputDecl, Node, NodeKind, ReduceKind, ScalarDecl, Value, ValueInfo,
+    REDUCTIONS,
 };
-pub use ir::ops::{Op, OpDef, Rule, OPS};
+pub use ir::ops::{Op, OpDef, Rule, OPS, OP_ALIASES};
 pub use ir::promote::{promote, promote_types, ArgType};
 pub use plan::types::{
     c_ident, BufferSpec, Kernel, KernelKind, Launch, Operand, Param, ParamValue, Plan, PlanOptions,

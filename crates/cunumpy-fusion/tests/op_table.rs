@@ -221,3 +221,31 @@ fn every_op_through_a_cast_for_the_other_integer_dtypes() {
         }
     }
 }
+
+#[test]
+fn aliases_and_reduction_names_resolve_in_the_table() {
+    for (alias, name) in OP_ALIASES {
+        let op = Op::from_name(name).unwrap_or_else(|| panic!("{alias} -> {name}: no such op"));
+        assert_eq!(Op::from_name(alias), Some(op), "{alias}");
+        assert!(
+            OPS.iter().all(|d| d.name != *alias),
+            "{alias} is a table name"
+        );
+    }
+    // every reduction name traces: the ReduceKinds by name, var and std as builder calls
+    for (name, traced) in REDUCTIONS {
+        let mut g = GraphBuilder::new();
+        let a = g.input(DType::Float64, 1).unwrap();
+        let r = match *traced {
+            "var" => g.var(a, &Axis::All, 0, false),
+            "std" => g.std(a, &Axis::All, 0, false),
+            _ => {
+                let kind = ReduceKind::from_name(name).unwrap_or_else(|| panic!("{name}"));
+                assert_eq!(kind.name(), *traced);
+                g.reduce(kind, a, &Axis::All, false)
+            }
+        };
+        assert!(r.is_ok(), "{name}");
+    }
+    assert_eq!(ReduceKind::from_name("var"), None);
+}

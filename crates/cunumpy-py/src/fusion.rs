@@ -1332,10 +1332,24 @@ fn _fusion_ops() -> Vec<(&'static str, usize)> {
     fusion::OPS.iter().map(|d| (d.name, d.arity)).collect()
 }
 
+/// `(alias, table name)` of the NumPy and array-API spellings of table ops (`divide`, ...).
+#[pyfunction]
+fn _fusion_op_aliases() -> Vec<(&'static str, &'static str)> {
+    fusion::OP_ALIASES.to_vec()
+}
+
+/// `(name, traced name)` of every reduction a fused function may call (`amin` is `min`).
+#[pyfunction]
+fn _fusion_reductions() -> Vec<(&'static str, &'static str)> {
+    fusion::REDUCTIONS.to_vec()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FusionGraphBuilder>()?;
     m.add_class::<FusionGraph>()?;
     m.add_class::<FusionPlan>()?;
     m.add_function(wrap_pyfunction!(_fusion_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(_fusion_op_aliases, m)?)?;
+    m.add_function(wrap_pyfunction!(_fusion_reductions, m)?)?;
     Ok(())
 }
