@@ -36,7 +36,7 @@ def _capacity(nbytes: int) -> int:
     return max(4096, 1 << max(nbytes - 1, 0).bit_length())
 
 
-@dataclass
+@dataclass(eq=False)
 class HostBuffer:
     """One host buffer of the pool: ``raw`` bytes, ``pinned`` or pageable."""
 

@@ -4,6 +4,7 @@ under a real ``mpiexec`` (MPICH) on 1, 2 and 4 ranks, on NumPy and on the emulat
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 from pathlib import Path
 
@@ -124,3 +125,32 @@ def test_07_program_runs_unchanged(backend, ranks):
         warnings = [ln for ln in out.stderr.splitlines() if "SharedDeviceWarning" in ln]
         assert len(warnings) == 1, out.stderr
         assert "local ranks 0, 1 share CUDA device 0" in warnings[0]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "emulated"])
+@pytest.mark.parametrize("ranks", [None, 1, 2, 4])
+def test_staging_counted_per_rank(backend, ranks):
+    out = run(PROGRAMS / "mpi_staging.py", ranks=ranks, backend=backend)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["size"] == (ranks or 1)
+    assert [r["rank"] for r in report["ranks"]] == list(range(ranks or 1))
+    device = backend == "emulated"
+    none = {"to_host": [0, 0], "to_device": [0, 0]}
+    for r in report["ranks"]:
+        # The emulated device's arrays are host memory: the probe finds MPI "CUDA-aware".
+        assert r["aware_probe"] is device
+        assert r["allreduce_aware_True"] == none
+        if not device:
+            assert r["allreduce_aware_False"] == none and r["exchange_3_steps"] == none
+            assert r["pool_after_step_3"]["allocations"] == 0
+            continue
+        # One copy each way of the 1000 doubles.
+        assert r["allreduce_aware_False"] == {"to_host": [1, 8000], "to_device": [1, 8000]}
+        # 3 steps x 2 buffers each way, (7 + 300) doubles per step.
+        per_way = [6, 3 * (7 + 300) * 8]
+        assert r["exchange_3_steps"] == {"to_host": per_way, "to_device": per_way}
+        assert r["strided"] == {"to_host": [1, 48], "to_device": [1, 48]}
+        # Steps 2 and 3 reuse the staging buffers of step 1 (4 leases a step).
+        first, third = r["pool_after_step_1"], r["pool_after_step_3"]
+        assert third["allocations"] == first["allocations"]
+        assert third["reuses"] == first["reuses"] + 8
