@@ -27,11 +27,13 @@ def mpiexec() -> str:
 
 
 def environment(backend: str, **extra: str) -> dict[str, str]:
-    """The environment of a program on ``backend`` ("numpy" or "emulated")."""
+    """The environment of a program on ``backend``: "numpy", "emulated" or "gpu"."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
     env.pop("CUNUMPY_FAKE_CUPY", None)
     if backend == "emulated":
         env.update(CUNUMPY_BACKEND="cupy", CUNUMPY_FAKE_CUPY="1")
+    elif backend == "gpu":
+        env.update(CUNUMPY_BACKEND="cupy")
     else:
         env.update(CUNUMPY_BACKEND="numpy")
     env.update(extra)

@@ -59,6 +59,7 @@ class StagingPool:
         self.allocations = 0
         self.reuses = 0
         self.allocated_bytes = 0
+        self.copy_seconds = 0.0
 
     def acquire(self, nbytes: int, device: int) -> HostBuffer:
         """A buffer of at least ``nbytes`` for ``device``, reused when one is free."""
@@ -83,19 +84,26 @@ class StagingPool:
             if len(free) < MAX_FREE_PER_DEVICE:
                 free.append(buffer)
 
+    def add_copy_time(self, seconds: float) -> None:
+        """Adds the wall time of staging copies (for the per-step share in benchmarks)."""
+        with self._lock:
+            self.copy_seconds += seconds
+
     def clear(self) -> None:
         """Drops the free buffers (their memory goes back when nothing uses them)."""
         with self._lock:
             self._free.clear()
 
     def info(self) -> dict[str, Any]:
-        """Counts for tests and reports: allocations, reuses, bytes allocated, free buffers."""
+        """Counts for tests and reports: allocations, reuses, bytes allocated, free buffers,
+        and the seconds spent in staging copies."""
         with self._lock:
             return {
                 "allocations": self.allocations,
                 "reuses": self.reuses,
                 "allocated_bytes": self.allocated_bytes,
                 "free_buffers": sum(len(v) for v in self._free.values()),
+                "copy_seconds": self.copy_seconds,
             }
 
 

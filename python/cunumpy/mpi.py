@@ -25,6 +25,7 @@ import ctypes
 import logging
 import operator
 import sys
+import time
 from collections.abc import Generator, Iterable
 from typing import Any
 
@@ -309,8 +310,9 @@ def _pool_lease(array: Any) -> Generator[np.ndarray, None, None]:
 
 
 def staging_pool_info() -> dict[str, Any]:
-    """This process's staging pool: ``allocations``, ``reuses``, ``allocated_bytes`` and
-    ``free_buffers`` (a cunumpy addition)."""
+    """This process's staging pool: ``allocations``, ``reuses``, ``allocated_bytes``,
+    ``free_buffers`` and ``copy_seconds`` (wall time of the staging copies) (a cunumpy
+    addition)."""
     return POOL.info()
 
 
@@ -362,6 +364,7 @@ def mpi_buffer(
     with cupy.cuda.Device(devices[0]), lease as host:
         # Receive-only buffers too: a kernel may still be writing the array.
         _synchronize(devices, stream, event, "mpi_buffer(): device work before staging")
+        start = time.perf_counter()
         contiguous = array.flags.c_contiguous
         packed = array if contiguous else cupy.ascontiguousarray(array)
         if not contiguous:
@@ -377,8 +380,10 @@ def mpi_buffer(
                 f"mpi_buffer: staging a {_describe(array)} for MPI to send",
                 int(array.nbytes),
             )
+        POOL.add_copy_time(time.perf_counter() - start)
         yield host
         if recv:
+            start = time.perf_counter()
             packed.set(host)
             record(
                 "to_device",
@@ -394,6 +399,7 @@ def mpi_buffer(
                 )
             # The host buffer goes back to the pool (or the next block) when this returns.
             cupy.cuda.get_current_stream().synchronize()
+            POOL.add_copy_time(time.perf_counter() - start)
 
 
 # -- exchanges -------------------------------------------------------------------------------
