@@ -35,7 +35,7 @@ from ._conversions import (
 
 __version__: str = _core.__version__
 
-from . import arguments, cuda, exceptions, kernels, memory, profiling, rng  # noqa: E402  (public submodules)
+from . import arguments, cuda, exceptions, kernels, memory, mpi, profiling, rng  # noqa: E402  (public submodules)
 from .kernels import fuse  # noqa: E402  (cunumpy's own fuse, not the backend's)
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "is_gpu",
     "kernels",
     "memory",
+    "mpi",
     "profiling",
     "rng",
     "same_backend",

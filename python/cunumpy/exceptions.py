@@ -41,6 +41,11 @@ __all__ = [
     "EmulationCompileError",
     "EmulatedKernelFault",
     "EmulatedOutOfBoundsError",
+    "DeviceSelectionError",
+    "SharedDeviceWarning",
+    "MPIBufferError",
+    "MPIStagingError",
+    "MPIStagingBusyError",
 ]
 
 
@@ -209,3 +214,24 @@ class CudaStructError(CunumpyError, ValueError):
 
 class DeviceMirrorError(CunumpyError, ValueError):
     """A ``DeviceMirror`` was used after its host array was reallocated (call ``rebind``)."""
+
+
+class DeviceSelectionError(CunumpyError, ValueError):
+    """A rank or device count that cannot pick a device (``xp.cuda.set_device_for_rank``)."""
+
+
+class SharedDeviceWarning(UserWarning):
+    """More ranks than devices on a node: several ranks share one GPU (allowed, reported)."""
+
+
+class MPIBufferError(CunumpyError, RuntimeError):
+    """A device buffer cannot be handed to MPI as asked: MPI's CUDA-awareness is unknown, or
+    MPI is not CUDA-aware and nothing stages the buffer through the host."""
+
+
+class MPIStagingError(CunumpyError, ValueError):
+    """An ``xp.mpi.MPIStaging`` buffer used with an array of another shape, dtype or device."""
+
+
+class MPIStagingBusyError(CunumpyError, RuntimeError):
+    """An ``xp.mpi.MPIStaging`` buffer used by two ``mpi_buffer`` blocks at once."""
