@@ -170,8 +170,9 @@ class ScipyNamespace:
         return True
 
     def __dir__(self) -> list[str]:
-        names = {n.rpartition(".")[2] for n in SUBMODULES if n.startswith(self._child(""))}
-        names |= {"available"}
+        prefix = f"{self._path}." if self._path else ""
+        names = {n[len(prefix) :] for n in SUBMODULES if n.startswith(prefix)}
+        names = {n for n in names if "." not in n} | {"available"}
         try:
             names |= {n for n in dir(_import(_backend_root()[1], self._path)) if n[0] != "_"}
         except ImportError:

@@ -156,6 +156,8 @@ def newton(
             p1, p = p, p1
             q0 = q1
             q1 = mod.asarray(func(p1, *args))
+        else:
+            p = p1  # out of iterations: the newest iterate (as 0.7.1; SciPy returns the one before)
     zero_der = ~nz_der & failures
     if full_output:
         return NewtonResult(p, ~failures, zero_der)
