@@ -149,6 +149,11 @@ def main() -> int:
         ),
         ("SegmentPlan.sum 1D", lambda: plan.sum(weights), [cupy_plan_bincount]),
         ("cell_offsets", lambda: A.cell_offsets(sorted_cells, n_cells), [cupy_offsets]),
+        (
+            "cell_offsets(check=False)",
+            lambda: A.cell_offsets(sorted_cells, n_cells, check=False),
+            [cupy_offsets],
+        ),
         ("segment_boundaries", lambda: A.segment_boundaries(sorted_keys), [cupy_boundaries]),
         (
             "compact_by_mask (3 arrays)",
@@ -162,6 +167,7 @@ def main() -> int:
     assert bool((A.sort_by_key(cells, pos)[0] == cells[cupy.argsort(cells)]).all())
     assert bool(cupy.allclose(A.segment_sum(weights, keys, n_cells), cupy_bincount_where()))
     assert bool((A.cell_offsets(sorted_cells, n_cells) == cupy_offsets()).all())
+    assert bool((A.cell_offsets(sorted_cells, n_cells, check=False) == cupy_offsets()).all())
     assert all(
         bool((a == b).all())
         for a, b in zip(A.segment_boundaries(sorted_keys), cupy_boundaries(), strict=True)

@@ -58,6 +58,9 @@ def test_every_algorithm_kernel_agrees_with_numpy(cupy):
     np.testing.assert_array_equal(
         A.cell_offsets(cupy.asarray(sc), 60).get(), A.cell_offsets(sc, 60)
     )
+    np.testing.assert_array_equal(
+        A.cell_offsets(cupy.asarray(sc), 60, check=False).get(), A.cell_offsets(sc, 60)
+    )
     with pytest.raises(xp.exceptions.AlgorithmValueError, match="cell_offsets"):
         A.cell_offsets(cupy.asarray(sc[::-1].copy()), 60)
 

@@ -82,6 +82,9 @@ def test_cell_offsets_boundaries_and_compaction(cp, data):
     np.testing.assert_array_equal(
         A.cell_offsets(cp.asarray(valid), 6000).get(), A.cell_offsets(valid, 6000)
     )
+    np.testing.assert_array_equal(
+        A.cell_offsets(cp.asarray(valid), 6000, check=False).get(), A.cell_offsets(valid, 6000)
+    )
     with pytest.raises(AlgorithmValueError):
         A.cell_offsets(cp.asarray(cells), 6000)  # negative IDs
     for got, expected in zip(
