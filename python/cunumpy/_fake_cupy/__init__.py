@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from . import _functions, _runtime
+from . import _cupyx_scipy, _functions, _runtime
 from ._ndarray import ndarray
 
 VERSION = "0.0.0+cunumpy-fake"
@@ -111,7 +111,10 @@ def _build() -> dict[str, ModuleType]:
     cupy = _module("cupy", "cunumpy's fake CuPy: device arrays in host memory.", **names)
     cupy.__version__ = VERSION  # type: ignore[attr-defined]
     cupy.__all__ = [n for n in public if n not in {"cuda", "linalg", "fft", "random", "testing"}]  # type: ignore[attr-defined]
-    scipy = _module("cupyx.scipy", "The fake cupyx.scipy (empty).")
+    scipy = _module(
+        "cupyx.scipy", "The fake cupyx.scipy: SciPy on the host buffers of fake arrays."
+    )
+    scipy_modules = _cupyx_scipy.build(scipy)
     cupyx = _module(
         "cupyx",
         "The fake cupyx: pinned host arrays are NumPy arrays.",
@@ -149,6 +152,7 @@ def _build() -> dict[str, ModuleType]:
         "cupy.testing": testing,
         "cupyx": cupyx,
         "cupyx.scipy": scipy,
+        **scipy_modules,
     }
 
 
