@@ -41,6 +41,7 @@ __all__ = [
     "EmulationCompileError",
     "EmulatedKernelFault",
     "EmulatedOutOfBoundsError",
+    "RandomStreamsError",
 ]
 
 
@@ -209,3 +210,7 @@ class CudaStructError(CunumpyError, ValueError):
 
 class DeviceMirrorError(CunumpyError, ValueError):
     """A ``DeviceMirror`` was used after its host array was reallocated (call ``rebind``)."""
+
+
+class RandomStreamsError(CunumpyError, ValueError):
+    """``xp.rng.random_streams`` was given an unknown bit generator or backend."""
