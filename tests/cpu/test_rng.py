@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -186,4 +187,15 @@ def test_on_the_emulated_device_generators_and_philox_match_0_7_1():
         np.testing.assert_array_equal(z1.get(), hz1)
         print("OK")
         """
+    )
+
+
+def test_the_random_numbers_guide_runs(capsys):
+    guide = Path(__file__).resolve().parents[2] / "docs" / "random-numbers.md"
+    blocks = re.findall(r"```python\n(.*?)```", guide.read_text(), flags=re.S)
+    assert len(blocks) == 2
+    for code in blocks:
+        exec(compile(code, str(guide), "exec"), {})
+    assert "RandomStreams(entropy=42, spawn_key=(0,), bit_generator='PCG64')" in (
+        capsys.readouterr().out
     )

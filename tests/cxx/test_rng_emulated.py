@@ -5,6 +5,7 @@ kernel gave under 0.7.1's emulator (tests/data/rng_0.7.1.json)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -77,3 +78,13 @@ def test_the_one_result_forms_are_the_second_values():
     np.testing.assert_allclose(
         z1, xp.rng.philox_normal2(99, np.arange(n), 5)[1], rtol=1e-15, atol=1e-15
     )
+
+
+def test_the_guide_kernel_draws_the_host_numbers():
+    guide = Path(__file__).resolve().parents[2] / "docs" / "random-numbers.md"
+    (source,) = re.findall(r"```cuda\n(.*?)```", guide.read_text(), flags=re.S)
+    n, seed, step = 500, 1234, 3
+    v = np.zeros(n)
+    emulate_cuda_kernel(CudaKernel(source, "thermalize"), v, n, seed, step, 2.0, n_threads=n)
+    z0, _ = xp.rng.philox_normal2(seed, np.arange(n, dtype=np.uint64), step)
+    np.testing.assert_allclose(v, 2.0 * z0, rtol=1e-15, atol=1e-15)
