@@ -53,9 +53,22 @@ SKIP = {
     "memmap",
     "recarray",
     "fromregex",
+}
+# NumPy functions CuPy exports as they are (``from numpy import ...`` in CuPy).
+FROM_NUMPY = {
     "set_printoptions",
     "get_printoptions",
     "printoptions",
+    "promote_types",
+    "finfo",
+    "iinfo",
+    "issubdtype",
+    "isdtype",
+    "mintypecode",
+    "typename",
+    "ndindex",
+    "iterable",
+    "isscalar",
 }
 
 # Arguments (position, keyword) for which CuPy itself copies host data to the device
@@ -87,21 +100,17 @@ HOST_ARGS: dict[str, tuple[tuple[int, str], ...]] = {
 }
 # Every positional argument is copied from the host when needed.
 HOST_VARARGS = {"atleast_1d", "atleast_2d", "atleast_3d"}
-# Functions CuPy takes from NumPy or that read only dtypes and shapes: host arrays are fine.
+# Functions that read only dtypes and shapes: host arrays are fine, nothing is copied.
 HOST_OK = {
-    "isscalar",
     "iscomplexobj",
     "isrealobj",
     "result_type",
     "can_cast",
     "min_scalar_type",
-    "promote_types",
     "common_type",
     "ndim",
     "shape",
     "size",
-    "issubdtype",
-    "isdtype",
 }
 # Host-side readers: NumPy reads, the result is copied to the device.
 HOST_READERS = {"fromfile", "fromfunction", "fromiter", "fromstring", "frombuffer", "loadtxt",
@@ -207,8 +216,8 @@ def _host_function(func: Callable[..., Any], name: str) -> Callable[..., Any] | 
     """The fake of a function that works on the host in CuPy too (readers, writers, printers,
     dtype and shape queries), or None for an ordinary device function."""
     where = f"cupy.{name}"
-    if name == "isscalar":
-        return func  # CuPy's is NumPy's
+    if name in FROM_NUMPY:
+        return func
     if name in HOST_OK:
 
         def query(*args: Any, **kwargs: Any) -> Any:
