@@ -231,3 +231,14 @@ def test_cuda_driver_runtime_errors_random_and_namespace():
         print("OK")
         """
     )
+
+
+def test_a_missing_name_names_cunumpy_on_numpy_too():
+    import pytest
+
+    import cunumpy as xp
+
+    with pytest.raises(AttributeError, match="module 'cunumpy' has no attribute 'no_such'") as e:
+        xp.no_such  # noqa: B018
+    assert e.value.name == "no_such"
+    assert "array_api_compat.numpy" in str(e.value)  # says where else it looked

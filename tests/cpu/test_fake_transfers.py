@@ -31,6 +31,7 @@ def only(kind, nbytes, fn, *, implicit=None):
 # (name, statement, kind, bytes, implicit): one event each.
 PATHS = [
     ("xp.asarray of host data", "xp.asarray(h)", "to_device", 96, False),
+    ("xp.array of host data", "xp.array(h)", "to_device", 96, False),
     ("cupy.asarray", "cupy.asarray(h)", "to_device", 96, False),
     ("cupy.array of a list", "cupy.array([1.0, 2.0])", "to_device", 16, False),
     ("cupy.ascontiguousarray of host", "cupy.ascontiguousarray(h.T)", "to_device", 96, False),
