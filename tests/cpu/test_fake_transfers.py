@@ -51,6 +51,13 @@ PATHS = [
     ("cupy.testing", "cupy.testing.assert_array_equal(d[0], h[0])", "to_host", 32, True),
     ("cupy.diff of host data", "cupy.diff(h[0])", "to_device", 32, True),
     ("advanced setitem from host", "d[np.array([0])] = np.ones((1, 4))", "to_device", 8, True),
+    (
+        "ufunc.at with host indices",
+        "cupy.add.at(d[0], np.array([0, 1]), 1.0)",
+        "to_device",
+        16,
+        True,
+    ),
     ("cupy.savetxt", "cupy.savetxt(io.StringIO(), d)", "to_host", 96, True),
     ("float() of a 0-d array", "float(d[0, 0])", "sync", 8, True),
 ]

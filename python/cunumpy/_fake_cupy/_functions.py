@@ -267,6 +267,14 @@ def _copy_host_args(name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
                 kwargs[key] = host_to_device(kwargs[key], where)
 
 
+def _is_host_values(value: Any) -> bool:
+    return (
+        isinstance(value, np.ndarray)
+        and value.ndim > 0
+        or (isinstance(value, list | tuple) and not _holds_fake(value))
+    )
+
+
 def _holds_fake(seq: Any) -> bool:
     return any(
         isinstance(v, ndarray) or isinstance(v, list | tuple) and _holds_fake(v) for v in seq
@@ -345,8 +353,20 @@ class ufunc:  # noqa: N801 - NumPy's name
     def outer(self, *args: Any, **kwargs: Any) -> Any:
         return self._run(self._uf.outer, ".outer", args, kwargs)
 
-    def at(self, *args: Any, **kwargs: Any) -> Any:
-        return self._run(self._uf.at, ".at", args, kwargs)
+    def at(self, a: Any, indices: Any, b: Any = None) -> Any:
+        """``ufunc.at(a, indices, b)``: host indices and values are copied to the device
+        (counted), as CuPy's scatter does."""
+        where = f"cupy.{self.__name__}.at"
+        if isinstance(indices, np.ndarray | list):
+            indices = host_to_device(indices, where)
+        elif isinstance(indices, tuple):
+            indices = tuple(
+                host_to_device(i, where) if isinstance(i, np.ndarray | list) else i for i in indices
+            )
+        if _is_host_values(b):
+            b = host_to_device(b, where)
+        args = (a, indices) if b is None else (a, indices, b)
+        return self._run(self._uf.at, ".at", args, {})
 
     def __repr__(self) -> str:
         return f"<ufunc '{self.__name__}' (cunumpy fake CuPy)>"
