@@ -52,6 +52,7 @@ __all__ = [
     "StagingError",
     "StagingTypeError",
     "TransferBudgetExceeded",
+    "RandomStreamsError",
 ]
 
 
@@ -270,3 +271,7 @@ class StagingTypeError(CunumpyError, TypeError):
 
 class TransferBudgetExceeded(CunumpyError, AssertionError):
     """``TransferBudget.check()`` found transfers that break a phase's rules."""
+
+
+class RandomStreamsError(CunumpyError, ValueError):
+    """``xp.rng.random_streams`` was given an unknown bit generator or backend."""
