@@ -22,12 +22,19 @@ __all__ = [
     "host_kernel_implementation",
     "pyccel_kernel_cache",
     "pyccel_openmp",
+    "raw",
     "require_cuda",
     "text",
 ]
 
 TRUE = frozenset({"1", "true", "yes", "on"})
 FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def raw(name: str) -> str | None:
+    """``name``'s value as given (``None`` when unset): for variables of other tools (MPI
+    launchers, CuPy) read as those tools read them."""
+    return os.environ.get(name)
 
 
 def text(name: str) -> str:

@@ -252,3 +252,46 @@ def test_fused_calls_appear_in_the_kernel_profile():
     assert profile.as_dict()["profiled_axpb"]["host"]["calls"] == 3
     f(FLAT)  # not profiled any more
     assert profile.as_dict()["profiled_axpb"]["host"]["calls"] == 3
+
+
+def test_op_aliases_and_reduction_names_come_from_the_rust_op_table():
+    from cunumpy import _core
+
+    aliases = dict(_core._fusion_op_aliases())
+    arity = dict(_core._fusion_ops())
+    floats = [np.linspace(0.1, 0.9, 7), np.linspace(0.2, 0.8, 7)]
+    ints = [np.arange(1, 8, dtype=np.int64), np.arange(7, 0, -1, dtype=np.int64) % 3]
+    for alias, name in aliases.items():
+        args = (ints if "bitwise" in alias or name == "invert" else floats)[: arity[name]]
+        f = fuse(lambda *a, alias=alias: getattr(xp, alias)(*a))
+        # (libm and NumPy's SIMD loops may differ in the last place)
+        np.testing.assert_allclose(f(*args), getattr(np, name)(*args), rtol=1e-14, err_msg=alias)
+    reductions = dict(_core._fusion_reductions())
+    assert {"sum", "amin", "amax", "var", "std"} <= set(reductions)
+    for name, traced in reductions.items():
+        f = fuse(lambda a, name=name: getattr(xp, name)(a, axis=0))
+        want = getattr(np, traced)(A, axis=0)
+        np.testing.assert_allclose(f(A), want, rtol=1e-12, err_msg=name)
+
+
+def test_first_calls_run_through_the_rust_entry(monkeypatch):
+    # Python only traces, plans and remembers a new signature; the Rust entry runs the call
+    from cunumpy.kernels._fusion import FusedFunction
+
+    def no_python_run(*args, **kwargs):
+        raise AssertionError("the first call ran the Python path")
+
+    monkeypatch.setattr(FusedFunction, "_run", no_python_run)
+    f = fuse(lambda a, b, s: (a - b) * s, kernel_name="first_in_rust")
+    r = f(A, B, 2.0)
+    assert f.trace_count == 1 and f._remembered == 1
+    np.testing.assert_array_equal(r, (A - B) * 2.0)
+    out = np.empty_like(A)
+    assert f(A, B, 3.0, out=out) is out  # out= of the plan's dtype and shape: Rust writes it
+    np.testing.assert_array_equal(out, (A - B) * 3.0)
+    total = fuse(lambda a: xp.sum(a))
+    t = total(A)  # a 0-d result comes back as a NumPy scalar
+    assert isinstance(t, np.float64) and np.isclose(t, np.sum(A), rtol=1e-12)
+    # what the Rust entry declines (here a non-contiguous input) still takes the Python path
+    with pytest.raises(AssertionError, match="Python path"):
+        f(A[::2], B[::2], 2.0)

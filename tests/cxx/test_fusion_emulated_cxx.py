@@ -127,3 +127,60 @@ def test_fused_kernels_run_in_the_emulator_and_are_recorded():
     assert info["launches"] == info["planned"] >= 2
     assert all("emu_center" in n for n in info["names"])
     assert info["hit"] in (True, False)
+
+
+SM_COUNT_CODE = """
+import json
+import numpy as np
+import cupy
+from cunumpy.kernels import fuse
+
+total = fuse(lambda a: np.sum(a), kernel_name="emu_total")
+a = np.linspace(-1.0, 1.0, 1 << 19)
+d = cupy.asarray(a)
+plan = total.plan(d)
+with cunumpy.profiling.count_transfers() as counter:
+    r = total(d)
+print(json.dumps({
+    "ok": bool(np.isclose(float(cupy.asnumpy(r)), a.sum())),
+    "strategy": plan.kernels[0]["strategy"],
+    "planned": [l["grid"] for l in plan.kernels[0]["launches"]],
+    "launched": [e.description for e in counter.events if e.kind == "launch"],
+    "workspace": plan.workspace_bytes,
+}))
+"""
+
+
+@pytest.mark.parametrize("sm_count", [None, 20])
+def test_a_fused_plan_gets_the_grid_of_the_emulated_devices_sm_count(monkeypatch, sm_count):
+    # sum over 2^19 points: a split reduction, 16 blocks of partials per SM (at most one per
+    # 1024 points: 512 here), so an H200 (132 SMs, the default) and a 20-SM device differ
+    if sm_count is None:
+        monkeypatch.delenv("CUNUMPY_EMULATED_SM_COUNT", raising=False)
+    else:
+        monkeypatch.setenv("CUNUMPY_EMULATED_SM_COUNT", str(sm_count))
+    info = json.loads(run_fake(SM_COUNT_CODE).strip().splitlines()[-1])
+    blocks = min(16 * (sm_count or 132), (1 << 19) // 1024)
+    assert info["ok"]
+    assert info["strategy"] == "split"
+    assert info["planned"][0] == blocks
+    assert f"kernel 'emu_total_k0_partial' grid [{blocks}, 1, 1]" in info["launched"][0]
+    assert info["workspace"] == -(-blocks * 8 // 256) * 256  # the partials, 256-aligned
+
+
+def test_a_bad_emulated_sm_count_is_refused(monkeypatch):
+    monkeypatch.setenv("CUNUMPY_EMULATED_SM_COUNT", "many")
+    out = run_fake(
+        """
+        import numpy as np
+        import cupy
+        from cunumpy.exceptions import BackendError
+        from cunumpy.kernels import fuse
+
+        try:
+            fuse(lambda a: a + 1)(cupy.asarray(np.ones(4)))
+        except BackendError as e:
+            print("refused:", e)
+        """
+    )
+    assert "refused: CUNUMPY_EMULATED_SM_COUNT" in out and '"many"' in out

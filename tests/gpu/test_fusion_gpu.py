@@ -161,3 +161,18 @@ def test_small_results_are_recycled_only_once_dropped():
     z = f(a, 6.0)
     assert z.data.ptr != ptr
     np.testing.assert_array_equal(cupy.asnumpy(view), np.arange(10, 100) * 5.0)
+
+
+def test_a_fused_plan_gets_the_grid_of_the_devices_real_sm_count():
+    # sum over 2^24 points: a split reduction with 16 blocks of partials per SM
+    sm_count = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    total = fuse(lambda a: xp.sum(a), kernel_name="sm_total")
+    a = cupy.linspace(-1.0, 1.0, 1 << 24)
+    plan = total.plan(a)
+    assert plan.kernels[0]["strategy"] == "split"
+    assert plan.kernels[0]["launches"][0]["grid"] == 16 * sm_count
+    with xp.profiling.count_transfers() as counter:
+        r = total(a)
+    launched = [e.description for e in counter.events if e.kind == "launch"]
+    assert f"kernel 'sm_total_k0_partial' grid [{16 * sm_count}, 1, 1]" in launched[0]
+    assert np.isclose(float(r), float(cupy.asnumpy(a).sum()))

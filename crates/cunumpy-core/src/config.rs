@@ -20,6 +20,10 @@ pub const HOST_LOOPS: &str = "CUNUMPY_HOST_LOOPS";
 pub const HOST_POOL_LIMIT: &str = "CUNUMPY_HOST_POOL_LIMIT";
 /// The host C++ compiler (it may carry arguments, such as `ccache g++`).
 pub const CXX: &str = "CXX";
+/// The SM count the emulated device reports (what fused launch grids are sized by).
+pub const EMULATED_SM_COUNT: &str = "CUNUMPY_EMULATED_SM_COUNT";
+/// The emulated device's SM count unless the setting says otherwise: an H200's.
+pub const DEFAULT_EMULATED_SM_COUNT: u32 = 132;
 
 /// A switch's value in the one spelling (see the module doc); None when unset, empty or not
 /// a spelling of true or false.
@@ -122,6 +126,25 @@ pub fn host_pool_limit() -> Option<OsString> {
     process_env(HOST_POOL_LIMIT)
 }
 
+/// `$CUNUMPY_EMULATED_SM_COUNT`: a positive integer, else (unset or blank) 132; Err with
+/// the value as given when it is not a positive integer. Read at each call, so that a test
+/// can emulate a GPU of another size.
+pub fn emulated_sm_count_from(env: impl Fn(&str) -> Option<OsString>) -> Result<u32, String> {
+    let Some(value) = nonempty(&env, EMULATED_SM_COUNT) else {
+        return Ok(DEFAULT_EMULATED_SM_COUNT);
+    };
+    let text = value.to_string_lossy().into_owned();
+    match text.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(text),
+    }
+}
+
+/// [`emulated_sm_count_from`] with the process environment.
+pub fn emulated_sm_count() -> Result<u32, String> {
+    emulated_sm_count_from(process_env)
+}
+
 /// `$CXX` when set and not blank.
 pub fn cxx() -> Option<String> {
     nonempty(&process_env, CXX).map(|v| v.to_string_lossy().into_owned())
@@ -190,6 +213,21 @@ mod tests {
                 emulation_cache_dir_from(env(&[(EMULATION_CACHE, off), home])),
                 None,
                 "{off:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn emulated_sm_count_is_a_positive_integer() {
+        assert_eq!(emulated_sm_count_from(env(&[])), Ok(132));
+        assert_eq!(
+            emulated_sm_count_from(env(&[(EMULATED_SM_COUNT, " 20 ")])),
+            Ok(20)
+        );
+        for bad in ["0", "-3", "many"] {
+            assert_eq!(
+                emulated_sm_count_from(env(&[(EMULATED_SM_COUNT, bad)])),
+                Err(bad.to_string())
             );
         }
     }

@@ -1,12 +1,21 @@
-//! cunumpy's fusion compiler, pure Rust: a graph builder the Python tracer calls for every
-//! operation on symbolic values, ONE op table (name, arity, dtype rule, CUDA C expression, CPU
-//! kernel), NumPy 2 promotion, a planner that fuses elementwise work into as few kernels as
-//! reductions allow, CUDA C code generation and a parallel CPU executor of the same plan.
+//! cunumpy's fusion compiler, pure Rust, in stages, each a folder that uses only those
+//! below it:
+//!
+//! - `scalar/`: per-dtype scalar semantics (elements, complex numbers, vectorised math);
+//! - `ir/`: the graph builder the Python tracer calls for every operation on symbolic values,
+//!   ONE op table (name, arity, dtype rule, CUDA C expression, CPU kernel) and NumPy 2
+//!   promotion;
+//! - `plan/`: the planner, one function per pass, fusing elementwise work into as few kernels
+//!   as reductions allow; its [`Plan`] is device-free;
+//! - `codegen/`: one C dialect, and the CUDA and host C++ generators written in it;
+//! - `device/`: a plan loaded on a device ([`Plan::for_device`]): CUDA source, launch
+//!   geometry and workspace layout from the device's SM count, and the parameter packer;
+//! - `cpu/`: the parallel CPU executor of the same plan (block interpreter and compiled loops).
 //!
 //! ```
 //! use cunumpy_core::dtype::DType;
-//! use cunumpy_fusion::{execute_cpu, plan, ArrayMut, ArrayRef, Axis, GraphBuilder, Op,
-//!                      ReduceKind, ScalarValue};
+//! use cunumpy_fusion::{execute_cpu, plan, ArrayMut, ArrayRef, Axis, DeviceTarget,
+//!                      GraphBuilder, Op, ReduceKind, ScalarValue};
 //!
 //! // f(a, b) = sum((a - b) ** 2)
 //! let mut g = GraphBuilder::new();
@@ -26,43 +35,42 @@
 //! execute_cpu(&p, &[ArrayRef::new(&x, &[4]), ArrayRef::new(&y, &[4])],
 //!             &[ScalarValue::Int(2)], &mut [ArrayMut::new(&mut out, &[])]).unwrap();
 //! assert_eq!(out[0], 30.0);
-//! assert!(p.cuda_source().contains("extern \"C\" __global__"));
+//! let on_gpu = p.for_device(DeviceTarget::H200);
+//! assert!(on_gpu.source.contains("extern \"C\" __global__"));
 //! ```
 
-mod complex;
+mod codegen;
 mod cpu;
-mod cuda;
-mod elem;
+mod device;
 mod error;
-mod graph;
-mod host_loops;
-mod host_run;
-mod hostgen;
-mod ops;
-mod pack;
+mod ir;
 mod plan;
-mod promote;
-mod vmath;
+mod scalar;
 
-pub use complex::Complex;
-pub use cpu::{execute_cpu, ArrayMut, ArrayRef, ScalarValue, BLOCK};
-pub use cuda::{COMPLEX_PREAMBLE, PREAMBLE};
-pub use elem::{Data, DataMut};
-pub use error::{FusionError, Result};
-pub use graph::{
-    Axis, Graph, GraphBuilder, InputDecl, Node, NodeKind, ReduceKind, ScalarDecl, Value, ValueInfo,
-};
-pub use host_loops::{
+pub use codegen::dialect::{COMPLEX_PREAMBLE, PREAMBLE};
+pub use cpu::executor::{execute_cpu, execute_cpu_cached, ArrayMut, ArrayRef, HostLoopCache};
+pub use cpu::host_loops::{
     host_loop_settings, host_loop_status, set_host_loops, wait_for_host_loops, HostLoopMode,
     HostLoopStatus,
 };
-pub use ops::{Op, OpDef, Rule, OPS};
-pub use pack::{launch_param_values, DevicePointers};
-pub use plan::{
-    c_ident, plan, plan_with_options, BufferSpec, Kernel, KernelKind, Launch, Operand, Param,
-    ParamValue, Plan, PlanOptions, Strategy, TensorSpec,
+pub use cpu::shared::BLOCK;
+pub use device::pack::{launch_param_values, DevicePointers};
+pub use device::{DeviceKernel, DevicePlan, DeviceTarget};
+pub use error::{FusionError, Result};
+pub use ir::graph::{
+    Axis, Graph, GraphBuilder, InputDecl, Node, NodeKind, ReduceKind, ScalarDecl, Value, ValueInfo,
+    REDUCTIONS,
 };
-pub use promote::{promote, promote_types, ArgType};
+pub use ir::ops::{Op, OpDef, Rule, OPS, OP_ALIASES};
+pub use ir::promote::{promote, promote_types, ArgType};
+pub use plan::types::{
+    c_ident, BufferSpec, Kernel, KernelKind, Launch, Operand, Param, ParamValue, Plan, PlanOptions,
+    Strategy, TensorSpec,
+};
+pub use plan::{plan, plan_with_options, Geometry};
+pub use scalar::complex::Complex;
+pub use scalar::elem::{Data, DataMut};
+pub use scalar::ScalarValue;
 
 /// Re-exported so users of the crate name dtypes without depending on cunumpy-core.
 pub use cunumpy_core::dtype::DType;

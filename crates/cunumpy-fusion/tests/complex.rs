@@ -152,7 +152,9 @@ fn complex_scalar_parameters_pack_as_two_parts() {
     let s = g.scalar(DType::Complex64, false).unwrap();
     let y = g.op(Op::Mul, &[z, s]).unwrap();
     g.output(y).unwrap();
-    let p = plan(&g.finish().unwrap(), &[vec![10]]).unwrap();
+    let p = plan(&g.finish().unwrap(), &[vec![10]])
+        .unwrap()
+        .for_device(DeviceTarget::H200);
     let launch = &p.kernels[0].launches[0];
     let ptrs = DevicePointers {
         inputs: &[0x1000],
@@ -178,7 +180,9 @@ fn complex_scalar_parameters_pack_as_two_parts() {
     let s = g.scalar(DType::Float32, false).unwrap();
     let y = g.op(Op::Mul, &[a, s]).unwrap();
     g.output(y).unwrap();
-    let p = plan(&g.finish().unwrap(), &[vec![10]]).unwrap();
+    let p = plan(&g.finish().unwrap(), &[vec![10]])
+        .unwrap()
+        .for_device(DeviceTarget::H200);
     let l = &p.kernels[0].launches[0];
     assert!(launch_param_values(&p, l, &ptrs, &[ScalarValue::Complex(1.0, 1.0)]).is_err());
 }

@@ -92,8 +92,9 @@ fn sources() -> Vec<String> {
                 &[shape.clone(), vec![shape[1]], vec![shape[1]]],
                 &opts,
             )
-            .unwrap();
-            let all = p.cuda_source();
+            .unwrap()
+            .for_device(DeviceTarget::H200);
+            let all = &p.source;
             let kernels = &all[PREAMBLE.len()..];
             src.push_str(kernels.strip_prefix(COMPLEX_PREAMBLE).unwrap_or(kernels));
         }

@@ -12,13 +12,15 @@ fn check(name: &str, graph: &Graph, shapes: &[Vec<usize>]) {
         name: name.to_string(),
         ..PlanOptions::default()
     };
-    let p = plan_with_options(graph, shapes, &opts).unwrap();
+    let planned = plan_with_options(graph, shapes, &opts).unwrap();
+    // the golden files show the plan loaded on an H200 (132 SMs)
+    let p = planned.for_device(DeviceTarget::H200);
     let mut text = String::new();
     text.push_str("/* plan:\n");
-    text.push_str(&p.explain());
+    text.push_str(&p.explain(&planned));
     text.push_str("*/\n");
     // the preamble is shared by every file; keep only the kernels
-    text.push_str(&p.cuda_source()[PREAMBLE.len()..]);
+    text.push_str(&p.source[PREAMBLE.len()..]);
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(format!("{name}.cu"));
@@ -168,10 +170,9 @@ fn golden_complex_rows() {
     let graph = g.finish().unwrap();
     check("complex_rows_c64", &graph, &[vec![1000, 256], vec![256]]);
     // the complex helpers come after the shared preamble, only in sources that use them
-    let p = plan(&graph, &[vec![1000, 256], vec![256]]).unwrap();
-    assert!(p.cuda_source()[PREAMBLE.len()..].starts_with(COMPLEX_PREAMBLE));
-    assert!(p
-        .kernels
-        .iter()
-        .any(|k| k.source.contains("const cn_c128 s0")));
+    let p = plan(&graph, &[vec![1000, 256], vec![256]])
+        .unwrap()
+        .for_device(DeviceTarget::H200);
+    assert!(p.source[PREAMBLE.len()..].starts_with(COMPLEX_PREAMBLE));
+    assert!(p.source.contains("const cn_c128 s0"));
 }

@@ -186,7 +186,8 @@ fn every_op_runs_on_every_dtype_its_rule_accepts() {
                 .iter()
                 .all(|i| i.dtype() == t || i.dtype() == DType::Bool);
             let p = plan(&graph, &vec![vec![n]; d.arity]).unwrap();
-            assert!(p.cuda_source().contains(&p.kernels[0].name));
+            let source = p.for_device(DeviceTarget::H200).source;
+            assert!(source.contains(&p.kernels[0].name));
             if !supported {
                 continue;
             }
@@ -219,4 +220,32 @@ fn every_op_through_a_cast_for_the_other_integer_dtypes() {
             assert_eq!(outs[0].f64s().len(), 3, "{} on {t}", d.name);
         }
     }
+}
+
+#[test]
+fn aliases_and_reduction_names_resolve_in_the_table() {
+    for (alias, name) in OP_ALIASES {
+        let op = Op::from_name(name).unwrap_or_else(|| panic!("{alias} -> {name}: no such op"));
+        assert_eq!(Op::from_name(alias), Some(op), "{alias}");
+        assert!(
+            OPS.iter().all(|d| d.name != *alias),
+            "{alias} is a table name"
+        );
+    }
+    // every reduction name traces: the ReduceKinds by name, var and std as builder calls
+    for (name, traced) in REDUCTIONS {
+        let mut g = GraphBuilder::new();
+        let a = g.input(DType::Float64, 1).unwrap();
+        let r = match *traced {
+            "var" => g.var(a, &Axis::All, 0, false),
+            "std" => g.std(a, &Axis::All, 0, false),
+            _ => {
+                let kind = ReduceKind::from_name(name).unwrap_or_else(|| panic!("{name}"));
+                assert_eq!(kind.name(), *traced);
+                g.reduce(kind, a, &Axis::All, false)
+            }
+        };
+        assert!(r.is_ok(), "{name}");
+    }
+    assert_eq!(ReduceKind::from_name("var"), None);
 }

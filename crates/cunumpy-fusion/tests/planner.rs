@@ -8,6 +8,11 @@ fn input(g: &mut GraphBuilder, ndim: usize) -> Value {
     g.input(DType::Float64, ndim).unwrap()
 }
 
+/// The plan loaded on an H200 (132 SMs).
+fn h200(p: &Plan) -> DevicePlan {
+    p.for_device(DeviceTarget::H200)
+}
+
 #[test]
 fn elementwise_chain_is_one_kernel_one_launch() {
     let mut g = GraphBuilder::new();
@@ -20,14 +25,14 @@ fn elementwise_chain_is_one_kernel_one_launch() {
     g.output(r2).unwrap();
     let p = plan(&g.finish().unwrap(), &vec![vec![1000]; 3]).unwrap();
     assert_eq!(p.kernels.len(), 1);
-    assert_eq!(p.kernels[0].launches.len(), 1);
+    assert_eq!(h200(&p).kernels[0].launches.len(), 1);
     assert_eq!(p.kernels[0].bytes_read, 3 * 8000);
     assert_eq!(p.kernels[0].bytes_written, 2 * 8000);
     assert_eq!(
         p.kernels[0].writes,
         vec![Operand::Output(0), Operand::Output(1)]
     );
-    assert_eq!(p.workspace_bytes, 0);
+    assert_eq!(h200(&p).workspace_bytes(), 0);
 }
 
 #[test]
@@ -46,17 +51,20 @@ fn sum_of_squared_difference_is_one_fused_reduction() {
     assert!(matches!(
         k.kind,
         KernelKind::Reduction {
-            strategy: Strategy::Split { .. },
+            strategy: Strategy::Split,
             outputs: 1,
             ..
         }
     ));
     assert_eq!(k.fused_ops, vec!["subtract", "power", "sum"]);
-    assert_eq!(k.launches.len(), 2);
+    let d = h200(&p);
+    assert_eq!(d.kernels[0].launches.len(), 2);
     assert!(k.bytes_read >= 2 * 8 * (1 << 20));
+    // the partials are written and read back on the device
+    assert!(d.kernels[0].bytes_read > k.bytes_read);
     // small inputs: one warp, one launch
     let p = plan(&graph, &[vec![1000], vec![1000]]).unwrap();
-    assert_eq!(p.kernels[0].launches.len(), 1);
+    assert_eq!(h200(&p).kernels[0].launches.len(), 1);
 }
 
 #[test]
@@ -149,22 +157,24 @@ fn dependent_reductions_split_and_buffers_are_reused() {
     let p = plan(&g.finish().unwrap(), &[vec![1 << 22], vec![1 << 21]]).unwrap();
     assert_eq!(p.kernels.len(), 2, "{}", p.explain());
     // split reductions: partials of kernel 0 and kernel 1 never overlap in time
-    let partials: Vec<&BufferSpec> = p
+    let d = h200(&p);
+    let g = &d.geometry;
+    let partials: Vec<&BufferSpec> = g
         .buffers
         .iter()
         .filter(|b| b.purpose.starts_with("partials"))
         .collect();
-    assert_eq!(partials.len(), 2, "{}", p.explain());
-    for b in &p.buffers {
-        assert_eq!(b.offset % 256, 0);
-        assert!(b.offset + b.bytes() <= p.workspace_bytes);
+    assert_eq!(partials.len(), 2, "{}", d.explain(&p));
+    for (b, offset) in g.buffers.iter().zip(&g.offsets) {
+        assert_eq!(offset % 256, 0);
+        assert!(offset + b.bytes() <= d.workspace_bytes());
     }
-    let sum_sizes: usize = p
+    let sum_sizes: usize = g
         .buffers
         .iter()
         .map(|b| b.bytes().div_ceil(256) * 256)
         .sum();
-    assert!(p.workspace_bytes < sum_sizes, "{}", p.explain());
+    assert!(d.workspace_bytes() < sum_sizes, "{}", d.explain(&p));
 }
 
 #[test]
@@ -201,8 +211,8 @@ fn launches_describe_every_parameter_and_32_bit_indexing() {
     g.output(r).unwrap();
     g.output(s).unwrap();
     let graph = g.finish().unwrap();
-    let p = plan(&graph, &[vec![512, 1024], vec![1024]]).unwrap();
-    let src = p.cuda_source();
+    let p = h200(&plan(&graph, &[vec![512, 1024], vec![1024]]).unwrap());
+    let src = &p.source;
     for k in &p.kernels {
         for l in &k.launches {
             assert!(l.grid >= 1 && l.block == 256);
@@ -230,14 +240,14 @@ fn launches_describe_every_parameter_and_32_bit_indexing() {
     assert!(src.contains("__shfl_down_sync") || src.contains("for (int k = 0; k < K; ++k)"));
     // sizes beyond 2^31 use 64-bit indices
     let p = plan(&graph, &[vec![1 << 16, 1 << 16], vec![1 << 16]]).unwrap();
-    let wide = p.cuda_source();
+    let wide = h200(&p).source;
     assert!(wide.contains("for (long long i") || wide.contains("for (long long base"));
     // the source depends on the pattern, not the sizes: new sizes, same source
     let p1 = plan(&graph, &[vec![300, 1000], vec![1000]]).unwrap();
     let p2 = plan(&graph, &[vec![700, 900], vec![900]]).unwrap();
-    assert_eq!(p1.cuda_source(), p2.cuda_source());
+    assert_eq!(h200(&p1).source, h200(&p2).source);
     // and the explanation names kernels, bytes and launches
-    let e = p1.explain();
+    let e = h200(&p1).explain(&p1);
     assert!(
         e.contains("kernel 0") && e.contains("bytes") && e.contains("launch"),
         "{e}"
@@ -257,5 +267,50 @@ fn lambda_names_become_c_identifiers() {
         ..PlanOptions::default()
     };
     let p = plan_with_options(&g.finish().unwrap(), &[vec![10]], &opts).unwrap();
-    assert!(p.cuda_source().contains("void _lambda__k0("));
+    assert!(h200(&p).source.contains("void _lambda__k0("));
+}
+
+#[test]
+fn a_plan_loaded_on_a_device_gets_that_devices_grids() {
+    // sum(a) over 2^24 points: a split reduction, 16 blocks per SM for the partials
+    let mut g = GraphBuilder::new();
+    let a = input(&mut g, 1);
+    let s = g.reduce(ReduceKind::Sum, a, &Axis::All, false).unwrap();
+    g.output(s).unwrap();
+    let p = plan(&g.finish().unwrap(), &[vec![1 << 24]]).unwrap();
+    for sm_count in [132u32, 16, 108] {
+        let d = p.for_device(DeviceTarget::new(sm_count));
+        let partial = &d.kernels[0].launches[0];
+        assert_eq!(partial.grid, 16 * sm_count, "{}", d.explain(&p));
+        let width = ParamValue::Int(16 * i64::from(sm_count));
+        assert!(partial
+            .params
+            .iter()
+            .any(|q| q.name == "P" && q.value == width));
+        // the partials buffer holds one value per block
+        assert_eq!(
+            d.workspace_bytes(),
+            (16 * sm_count as usize * 8).div_ceil(256) * 256
+        );
+        assert!(d
+            .explain(&p)
+            .contains(&format!("split into {} block(s) per output", 16 * sm_count)));
+    }
+    // a row reduction with many rows: a warp per row, the grid capped at 8 blocks per SM
+    let mut g = GraphBuilder::new();
+    let a = input(&mut g, 2);
+    let s = g.reduce(ReduceKind::Sum, a, &Axis::One(1), false).unwrap();
+    g.output(s).unwrap();
+    let p = plan(&g.finish().unwrap(), &[vec![1 << 16, 64]]).unwrap();
+    let grids: Vec<u32> = [132u32, 20]
+        .iter()
+        .map(|&n| p.for_device(DeviceTarget::new(n)).kernels[0].launches[0].grid)
+        .collect();
+    assert_eq!(grids, vec![132 * 8, 20 * 8]);
+    // the plan itself is device-free, and so is its text
+    assert!(!p.explain().contains("launch"));
+    assert_eq!(
+        p.for_device(DeviceTarget::new(132)).source,
+        p.for_device(DeviceTarget::new(20)).source
+    );
 }

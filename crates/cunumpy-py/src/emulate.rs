@@ -130,21 +130,10 @@ fn _fake_backend_active() -> bool {
     device::emulated()
 }
 
-/// The SM count the emulated device reports (what fused launch grids are sized by).
-#[pyfunction]
-#[pyo3(signature = (count=None))]
-fn _emulated_sm_count(count: Option<u32>) -> u32 {
-    if let Some(n) = count {
-        emulated::set_sm_count(n);
-    }
-    emulated::sm_count()
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_emulation_compiler, m)?)?;
     m.add_function(wrap_pyfunction!(_emulation_cache_dir, m)?)?;
     m.add_function(wrap_pyfunction!(_set_fake_backend, m)?)?;
     m.add_function(wrap_pyfunction!(_fake_backend_active, m)?)?;
-    m.add_function(wrap_pyfunction!(_emulated_sm_count, m)?)?;
     Ok(())
 }

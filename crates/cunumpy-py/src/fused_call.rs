@@ -1,15 +1,16 @@
 //! The cached-call path of fused functions: `FusedDispatcher`, the base class of
 //! `cunumpy.kernels.FusedFunction`.
 //!
-//! A fused function's first call with a new signature (argument types, dtypes, shapes) is
-//! traced and planned in Python, which then registers the call here (`_remember`). Later calls
-//! with the same signature never leave Rust: the arguments are read, matched against the
-//! remembered signatures, the outputs allocated (or `out=` arrays checked and written in
-//! place) and the plan run (launched on CuPy's current stream, or executed on the CPU for
-//! NumPy arrays). Anything else — other keywords, a new signature, non-contiguous arrays,
-//! subclasses, `out=` arrays that overlap an input or do not match, the emulated device, an
-//! active kernel profile — takes the Python path (`_call_slow`), which gives the full checks
-//! and messages.
+//! Every call enters here (`__call__`, or vectorcall for a repeat). The arguments are read,
+//! matched against the remembered signatures (argument types, dtypes, shapes), the outputs
+//! allocated (or `out=` arrays checked and written in place) and the plan run (launched on
+//! CuPy's current stream, or executed on the CPU for NumPy arrays). A call with a signature
+//! not remembered yet is a miss: Python traces and plans it and remembers it here
+//! (`_miss` -> `_remember`), then this same entry runs the call, so the first call and the
+//! repeats return what one contract says. The cases this path declines — other keywords,
+//! non-contiguous arrays, subclasses, `out=` arrays that overlap an input or do not match,
+//! the emulated device, an active kernel profile — take the Python path (`_call_slow`),
+//! which gives the full checks and messages.
 
 use crate::arrays;
 use crate::fusion::{
@@ -26,6 +27,15 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple, PyType};
 use std::sync::{Arc, Mutex};
+
+/// What the Rust entry did with a call.
+enum Outcome {
+    Ran(Py<PyAny>),
+    /// The signature is not remembered (yet): a miss for Python to trace and plan.
+    Unknown,
+    /// A call this path does not take (see the module doc): the Python path runs it.
+    Declined,
+}
 
 /// At most this many signatures are remembered per fused function (later ones stay slow).
 const MAX_REMEMBERED: usize = 64;
@@ -455,14 +465,13 @@ impl CachedCall {
                 ))
             }
         };
-        let ws = self.workspace(py, prepared.device, stream, plan.plan().workspace_bytes)?;
         plan.launch_pointers(
             py,
             prepared.device,
             handle,
             &prepared.in_ptrs,
             out_ptrs,
-            ws,
+            |bytes| self.workspace(py, prepared.device, stream, bytes),
             &prepared.svs,
         )?;
         if let Some(ptrs) = &fresh_ptrs {
@@ -569,16 +578,16 @@ impl FusedDispatcher {
         lock(&self.calls).iter().find(|c| c.key == key).cloned()
     }
 
-    /// The call from Rust, or None when it must take the Python path. `out` is the `out=`
-    /// keyword (an array, or a tuple or list of arrays for several outputs).
+    /// The call from Rust (see `Outcome`). `out` is the `out=` keyword (an array, or a
+    /// tuple or list of arrays for several outputs).
     fn fast_call(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
         out: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Option<Py<PyAny>>> {
+    ) -> PyResult<Outcome> {
         if cunumpy_runtime::device::emulated() || profiling(py)? {
-            return Ok(None);
+            return Ok(Outcome::Declined);
         }
         let targets: Option<Vec<Bound<'_, PyAny>>> = match out {
             None => None,
@@ -588,25 +597,28 @@ impl FusedDispatcher {
             Some(o) => Some(vec![o]),
         };
         if let Some(result) = self.repeat_device(py, &ArgList::Tuple(args), targets.as_deref())? {
-            return Ok(Some(result));
+            return Ok(Outcome::Ran(result));
         }
         let Some((kinds, values)) = read_args(args)? else {
-            return Ok(None);
+            return Ok(Outcome::Declined);
         };
         let Some(call) = self.find(&kinds) else {
-            return Ok(None);
+            return Ok(Outcome::Unknown);
         };
         if targets
             .as_ref()
             .is_some_and(|t| t.len() != call.outputs.len())
         {
-            return Ok(None); // the Python path names the mismatch
+            return Ok(Outcome::Declined); // the Python path names the mismatch
         }
         if !kinds.iter().any(|k| matches!(k, ArgKind::Device { .. })) {
-            return call.run_host(py, values, targets);
+            return Ok(match call.run_host(py, values, targets)? {
+                Some(result) => Outcome::Ran(result),
+                None => Outcome::Declined,
+            });
         }
         let Some(prepared) = call.prepare_device(py, &values, targets.as_deref())? else {
-            return Ok(None);
+            return Ok(Outcome::Declined);
         };
         let all: Vec<Bound<'_, PyAny>> = args
             .iter()
@@ -631,7 +643,7 @@ impl FusedDispatcher {
             call,
             prepared,
         });
-        Ok(Some(result))
+        Ok(Outcome::Ran(result))
     }
 
     /// The last device call again, when this call passes the very same objects (see
@@ -681,6 +693,26 @@ impl FusedDispatcher {
     }
 }
 
+/// The `out=` keyword of a call: None when the keywords are not the fast path's (anything but
+/// a lone `out`), Some(None) when no output is given, Some(Some(o)) for `out=o`.
+#[allow(clippy::option_option)]
+fn out_keyword<'py>(
+    py: Python<'py>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Option<Option<Bound<'py, PyAny>>>> {
+    Ok(match kwargs {
+        Some(k) if !k.is_empty() => {
+            if k.len() == 1 {
+                k.get_item(intern!(py, "out"))?
+                    .map(|o| (!o.is_none()).then_some(o))
+            } else {
+                None
+            }
+        }
+        _ => Some(None),
+    })
+}
+
 /// Whether `obj` is exactly a Python bool, int, float or complex (not a subclass).
 fn is_python_scalar(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_exact_instance_of::<PyBool>()
@@ -705,7 +737,8 @@ impl FusedDispatcher {
         Self::unconfigured()
     }
 
-    /// Runs a remembered signature without leaving Rust; anything else goes to `_call_slow`.
+    /// Runs the call in Rust; a new signature is first traced, planned and remembered by
+    /// Python (`_miss`); what this path declines goes to `_call_slow`.
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__(
         slf: &Bound<'_, Self>,
@@ -713,22 +746,20 @@ impl FusedDispatcher {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        let out = match kwargs {
-            Some(k) if !k.is_empty() => {
-                if k.len() == 1 {
-                    k.get_item(intern!(py, "out"))?
-                        .map(|o| (!o.is_none()).then_some(o))
-                } else {
-                    None
+        if let Some(out) = out_keyword(py, kwargs)? {
+            match slf.get().fast_call(py, args, out)? {
+                Outcome::Ran(result) => return Ok(result),
+                Outcome::Declined => {}
+                Outcome::Unknown => {
+                    // a miss: Python traces, plans and remembers; then this entry runs it
+                    let remembered = slf.call_method1(intern!(py, "_miss"), args)?;
+                    if remembered.is_truthy()? {
+                        let out = out_keyword(py, kwargs)?.flatten();
+                        if let Outcome::Ran(result) = slf.get().fast_call(py, args, out)? {
+                            return Ok(result);
+                        }
+                    }
                 }
-            }
-            _ => Some(None),
-        };
-        // `out`: None when the keywords are not the fast path's, Some(None) when no output
-        // is given, Some(Some(o)) for `out=o`
-        if let Some(out) = out {
-            if let Some(result) = slf.get().fast_call(py, args, out)? {
-                return Ok(result);
             }
         }
         slf.call_method(intern!(py, "_call_slow"), args, kwargs)

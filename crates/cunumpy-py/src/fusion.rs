@@ -11,9 +11,9 @@ use cunumpy_core::dtype::DType;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_fusion::{
-    self as fusion, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut, DevicePointers, FusionError,
-    Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan, PlanOptions, ReduceKind,
-    ScalarValue, Strategy, Value,
+    self as fusion, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut, DevicePlan, DevicePointers,
+    DeviceTarget, FusionError, Graph, GraphBuilder, KernelKind, Operand, ParamValue, Plan,
+    PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
 };
 use cunumpy_runtime::fused::{Extents, LoadedPlan};
 use cunumpy_runtime::{device, record, Device, FusedPlan};
@@ -166,19 +166,18 @@ pub struct FusionGraph {
 
 #[pymethods]
 impl FusionGraph {
-    /// Plans the graph for the input shapes; `name` prefixes the kernel names.
-    #[pyo3(signature = (shapes, *, name="fused", sm_count=132, block=256))]
+    /// Plans the graph for the input shapes; `name` prefixes the kernel names. The plan is
+    /// device-free: its CUDA source and grids come from the device it is loaded on.
+    #[pyo3(signature = (shapes, *, name="fused", block=256))]
     fn plan(
         &self,
         py: Python<'_>,
         shapes: Vec<Vec<usize>>,
         name: &str,
-        sm_count: u32,
         block: u32,
     ) -> PyResult<FusionPlan> {
         let options = PlanOptions {
             name: name.to_string(),
-            sm_count,
             block,
         };
         let plan =
@@ -562,8 +561,9 @@ impl FusionPlan {
 
     /// Launches the plan on `device` (the current context's) on `stream`: inputs and
     /// outputs are device pointers of C-contiguous arrays of the plan's shapes and dtypes
-    /// on `device`, kept alive by the caller for the call, and a workspace of at least
-    /// `workspace_bytes` bytes (0 when the plan needs none). Compiles once per device.
+    /// on `device`, kept alive by the caller for the call, and the workspace from
+    /// `workspace(bytes)`, the base of at least the bytes the plan needs on this device (0
+    /// bytes: none needed, and the base may be 0). Compiles once per device.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch_pointers(
         &self,
@@ -572,15 +572,15 @@ impl FusionPlan {
         stream: StreamHandle,
         in_ptrs: &[u64],
         out_ptrs: &[u64],
-        ws: u64,
+        workspace: impl FnOnce(usize) -> PyResult<u64>,
         svs: &[ScalarValue],
     ) -> PyResult<()> {
+        let loaded = self.loaded_for(py, device)?;
         let ptrs = DevicePointers {
             inputs: in_ptrs,
             outputs: out_ptrs,
-            workspace: ws,
+            workspace: workspace(loaded.workspace_bytes())?,
         };
-        let loaded = self.loaded_for(py, device)?;
         // SAFETY: `loaded` is this plan on `device`, the current context's; the pointers are
         // of CuPy arrays the caller checked to be C-contiguous, on that device, of the plan's
         // shapes and dtypes, and the workspace holds `workspace_bytes`; the arrays are
@@ -664,7 +664,7 @@ impl FusionPlan {
                     shape: &v.shape,
                 })
                 .collect();
-            fusion::execute_cpu(self.plan(), &refs, svs, &mut muts)
+            fusion::execute_cpu_cached(self.plan(), self.fused.host_loops(), &refs, svs, &mut muts)
         });
         result.map_err(|e| err(py, e))
     }
@@ -677,7 +677,7 @@ impl FusionPlan {
         }
         let paths = kernel::python_paths(py);
         py.detach(|| self.fused.load(device, &paths))
-            .map_err(|e| errors::cuda_error(py, self.name(), e))
+            .map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
     /// `launch` on the emulated device: the same checks and parameter packing as on a GPU,
@@ -700,7 +700,11 @@ impl FusionPlan {
         for (i, (obj, spec)) in outputs.iter().zip(&plan.outputs).enumerate() {
             out_ptrs.push(self.device_pointer(py, obj, format!("output {i}"), Some(spec), None)?);
         }
+        let on_emulator = py
+            .detach(|| self.fused.emulated())
+            .map_err(|e| errors::runtime_error(py, self.name(), e))?;
         let ws = self.workspace_pointer(py, workspace, None)?;
+        self.check_workspace(py, ws.1, on_emulator.workspace_bytes(), ws.0 != 0)?;
         let svs = scalars
             .iter()
             .enumerate()
@@ -723,25 +727,37 @@ impl FusionPlan {
             // SAFETY: the pointers are host addresses of fake-CuPy arrays (and the workspace)
             // that the caller keeps referenced for the call, checked above to be C-contiguous
             // and of the plan's shapes and dtypes, with their byte lengths as the extents.
-            unsafe { self.fused.launch_emulated(&ptrs, &extents, &svs, site) }
+            unsafe {
+                self.fused
+                    .launch_emulated(&on_emulator, &ptrs, &extents, &svs, site)
+            }
         });
         result.map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
-    /// The workspace's address and byte length ((0, 0) without one), checked to be at least
-    /// the plan's `workspace_bytes`.
+    /// The workspace's address and byte length ((0, 0) without one).
     fn workspace_pointer(
         &self,
         py: Python<'_>,
         workspace: Option<&Bound<'_, PyAny>>,
         device: Option<i32>,
     ) -> PyResult<(u64, usize)> {
-        let Some(w) = workspace.filter(|w| !w.is_none()) else {
-            return Ok((0, 0));
-        };
-        let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, device)?;
-        let needed = self.plan().workspace_bytes;
-        if nbytes < needed {
+        match workspace.filter(|w| !w.is_none()) {
+            Some(w) => self.device_pointer(py, w, "workspace".into(), None, device),
+            None => Ok((0, 0)),
+        }
+    }
+
+    /// A given workspace (`given`) of `nbytes` must hold the `needed` bytes of the plan on
+    /// the device it runs on.
+    fn check_workspace(
+        &self,
+        py: Python<'_>,
+        nbytes: usize,
+        needed: usize,
+        given: bool,
+    ) -> PyResult<()> {
+        if given && nbytes < needed {
             return Err(errors::raise(
                 py,
                 "FusionValueError",
@@ -752,7 +768,23 @@ impl FusionPlan {
                 ),
             ));
         }
-        Ok((ptr, nbytes))
+        Ok(())
+    }
+
+    /// The plan loaded for the device a launch would use now: the emulated device under the
+    /// fake CuPy, else the current CUDA device, else (no driver) an H200.
+    fn on_current_device(&self, py: Python<'_>) -> PyResult<Arc<DevicePlan>> {
+        let device = match Device::current() {
+            Ok(device) => device,
+            Err(_) => return Ok(self.fused.on_target(DeviceTarget::H200)),
+        };
+        match self.fused.on_device(device) {
+            Ok(p) => Ok(p),
+            Err(e @ cunumpy_runtime::RuntimeError::Setting(_)) => {
+                Err(errors::runtime_error(py, self.name(), e))
+            }
+            Err(_) => Ok(self.fused.on_target(DeviceTarget::H200)),
+        }
     }
 
     /// The calling thread's CUDA device (its current context's).
@@ -832,14 +864,16 @@ impl FusionPlan {
 
 #[pymethods]
 impl FusionPlan {
-    /// The plan: kernels, what each reads and writes, bytes moved, launches, buffers.
-    fn explain(&self) -> String {
-        self.plan().explain()
+    /// The plan: kernels, what each reads and writes, bytes moved, launches, buffers. The
+    /// launches and the workspace are those of the device a launch would use now: the
+    /// emulated device under the fake CuPy, else the current CUDA device, else an H200.
+    fn explain(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.on_current_device(py)?.explain(self.plan()))
     }
 
-    /// The CUDA C of every kernel (one module).
-    fn cuda_source(&self) -> String {
-        self.plan().cuda_source()
+    /// The CUDA C of every kernel (one module), for the device a launch would use now.
+    fn cuda_source(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.on_current_device(py)?.source.clone())
     }
 
     #[getter(name)]
@@ -878,18 +912,20 @@ impl FusionPlan {
     }
 
     #[getter]
-    fn workspace_bytes(&self) -> usize {
-        self.plan().workspace_bytes
+    fn workspace_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.on_current_device(py)?.workspace_bytes())
     }
 
     #[getter]
-    fn bytes_read(&self) -> u64 {
-        self.plan().bytes_read()
+    fn bytes_read(&self, py: Python<'_>) -> PyResult<u64> {
+        let on_device = self.on_current_device(py)?;
+        Ok(on_device.kernels.iter().map(|k| k.bytes_read).sum())
     }
 
     #[getter]
-    fn bytes_written(&self) -> u64 {
-        self.plan().bytes_written()
+    fn bytes_written(&self, py: Python<'_>) -> PyResult<u64> {
+        let on_device = self.on_current_device(py)?;
+        Ok(on_device.kernels.iter().map(|k| k.bytes_written).sum())
     }
 
     /// One dict per kernel: name, kind, strategy, reads, writes, bytes, fused ops, launches
@@ -897,7 +933,8 @@ impl FusionPlan {
     #[getter]
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for k in &self.plan().kernels {
+        let on_device = self.on_current_device(py)?;
+        for (k, on) in self.plan().kernels.iter().zip(&on_device.kernels) {
             let d = PyDict::new(py);
             d.set_item("name", &k.name)?;
             match &k.kind {
@@ -914,7 +951,7 @@ impl FusionPlan {
                     d.set_item("outputs", outputs)?;
                     d.set_item("reduced", reduced)?;
                     let s = match strategy {
-                        Strategy::Split { .. } => "split",
+                        Strategy::Split => "split",
                         Strategy::WarpPerRow => "warp_per_row",
                         Strategy::ThreadPerOutput => "thread_per_output",
                     };
@@ -924,11 +961,11 @@ impl FusionPlan {
             let names = |ops: &[Operand]| ops.iter().map(operand_name).collect::<Vec<_>>();
             d.set_item("reads", names(&k.reads))?;
             d.set_item("writes", names(&k.writes))?;
-            d.set_item("bytes_read", k.bytes_read)?;
-            d.set_item("bytes_written", k.bytes_written)?;
+            d.set_item("bytes_read", on.bytes_read)?;
+            d.set_item("bytes_written", on.bytes_written)?;
             d.set_item("fused_ops", k.fused_ops.clone())?;
             let launches = PyList::empty(py);
-            for l in &k.launches {
+            for l in &on.launches {
                 let ld = PyDict::new(py);
                 ld.set_item("name", &l.name)?;
                 ld.set_item("grid", l.grid)?;
@@ -1033,9 +1070,7 @@ impl FusionPlan {
                     .0,
             );
         }
-        let ws = self
-            .workspace_pointer(py, workspace.as_ref(), Some(device))?
-            .0;
+        let (ws, ws_bytes) = self.workspace_pointer(py, workspace.as_ref(), Some(device))?;
         let svs = scalars
             .iter()
             .enumerate()
@@ -1047,7 +1082,12 @@ impl FusionPlan {
             Some(s) => unsafe { StreamHandle::from_raw(s) },
             None => crate::cupy_stream::stream_on_device(py, device)?,
         };
-        self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, ws, &svs)
+        // the workspace the plan needs on this device is known once it is loaded there
+        let workspace = |needed: usize| {
+            self.check_workspace(py, ws_bytes, needed, ws != 0)?;
+            Ok(ws)
+        };
+        self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, workspace, &svs)
     }
 
     #[getter]
@@ -1070,10 +1110,24 @@ fn _fusion_ops() -> Vec<(&'static str, usize)> {
     fusion::OPS.iter().map(|d| (d.name, d.arity)).collect()
 }
 
+/// `(alias, table name)` of the NumPy and array-API spellings of table ops (`divide`, ...).
+#[pyfunction]
+fn _fusion_op_aliases() -> Vec<(&'static str, &'static str)> {
+    fusion::OP_ALIASES.to_vec()
+}
+
+/// `(name, traced name)` of every reduction a fused function may call (`amin` is `min`).
+#[pyfunction]
+fn _fusion_reductions() -> Vec<(&'static str, &'static str)> {
+    fusion::REDUCTIONS.to_vec()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FusionGraphBuilder>()?;
     m.add_class::<FusionGraph>()?;
     m.add_class::<FusionPlan>()?;
     m.add_function(wrap_pyfunction!(_fusion_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(_fusion_op_aliases, m)?)?;
+    m.add_function(wrap_pyfunction!(_fusion_reductions, m)?)?;
     Ok(())
 }

@@ -77,11 +77,14 @@ impl Device {
         }
     }
 
-    /// The number of streaming multiprocessors (what a grid-stride launch is sized by).
-    pub fn sm_count(&self) -> Result<u32, CudaError> {
+    /// The number of streaming multiprocessors (what fused launch grids are sized by):
+    /// asked of the driver once per CUDA device; the emulated device's setting.
+    pub fn sm_count(&self) -> Result<u32, crate::RuntimeError> {
         match self {
-            Device::Cuda(ordinal) => Ok(Driver::get()?.device_info(*ordinal)?.sm_count),
-            Device::Emulated => Ok(emulated::sm_count()),
+            Device::Cuda(ordinal) => {
+                cuda_sm_count(*ordinal).map_err(|e| crate::RuntimeError::cuda("", e))
+            }
+            Device::Emulated => emulated::sm_count(),
         }
     }
 }
@@ -123,6 +126,17 @@ fn device_of(driver: &Driver, context: usize) -> Result<i32, CudaError> {
     let device = driver.current_device()?;
     KNOWN.with(|k| k.set((context, device)));
     Ok(device)
+}
+
+/// A CUDA device's SM count, asked of the driver once per device.
+fn cuda_sm_count(device: i32) -> Result<u32, CudaError> {
+    static KNOWN: Mutex<Vec<(i32, u32)>> = Mutex::new(Vec::new());
+    if let Some((_, n)) = lock(&KNOWN).iter().find(|(d, _)| *d == device) {
+        return Ok(*n);
+    }
+    let n = Driver::get()?.device_info(device)?.sm_count;
+    lock(&KNOWN).push((device, n));
+    Ok(n)
 }
 
 /// A CUDA device's launch limits, asked of the driver once per device.

@@ -12,7 +12,6 @@ use cunumpy_emu::{default_cache_dir, CacheOutcome, EmuCompiler, EmuError, EmuLib
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The limits the emulated device enforces (those of an H100/H200-class GPU).
@@ -31,18 +30,16 @@ pub const KERNEL_LIMITS: KernelLimits = KernelLimits {
     static_shared: 0,
 };
 
-/// The SM count the emulated device reports (an H200's by default).
-static SM_COUNT: AtomicU32 = AtomicU32::new(132);
-
-/// The emulated device's SM count.
-pub fn sm_count() -> u32 {
-    SM_COUNT.load(Ordering::Relaxed)
-}
-
-/// Sets the SM count the emulated device reports (at least 1), so that what depends on a
-/// device's size (fused launch grids) can be tried for other GPUs without one.
-pub fn set_sm_count(n: u32) {
-    SM_COUNT.store(n.max(1), Ordering::Relaxed);
+/// The emulated device's SM count: `CUNUMPY_EMULATED_SM_COUNT` (read at each call, so that
+/// what depends on a device's size, fused launch grids, can be tried for other GPUs without
+/// one), else an H200's 132.
+pub fn sm_count() -> Result<u32, crate::RuntimeError> {
+    cunumpy_core::config::emulated_sm_count().map_err(|text| {
+        crate::RuntimeError::Setting(format!(
+            "{}: expected a positive integer (the emulated device's SM count), got {text:?}",
+            cunumpy_core::config::EMULATED_SM_COUNT
+        ))
+    })
 }
 
 /// What identifies a build: equal keys share one loaded library in this process.
@@ -209,15 +206,5 @@ mod tests {
         };
         assert!(validate("k", &too_big, 0).is_err());
         assert!(validate("k", &ok, 300 * 1024).is_err());
-    }
-
-    #[test]
-    fn the_sm_count_can_be_set() {
-        let before = sm_count();
-        set_sm_count(0);
-        assert_eq!(sm_count(), 1);
-        set_sm_count(78);
-        assert_eq!(sm_count(), 78);
-        set_sm_count(before);
     }
 }

@@ -23,6 +23,9 @@ pub enum RuntimeError {
     /// A fused plan's parameters could not be packed.
     #[error(transparent)]
     Fusion(#[from] FusionError),
+    /// An environment setting that cannot be used (its message names it and its value).
+    #[error("{0}")]
+    Setting(String),
     /// A broken invariant of this crate (a bug, never the caller's input).
     #[error("internal: {0}")]
     Internal(&'static str),

@@ -1,9 +1,11 @@
-//! A fused plan on a device: its CUDA compiled and loaded once per device, the packed
-//! parameters of its launches, and the loop that launches them in order (on a GPU or on the
-//! emulated device).
+//! A fused plan on a device: the plan loaded for the device's SM count (CUDA source, launches,
+//! workspace layout: `cunumpy_fusion::DevicePlan`), compiled and loaded once per device, the
+//! packed parameters of its launches, and the loop that launches them in order (on a GPU or
+//! on the emulated device).
 //!
-//! Everything this crate asks of `cunumpy-fusion` is here: the plan's CUDA source, its
-//! launches (name, grid, block, shared bytes, parameters) and `launch_param_values`.
+//! Everything this crate asks of `cunumpy-fusion` is here: `Plan::for_device`, the device
+//! plan's source, launches (name, grid, block, shared bytes, parameters) and workspace size,
+//! and `launch_param_values`.
 
 use crate::emulated;
 use crate::record;
@@ -12,14 +14,19 @@ use cunumpy_core::args::LaunchBuffer;
 use cunumpy_core::launch::LaunchShape;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{CudaError, Function, Module, StreamHandle};
-use cunumpy_emu::{EmuError, EmuLibrary, LaunchOptions};
-use cunumpy_fusion::{launch_param_values, DevicePointers, Launch, ParamValue, Plan, ScalarValue};
+use cunumpy_emu::{EmuLibrary, LaunchOptions};
+use cunumpy_fusion::{
+    launch_param_values, DevicePlan, DevicePointers, DeviceTarget, HostLoopCache, Launch,
+    ParamValue, Plan, ScalarValue,
+};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// A plan's kernels compiled and loaded on one CUDA device.
 pub struct LoadedPlan {
     device: i32,
+    /// The plan's source, launches and workspace layout for this device's SM count.
+    on_device: Arc<DevicePlan>,
     /// One per launch of the plan, in launch order.
     functions: Vec<Function>,
     _module: Module,
@@ -31,11 +38,32 @@ impl LoadedPlan {
     pub fn from_cache(&self) -> bool {
         self.from_cache
     }
+
+    /// Bytes of the workspace a call needs on this device (0: none).
+    pub fn workspace_bytes(&self) -> usize {
+        self.on_device.workspace_bytes()
+    }
 }
 
-/// The emulation libraries of a plan's launches (all built from the plan's one source), each
-/// with whether it came from the disk cache.
-pub type EmulatedPlan = Vec<(Arc<EmuLibrary>, bool)>;
+/// A plan on the emulated device: the plan loaded for the emulated device's SM count, and the
+/// emulation library of each launch (all built from its one source) with whether it came
+/// from the disk cache.
+pub struct EmulatedPlan {
+    on_device: Arc<DevicePlan>,
+    libraries: Vec<(Arc<EmuLibrary>, bool)>,
+}
+
+impl EmulatedPlan {
+    /// Bytes of the workspace a call needs on the emulated device (0: none).
+    pub fn workspace_bytes(&self) -> usize {
+        self.on_device.workspace_bytes()
+    }
+
+    /// Whether every library came from the disk cache.
+    pub fn from_cache(&self) -> bool {
+        self.libraries.iter().all(|(_, hit)| *hit)
+    }
+}
 
 /// The parameter buffers of a plan's launches and what they were packed from: a call with the
 /// same device, pointers and scalars (a cached call writing into a recycled or the same
@@ -63,6 +91,10 @@ pub struct Extents<'a> {
 /// A plan and what it is on each device it has run on.
 pub struct FusedPlan {
     plan: Plan,
+    /// The plan loaded for each device target seen so far (one per SM count).
+    on_targets: Mutex<Vec<Arc<DevicePlan>>>,
+    /// The compiled loops of the CPU executor for this plan.
+    host_loops: HostLoopCache,
     loaded: Mutex<Vec<Arc<LoadedPlan>>>,
     emulated: Mutex<Option<Arc<EmulatedPlan>>>,
     packed: Mutex<Option<PackedLaunches>>,
@@ -76,10 +108,12 @@ fn launch_shape(l: &Launch) -> LaunchShape {
 }
 
 impl FusedPlan {
-    /// A plan not yet compiled anywhere.
+    /// A plan not yet loaded anywhere.
     pub fn new(plan: Plan) -> Self {
         FusedPlan {
             plan,
+            on_targets: Mutex::new(Vec::new()),
+            host_loops: HostLoopCache::new(),
             loaded: Mutex::new(Vec::new()),
             emulated: Mutex::new(None),
             packed: Mutex::new(None),
@@ -91,13 +125,33 @@ impl FusedPlan {
         &self.plan
     }
 
+    /// The compiled loops of the CPU executor for this plan.
+    pub fn host_loops(&self) -> &HostLoopCache {
+        &self.host_loops
+    }
+
     /// The plan's name (the fused function's).
     pub fn name(&self) -> &str {
         &self.plan.options.name
     }
 
-    fn launches(&self) -> impl Iterator<Item = &Launch> {
-        self.plan.kernels.iter().flat_map(|k| &k.launches)
+    /// The plan loaded for `target` (made once per target).
+    pub fn on_target(&self, target: DeviceTarget) -> Arc<DevicePlan> {
+        if let Some(p) = lock(&self.on_targets).iter().find(|p| p.target == target) {
+            return p.clone();
+        }
+        let made = Arc::new(self.plan.for_device(target));
+        let mut all = lock(&self.on_targets);
+        if let Some(p) = all.iter().find(|p| p.target == target) {
+            return p.clone();
+        }
+        all.push(made.clone());
+        made
+    }
+
+    /// The plan loaded for `device`'s SM count.
+    pub fn on_device(&self, device: Device) -> Result<Arc<DevicePlan>, RuntimeError> {
+        Ok(self.on_target(DeviceTarget::new(device.sm_count()?)))
     }
 
     /// The plan as loaded on CUDA device `device`, if it is.
@@ -109,27 +163,38 @@ impl FusedPlan {
             .cloned()
     }
 
-    /// The plan loaded on CUDA device `device`: compiled (or found in the disk cache) and
-    /// loaded on first use. Blocks for the compile: call it without holding any interpreter
-    /// lock.
+    /// The plan loaded on CUDA device `device`: loaded for its SM count, compiled (or found
+    /// in the disk cache) and loaded on first use. Blocks for the compile: call it without
+    /// holding any interpreter lock.
     pub fn load(
         &self,
         device: i32,
         python_paths: &[PathBuf],
-    ) -> Result<Arc<LoadedPlan>, CudaError> {
+    ) -> Result<Arc<LoadedPlan>, RuntimeError> {
         if let Some(l) = self.loaded(device) {
             return Ok(l);
         }
-        let source = self.plan.cuda_source();
+        let on_device = self.on_device(Device::Cuda(device))?;
         let program = format!("{}.cu", self.name());
-        let (module, compiled) =
-            crate::kernel::compile_module(&source, &program, &[], &[], &[], device, python_paths)?;
-        let functions = self
+        let cuda = |e| RuntimeError::cuda(self.name(), e);
+        let (module, compiled) = crate::kernel::compile_module(
+            &on_device.source,
+            &program,
+            &[],
+            &[],
+            &[],
+            device,
+            python_paths,
+        )
+        .map_err(cuda)?;
+        let functions = on_device
             .launches()
             .map(|l| module.function(&l.name))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, CudaError>>()
+            .map_err(cuda)?;
         let loaded = Arc::new(LoadedPlan {
             device,
+            on_device,
             functions,
             _module: module,
             from_cache: compiled.hit,
@@ -142,31 +207,35 @@ impl FusedPlan {
         Ok(loaded)
     }
 
-    /// The emulation library of every launch (built once per plan, or found in this process's
-    /// table or the disk cache). Blocks like [`FusedPlan::load`].
-    pub fn emulation_libraries(&self) -> Result<Arc<EmulatedPlan>, EmuError> {
+    /// The plan on the emulated device: loaded for its SM count (again when that setting
+    /// changes) with the emulation library of every launch (built once, or found in this
+    /// process's table or the disk cache). Blocks like [`FusedPlan::load`].
+    pub fn emulated(&self) -> Result<Arc<EmulatedPlan>, RuntimeError> {
+        let target = DeviceTarget::new(emulated::sm_count()?);
         if let Some(e) = lock(&self.emulated).as_ref() {
-            return Ok(e.clone());
+            if e.on_device.target == target {
+                return Ok(e.clone());
+            }
         }
-        let source = self.plan.cuda_source();
-        let libs = self
+        let on_device = self.on_target(target);
+        let libraries = on_device
             .launches()
-            .map(|l| emulated::library_for_source(&source, &l.name))
+            .map(|l| emulated::library_for_source(&on_device.source, &l.name))
             .collect::<Result<Vec<_>, _>>()?;
-        let libs = Arc::new(libs);
-        *lock(&self.emulated) = Some(libs.clone());
-        Ok(libs)
+        let plan = Arc::new(EmulatedPlan {
+            on_device,
+            libraries,
+        });
+        *lock(&self.emulated) = Some(plan.clone());
+        Ok(plan)
     }
 
     /// Compiles the plan for `device` (disk cache first); true when everything came from the
     /// disk cache. Blocks like [`FusedPlan::load`].
     pub fn compile(&self, device: Device, python_paths: &[PathBuf]) -> Result<bool, RuntimeError> {
         match device {
-            Device::Cuda(d) => Ok(self
-                .load(d, python_paths)
-                .map_err(|e| RuntimeError::cuda(self.name(), e))?
-                .from_cache),
-            Device::Emulated => Ok(self.emulation_libraries()?.iter().all(|(_, hit)| *hit)),
+            Device::Cuda(d) => Ok(self.load(d, python_paths)?.from_cache),
+            Device::Emulated => Ok(self.emulated()?.from_cache()),
         }
     }
 
@@ -186,8 +255,9 @@ impl FusedPlan {
     /// # Safety
     /// `loaded` is this plan loaded on the current context's device; the pointers are device
     /// addresses of C-contiguous arrays of the plan's shapes and dtypes on that device (the
-    /// sizes the kernels index with), and the workspace holds at least `workspace_bytes`, all
-    /// staying allocated until the kernels finish; `stream` is a live stream of that context.
+    /// sizes the kernels index with), and the workspace holds at least
+    /// `loaded.workspace_bytes()`, all staying allocated until the kernels finish; `stream`
+    /// is a live stream of that context.
     pub unsafe fn launch(
         &self,
         loaded: &LoadedPlan,
@@ -197,6 +267,7 @@ impl FusedPlan {
         site: &mut dyn FnMut() -> String,
     ) -> Result<(), RuntimeError> {
         let device = loaded.device;
+        let on_device = &*loaded.on_device;
         let mut packed = lock(&self.packed);
         let same = packed.as_ref().is_some_and(|p| {
             p.device == device
@@ -207,10 +278,10 @@ impl FusedPlan {
         });
         if !same {
             // every launch's parameters, packed before anything runs
-            let buffers = self
+            let buffers = on_device
                 .launches()
                 .map(|l| {
-                    launch_param_values(&self.plan, l, ptrs, svs)
+                    launch_param_values(on_device, l, ptrs, svs)
                         .map(|values| LaunchBuffer::from_raw_values(&values))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -232,14 +303,14 @@ impl FusedPlan {
             ));
         }
         let recording = record::recording();
-        let launches = self.launches().zip(&loaded.functions);
+        let launches = on_device.launches().zip(&loaded.functions);
         for ((l, function), buffer) in launches.zip(packed.buffers.iter_mut()) {
             if l.grid == 0 {
                 continue;
             }
             let shape = launch_shape(l);
             // SAFETY: the buffer holds one value per parameter of this launch, of the C types
-            // the generated kernel declares (`launch_param_values` follows the plan's
+            // the generated kernel declares (`launch_param_values` follows the device plan's
             // parameter list, the same list the source was generated from), alive for the
             // call; a reused buffer was packed from equal pointers and scalars, so it holds
             // the bytes packing them now would give. The pointers, workspace and stream are
@@ -253,24 +324,27 @@ impl FusedPlan {
         Ok(())
     }
 
-    /// [`FusedPlan::launch`] on the emulated device: each launch runs the generated CUDA C in
-    /// the CPU emulator, in order, with every pointer parameter bounds-checked against the
-    /// byte length of its array (or of the workspace). Blocks: call it without holding any
-    /// interpreter lock. Each launch is a ledger event made at `site` (when given).
+    /// [`FusedPlan::launch`] on the emulated device (`on_emulator`, from
+    /// [`FusedPlan::emulated`]): each launch runs the generated CUDA C in the CPU emulator,
+    /// in order, with every pointer parameter bounds-checked against the byte length of its
+    /// array (or of the workspace). Blocks: call it without holding any interpreter lock.
+    /// Each launch is a ledger event made at `site` (when given).
     ///
     /// # Safety
     /// The pointers are host addresses of C-contiguous arrays of the plan's shapes and dtypes
     /// whose byte lengths are `extents`, alive and untouched by others for the call.
     pub unsafe fn launch_emulated(
         &self,
+        on_emulator: &EmulatedPlan,
         ptrs: &DevicePointers<'_>,
         extents: &Extents<'_>,
         svs: &[ScalarValue],
         site: Option<String>,
     ) -> Result<(), RuntimeError> {
+        let on_device = &*on_emulator.on_device;
         let mut launches = Vec::new();
-        for l in self.launches() {
-            let values = launch_param_values(&self.plan, l, ptrs, svs)?;
+        for l in on_device.launches() {
+            let values = launch_param_values(on_device, l, ptrs, svs)?;
             // the byte length behind each pointer parameter, for the emulator's checks
             let bounds: Vec<Option<usize>> = l
                 .params
@@ -286,13 +360,12 @@ impl FusedPlan {
                 .collect();
             launches.push((l, LaunchBuffer::from_raw_values(&values), bounds));
         }
-        let libs = self.emulation_libraries()?;
-        if libs.len() != launches.len() {
+        if on_emulator.libraries.len() != launches.len() {
             return Err(RuntimeError::Internal(
                 "the emulation libraries do not match the plan's launches",
             ));
         }
-        for ((lib, _), (l, mut buffer, bounds)) in libs.iter().zip(launches) {
+        for ((lib, _), (l, mut buffer, bounds)) in on_emulator.libraries.iter().zip(launches) {
             if l.grid == 0 {
                 continue;
             }

@@ -34,22 +34,8 @@ _SKIP_DIRS = tuple(
     for m in (sys.modules["cunumpy"], np)
     if getattr(m, "__file__", None)
 )
-_OP_ALIASES = {
-    "divide",
-    "mod",
-    "abs",
-    "pow",
-    "bitwise_not",
-    "bitwise_invert",
-    "bitwise_left_shift",
-    "bitwise_right_shift",
-    "asin",
-    "acos",
-    "atan",
-    "atan2",
-    "conj",
-}
-_OPS = {name for name, _ in _core._fusion_ops()} | _OP_ALIASES
+# the op names and reductions a fused function may call, from the Rust op table
+_OPS = {name for name, _ in _core._fusion_ops()} | {a for a, _ in _core._fusion_op_aliases()}
 # the dtype of a Python scalar argument or constant (weak, NEP 50), by _python_scalar_kind
 _PYTHON_SCALAR_DTYPES = {
     "bool": "bool",
@@ -57,7 +43,7 @@ _PYTHON_SCALAR_DTYPES = {
     "float": "float64",
     "complex": "complex128",
 }
-_REDUCTIONS = {"sum", "prod", "min", "max", "amin", "amax", "mean", "var", "std", "any", "all"}
+_REDUCTIONS = dict(_core._fusion_reductions())  # name -> the name it is traced under
 _local = threading.local()
 
 
@@ -373,7 +359,7 @@ class _Namespace:
         if name in _OPS:
             return functools.partial(self._op, name)
         if name in _REDUCTIONS:
-            kind = {"amin": "min", "amax": "max"}.get(name, name)
+            kind = _REDUCTIONS[name]
 
             def reduction(x: Any, axis: Any = None, **kw: Any) -> Symbol:
                 return _tracer_of((x,), name).reduce(kind, x, axis, **kw)
@@ -508,9 +494,10 @@ class FusedFunction(_core.FusedDispatcher):
     """A function compiled by :func:`fuse`. Call it like the original function (plus an
     optional ``out=``); :meth:`explain` shows the plan and the generated CUDA.
 
-    The first call with a new signature (argument types, dtypes, shapes) traces and plans in
-    Python; the signature is then remembered in Rust (``_core.FusedDispatcher``), and later
-    calls with it run without entering Python."""
+    Every call runs through one Rust entry (``_core.FusedDispatcher``). The first call with
+    a new signature (argument types, dtypes, shapes) is a miss: it is traced and planned in
+    Python and remembered in Rust, which then runs it as it runs every later call with that
+    signature, without entering Python."""
 
     def __init__(self, function: Callable[..., Any], kernel_name: str | None = None) -> None:
         if not callable(function):
@@ -612,9 +599,18 @@ class FusedFunction(_core.FusedDispatcher):
         return plan.explain() + "\n// ---- CUDA source ----\n" + plan.cuda_source()
 
     # ---- calling -------------------------------------------------------------------------
+    def _miss(self, *args: Any) -> bool:
+        """A call whose signature the Rust entry does not know yet: traces and plans it and
+        remembers it there (which then runs the call). False when it cannot be remembered
+        (the call then takes :meth:`_call_slow`)."""
+        trace, plan, arrays, _ = self._prepare(args)
+        _backend_of(arrays)  # mixed NumPy and CuPy arrays raise here
+        return bool(self._remember(args, plan, trace.constants, trace.tuple_out))
+
     def _call_slow(self, *args: Any, out: Any = None) -> Any:
-        """Every call the Rust fast path does not take: new signatures, ``out=``, nested
-        calls while tracing, the emulated device, calls while a kernel profile collects."""
+        """Every call the Rust entry declines: nested calls while tracing, ``out=`` arrays
+        that need a copy, non-contiguous arrays, the emulated device, calls while a kernel
+        profile collects."""
         if any(isinstance(a, Symbol) for a in args):
             if out is not None:
                 raise _unsupported("`out=` in a nested fused call")

@@ -2,7 +2,7 @@
 //! scalar operation), typed slices, columns and scalars, and the slice-level loop helpers that
 //! the op table's CPU functions are built from.
 
-use crate::complex::Complex;
+use crate::scalar::complex::Complex;
 use cunumpy_core::dtype::DType;
 
 /// Read-only element data of one array, typed. Booleans are Rust `bool` (NumPy stores them as

@@ -1,5 +1,5 @@
 //! C++ for compiled CPU loops: one plan program becomes one loop the host compiler fuses and
-//! vectorises (the interpreter in `cpu` runs one op over a block at a time, which leaves the
+//! vectorises (the interpreter of the CPU executor runs one op over a block at a time, which leaves the
 //! memory system idle while it computes: about one NumPy ufunc's speed for a whole chain).
 //!
 //! Only programs whose every op gives the interpreter's result bit for bit are compiled (IEEE
@@ -12,10 +12,9 @@
 //! operand order the compiler picks) and a call may take either path. Min/max folds stay
 //! interpreted (their NaN rules do not vectorise in C++).
 
-use crate::cpu::BLOCK;
-use crate::cuda::{combine, init_value, op_expression, PREAMBLE};
-use crate::graph::ReduceKind;
-use crate::ops::Op;
+use crate::codegen::dialect::{combine, init_value, op_expression, PREAMBLE};
+use crate::ir::graph::ReduceKind;
+use crate::ir::ops::Op;
 use crate::plan::{LeafSrc, Program, RedSpec, RegKind};
 use cunumpy_core::dtype::{DType, DTypeKind};
 use std::fmt::Write as _;
@@ -347,11 +346,13 @@ CN_EXPORT void cn_elementwise(cn_i64 start, cn_i64 len, const void* const* leave
 /// `cn_reduce(q0, chunk, k, n_chunks, leaves, partials)` writes the partial result of each of
 /// `n_chunks` consecutive chunks of `chunk` points from `q0` (the last one ending at `k`), folded
 /// as the interpreter folds them; [`reduction_group`] whole chunks at a time run interleaved,
-/// which keeps that many times the memory streams in flight.
+/// which keeps that many times the memory streams in flight. `block` is the interpreter's block
+/// (points folded into the eight lanes before the tree), so that both fold in one order.
 pub(crate) fn reduction_source(
     prog: &Program,
     kinds: &[Option<LeafKind>],
     red: &RedSpec,
+    block: usize,
 ) -> Option<String> {
     // a uniform value is folded one point at a time by the interpreter, not in lanes; the
     // NaN-propagating min/max folds do not vectorise in C++ (10^7 float64: 11 GB/s compiled,
@@ -395,11 +396,11 @@ static __forceinline__ cn_acc cn_value(const void* const* leaves, cn_i64 i) {{
 {leaves}{regs}    return r{r};
 }}
 
-// One chunk [s, e): blocks of {BLOCK} points, eight lanes per block, the remainder after the tree.
+// One chunk [s, e): blocks of {block} points, eight lanes per block, the remainder after the tree.
 static cn_acc cn_one(const void* const* leaves, cn_i64 s, cn_i64 e) {{
     cn_acc acc = (cn_acc)({id});
-    for (cn_i64 b = s; b < e; b += {BLOCK}) {{
-        const cn_i64 n = e - b < {BLOCK} ? e - b : {BLOCK};
+    for (cn_i64 b = s; b < e; b += {block}) {{
+        const cn_i64 n = e - b < {block} ? e - b : {block};
         cn_acc lanes[8];
         for (int l = 0; l < 8; ++l) lanes[l] = (cn_acc)({id});
         const cn_i64 g = n / 8 * 8;
@@ -416,9 +417,9 @@ static cn_acc cn_one(const void* const* leaves, cn_i64 s, cn_i64 e) {{
 static void cn_group(const void* const* leaves, cn_i64 s, cn_i64 chunk, cn_acc* out) {{
 {group_leaves}    cn_acc acc[{groups}];
     for (int c = 0; c < {groups}; ++c) acc[c] = (cn_acc)({id});
-    for (cn_i64 b = 0; b < chunk; b += {BLOCK}) {{
+    for (cn_i64 b = 0; b < chunk; b += {block}) {{
         // a whole block, or the chunk's last one (whole tiles: cn_reduce checks)
-        const cn_i64 n = chunk - b < {BLOCK} ? chunk - b : {BLOCK};
+        const cn_i64 n = chunk - b < {block} ? chunk - b : {block};
         cn_acc lanes[{groups}][8];
         for (int c = 0; c < {groups}; ++c)
             for (int l = 0; l < 8; ++l) lanes[c][l] = (cn_acc)({id});
@@ -445,7 +446,7 @@ CN_EXPORT void cn_reduce(cn_i64 q0, cn_i64 chunk, cn_i64 k, cn_i64 n_chunks,
                          const void* const* leaves, void* partials) {{
     cn_acc* out = (cn_acc*)partials;
     cn_i64 c = 0;
-    if (chunk % {BLOCK} % {RED_TILE} == 0)
+    if (chunk % {block} % {RED_TILE} == 0)
         for (; c + {groups} <= n_chunks && q0 + (c + {groups}) * chunk <= k; c += {groups})
             cn_group(leaves, q0 + c * chunk, chunk, out + c);
     for (; c < n_chunks; ++c) {{

@@ -3,10 +3,12 @@
 //! declared C types, and the sizes and strides the planner fixed. Pure data: the binding turns
 //! the result into a launch buffer.
 
-use crate::cpu::ScalarValue;
-use crate::elem::Sv;
+use crate::codegen::dialect::c_type;
+use crate::device::DevicePlan;
 use crate::error::{FusionError, Result};
-use crate::plan::{Launch, ParamValue, Plan};
+use crate::plan::{Launch, ParamValue};
+use crate::scalar::elem::Sv;
+use crate::scalar::ScalarValue;
 
 /// Device addresses of one call's arrays.
 #[derive(Clone, Copy, Debug)]
@@ -15,7 +17,7 @@ pub struct DevicePointers<'a> {
     pub inputs: &'a [u64],
     /// One per plan output, in order.
     pub outputs: &'a [u64],
-    /// Base of the workspace allocation (at least `Plan::workspace_bytes`; unused when 0).
+    /// Base of the workspace allocation (at least `DevicePlan::workspace_bytes`; unused when 0).
     pub workspace: u64,
 }
 
@@ -31,7 +33,7 @@ fn bad(launch: &Launch, param: &str, expected: String, got: String) -> FusionErr
 /// when a pointer or scalar is missing, a scalar cannot be converted to its C type, or a size
 /// does not fit its C type.
 pub fn launch_param_values(
-    plan: &Plan,
+    plan: &DevicePlan,
     launch: &Launch,
     ptrs: &DevicePointers<'_>,
     scalars: &[ScalarValue],
@@ -52,11 +54,11 @@ pub fn launch_param_values(
             ParamValue::Input(i) => ptr(ptrs.inputs, *i, "input")?.to_le_bytes().to_vec(),
             ParamValue::Output(i) => ptr(ptrs.outputs, *i, "output")?.to_le_bytes().to_vec(),
             ParamValue::Workspace { offset } => {
-                if ptrs.workspace == 0 || *offset >= plan.workspace_bytes.max(1) {
+                if ptrs.workspace == 0 || *offset >= plan.workspace_bytes().max(1) {
                     return Err(bad(
                         launch,
                         &p.name,
-                        format!("a workspace of {} bytes", plan.workspace_bytes),
+                        format!("a workspace of {} bytes", plan.workspace_bytes()),
                         format!("address {:#x}, offset {offset}", ptrs.workspace),
                     ));
                 }
@@ -71,10 +73,10 @@ pub fn launch_param_values(
                         format!("{} scalar(s)", scalars.len()),
                     )
                 })?;
-                let (dtype, _) = plan.scalars.get(*i).copied().ok_or_else(|| {
+                let dtype = plan.scalars.get(*i).copied().ok_or_else(|| {
                     bad(launch, &p.name, "a declared scalar".into(), format!("{i}"))
                 })?;
-                let want = crate::cuda::c_type(dtype);
+                let want = c_type(dtype);
                 if want != p.ctype {
                     return Err(bad(launch, &p.name, want.into(), p.ctype.clone()));
                 }
@@ -108,8 +110,9 @@ pub fn launch_param_values(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::graph::{Axis, GraphBuilder, ReduceKind};
-    use crate::ops::Op;
+    use crate::device::DeviceTarget;
+    use crate::ir::graph::{Axis, GraphBuilder, ReduceKind};
+    use crate::ir::ops::Op;
     use crate::plan::plan;
     use cunumpy_core::dtype::DType;
 
@@ -120,7 +123,8 @@ mod tests {
         let s = g.scalar(DType::Float64, true).unwrap();
         let y = g.op(Op::Mul, &[a, s]).unwrap();
         g.output(y).unwrap();
-        let p = plan(&g.finish().unwrap(), &[vec![10]]).unwrap();
+        let planned = plan(&g.finish().unwrap(), &[vec![10]]).unwrap();
+        let p = planned.for_device(DeviceTarget::H200);
         let launch = &p.kernels[0].launches[0];
         let ptrs = DevicePointers {
             inputs: &[0x1000],
@@ -135,8 +139,8 @@ mod tests {
                 ParamValue::Output(0) => assert_eq!(bytes, &0x2000u64.to_le_bytes()),
                 // a weak Python float meets float32: the parameter is a float
                 ParamValue::Scalar(0) => {
-                    assert_eq!(param.ctype, p.scalars[0].0.c_name());
-                    assert_eq!(bytes.len(), p.scalars[0].0.itemsize());
+                    assert_eq!(param.ctype, planned.scalars[0].0.c_name());
+                    assert_eq!(bytes.len(), planned.scalars[0].0.itemsize());
                 }
                 ParamValue::Int(v) => assert_eq!(bytes, &(*v as i32).to_le_bytes()),
                 other => panic!("unexpected parameter {other:?}"),
@@ -155,8 +159,10 @@ mod tests {
             .unwrap();
         let d = g.op(Op::Sub, &[a, m]).unwrap();
         g.output(d).unwrap();
-        let p = plan(&g.finish().unwrap(), &[vec![1 << 20]]).unwrap();
-        assert!(p.workspace_bytes > 0);
+        let p = plan(&g.finish().unwrap(), &[vec![1 << 20]])
+            .unwrap()
+            .for_device(DeviceTarget::H200);
+        assert!(p.workspace_bytes() > 0);
         let ptrs = DevicePointers {
             inputs: &[0x10_0000],
             outputs: &[0x20_0000],

@@ -2,10 +2,10 @@
 //! CUDA C expression template and CPU kernel. The graph builder (type checking), the planner,
 //! the CUDA code generator and the CPU executor all read this table and nothing else.
 
-use crate::complex::Complex;
-use crate::elem::{map1, map2, map3, BitElem, Elem, FloatElem, Operand};
-use crate::promote::{float_for, promote, ArgType};
-use crate::vmath;
+use crate::ir::promote::{float_for, promote, ArgType};
+use crate::scalar::complex::Complex;
+use crate::scalar::elem::{map1, map2, map3, BitElem, Elem, FloatElem, Operand};
+use crate::scalar::vmath;
 use cunumpy_core::dtype::{DType, DTypeKind};
 
 /// An elementwise operation (the index of its row in [`OPS`]).
@@ -954,6 +954,37 @@ pub static OPS: [OpDef; 60] = [
     ),
 ];
 
+/// The NumPy and array-API spellings of table ops that a fused function may call as
+/// `xp.<alias>`: (alias, table name). The Python tracer takes this list from here.
+pub const OP_ALIASES: &[(&str, &str)] = &[
+    ("divide", "true_divide"),
+    ("mod", "remainder"),
+    ("abs", "absolute"),
+    ("pow", "power"),
+    ("bitwise_not", "invert"),
+    ("bitwise_invert", "invert"),
+    ("bitwise_left_shift", "left_shift"),
+    ("bitwise_right_shift", "right_shift"),
+    ("asin", "arcsin"),
+    ("acos", "arccos"),
+    ("atan", "arctan"),
+    ("atan2", "arctan2"),
+    ("conj", "conjugate"),
+];
+
+/// Short operator names the graph builder also accepts (no NumPy function has them, so
+/// `xp.neg` stays unknown in a fused function).
+const OPERATOR_NAMES: &[(&str, &str)] = &[
+    ("neg", "negative"),
+    ("pos", "positive"),
+    ("eq", "equal"),
+    ("ne", "not_equal"),
+    ("lt", "less"),
+    ("le", "less_equal"),
+    ("gt", "greater"),
+    ("ge", "greater_equal"),
+];
+
 impl Op {
     /// Whether the op calls a math-library function (`exp`, `sin`, `log`, `pow`, ...): a long
     /// computation per element, and not exact across implementations.
@@ -994,31 +1025,14 @@ impl Op {
         self.def().name
     }
 
-    /// Looks an op up by its NumPy name or a common alias (`"divide"`, `"mod"`, `"abs"`, ...).
+    /// Looks an op up by its table name, a NumPy or array-API alias ([`OP_ALIASES`]:
+    /// `"divide"`, `"mod"`, `"abs"`, ...) or a short operator name (`"neg"`, `"eq"`, ...).
     pub fn from_name(name: &str) -> Option<Op> {
-        let canonical = match name {
-            "divide" => "true_divide",
-            "mod" => "remainder",
-            "abs" => "absolute",
-            "neg" => "negative",
-            "pos" => "positive",
-            "pow" => "power",
-            "bitwise_not" | "bitwise_invert" => "invert",
-            "bitwise_left_shift" => "left_shift",
-            "bitwise_right_shift" => "right_shift",
-            "asin" => "arcsin",
-            "acos" => "arccos",
-            "atan" => "arctan",
-            "atan2" => "arctan2",
-            "eq" => "equal",
-            "ne" => "not_equal",
-            "lt" => "less",
-            "le" => "less_equal",
-            "gt" => "greater",
-            "ge" => "greater_equal",
-            "conj" => "conjugate",
-            other => other,
-        };
+        let canonical = OP_ALIASES
+            .iter()
+            .chain(OPERATOR_NAMES)
+            .find(|(alias, _)| *alias == name)
+            .map_or(name, |(_, table_name)| table_name);
         OPS.iter().find(|d| d.name == canonical).map(|d| d.op)
     }
 

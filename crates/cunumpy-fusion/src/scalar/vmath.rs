@@ -18,7 +18,7 @@
 //! `float32` goes through the `float64` code (converted in and out), which is accurate to
 //! the float32 ulp.
 
-use crate::elem::{FloatElem, Operand};
+use crate::scalar::elem::{FloatElem, Operand};
 
 /// 1.5 * 2^52: adding it rounds a double of magnitude below 2^51 to an integer (ties to
 /// even), which then sits in the low bits of the sum's representation.

@@ -3,13 +3,15 @@
 //! contiguous ranges for elementwise loops; groups of four fixed chunks for reductions, whose
 //! partials the executor combines exactly as it combines the interpreter's).
 
-use crate::complex::Complex;
-use crate::cpu::{combine, Env, Partial, Prepared, RED_CHUNK};
-use crate::elem::{with_elem, DataMut, Elem, Sv};
+use crate::codegen::host::{
+    elementwise_source, leaf_kinds, reduction_group, reduction_source, LeafKind,
+};
+use crate::cpu::host_loops::{count_run, wanted, LoopFn, LoopKind, LoopSlot};
+use crate::cpu::shared::{combine, Env, Partial, Prepared, BLOCK, RED_CHUNK};
 use crate::error::Result;
-use crate::host_loops::{count_run, wanted, LoopFn, LoopKind, LoopSlot};
-use crate::hostgen::{elementwise_source, leaf_kinds, reduction_group, reduction_source, LeafKind};
 use crate::plan::{LeafSrc, RedBody, RegKind};
+use crate::scalar::complex::Complex;
+use crate::scalar::elem::{with_elem, DataMut, Elem, Sv};
 use cunumpy_core::dtype::DType;
 use rayon::prelude::*;
 use std::ffi::{c_int, c_void};
@@ -252,7 +254,7 @@ pub(crate) fn reduction(
         return Ok(None);
     };
     let f = slot.function(k, || {
-        reduction_source(pr.prog, &kinds, red).map(|s| (s, LoopKind::Reduce))
+        reduction_source(pr.prog, &kinds, red, BLOCK).map(|s| (s, LoopKind::Reduce))
     });
     let Some(LoopFn::Reduce(f)) = f else {
         return Ok(None);

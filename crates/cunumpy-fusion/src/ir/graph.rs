@@ -4,8 +4,8 @@
 //! subexpression elimination); `finish` removes dead nodes.
 
 use crate::error::{FusionError, Result};
-use crate::ops::Op;
-use crate::promote::{result_is_weak, ArgType};
+use crate::ir::ops::Op;
+use crate::ir::promote::{result_is_weak, ArgType};
 use cunumpy_core::dtype::{DType, DTypeKind};
 use std::collections::HashMap;
 use std::fmt;
@@ -35,6 +35,24 @@ pub enum ReduceKind {
     },
 }
 
+/// Every reduction a fused function may call by name (`xp.sum(a)`, `a.sum()`), with the name
+/// it is traced under: the [`ReduceKind`]s (NumPy's `amin`/`amax` are `min`/`max`), and
+/// `var`/`std`, which [`GraphBuilder::var`]/[`GraphBuilder::std`] build from them. The Python
+/// tracer takes this list from here.
+pub const REDUCTIONS: &[(&str, &str)] = &[
+    ("sum", "sum"),
+    ("prod", "prod"),
+    ("min", "min"),
+    ("max", "max"),
+    ("amin", "min"),
+    ("amax", "max"),
+    ("mean", "mean"),
+    ("var", "var"),
+    ("std", "std"),
+    ("any", "any"),
+    ("all", "all"),
+];
+
 impl ReduceKind {
     pub fn name(self) -> &'static str {
         match self {
@@ -49,13 +67,17 @@ impl ReduceKind {
     }
 
     /// Parses `"sum"`, `"prod"`, `"min"`/`"amin"`, `"max"`/`"amax"`, `"any"`, `"all"`,
-    /// `"mean"`.
+    /// `"mean"` (the names of [`REDUCTIONS`] but `var` and `std`).
     pub fn from_name(name: &str) -> Option<ReduceKind> {
+        let name = REDUCTIONS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(name, |(_, traced)| traced);
         Some(match name {
             "sum" => ReduceKind::Sum,
             "prod" => ReduceKind::Prod,
-            "min" | "amin" => ReduceKind::Min,
-            "max" | "amax" => ReduceKind::Max,
+            "min" => ReduceKind::Min,
+            "max" => ReduceKind::Max,
             "any" => ReduceKind::Any,
             "all" => ReduceKind::All,
             "mean" => ReduceKind::Mean { ddof: 0 },

@@ -1,152 +1,28 @@
-//! The CPU executor: runs a [`Plan`] on host arrays with rayon. Each kernel's program is
-//! interpreted over blocks of `BLOCK` elements (one op over a whole block at a time, with the
-//! op table's monomorphised slice loops), so no temporary is ever larger than a block.
-//! Reductions are parallel and deterministic: the work is cut into fixed chunks that do not
-//! depend on the thread count, and the chunks' partial results are combined in a fixed
-//! pairwise tree.
+//! The block interpreter: each kernel's program is interpreted over blocks of `BLOCK`
+//! elements (one op over a whole block at a time, with the op table's monomorphised slice
+//! loops), so no temporary is ever larger than a block. Reductions are parallel and
+//! deterministic: the work is cut into fixed chunks that do not depend on the thread count,
+//! and the chunks' partial results are combined in a fixed pairwise tree. Large exact
+//! programs run through their compiled loop instead (`host_run`), with the same results.
 
-use crate::complex::Complex;
-use crate::elem::{cast_into, cast_sv, with_elem, Column, Data, DataMut, Elem, Operand, Sv};
-use crate::error::{FusionError, Result};
-use crate::graph::ReduceKind;
-use crate::host_loops::LoopSlot;
-use crate::host_run;
-use crate::ops::{CpuKernel, CxKernel, Op, K1, K2, K3};
-use crate::plan::{Body, LeafSrc, Operand as PlanOperand, Plan, Program, RedBody, RegKind};
+use crate::cpu::host_loops::LoopSlot;
+use crate::cpu::host_run;
+use crate::cpu::shared::{combine, internal, Env, Partial, Prepared, BLOCK, RED_CHUNK};
+use crate::error::Result;
+use crate::ir::graph::ReduceKind;
+use crate::ir::ops::{CpuKernel, CxKernel, Op, K1, K2, K3};
+use crate::plan::{LeafSrc, Program, RedBody, RegKind};
+use crate::scalar::complex::Complex;
+use crate::scalar::elem::{cast_into, with_elem, Column, Data, DataMut, Elem, Operand, Sv};
 use cunumpy_core::dtype::{DType, DTypeKind};
 use rayon::prelude::*;
 use std::cell::RefCell;
 
-/// Elements evaluated per op call: 32 KiB per float64 column, L2-resident, large enough that the
-/// per-block interpretation cost is small (2 cores, 10^7 float64 a*b+c*d-2.5*a: 18.2 GB/s with
-/// 1024, 19.4 with 4096).
-pub const BLOCK: usize = 4096;
 /// Elements per parallel task of an elementwise kernel.
 const TASK: usize = 16 * BLOCK;
-/// Elements per parallel task of a reduction (fixed: results do not depend on thread count);
-/// small enough that a compiled loop's groups of up to 16 interleaved chunks still balance
-/// over the cores. Not a power of two: the chunks a compiled loop reads at once then start at
-/// different offsets within a page, so they do not all fall into the same cache sets (with
-/// 4 * BLOCK exactly, 16 streams of one float64 array ran at 0.66x a two-thread memcpy).
-/// The extra 96 points are whole tiles of 32 and whole groups of 8.
-pub(crate) const RED_CHUNK: usize = 4 * BLOCK + 96;
 /// Kernels over at most this many points run on the calling thread (a rayon hand-off costs
 /// more than the work below it).
 const SERIAL_BELOW: usize = 2 * TASK;
-
-/// A read-only host array: C-contiguous data and its shape.
-#[derive(Clone, Copy, Debug)]
-pub struct ArrayRef<'a> {
-    pub data: Data<'a>,
-    pub shape: &'a [usize],
-}
-
-impl<'a> ArrayRef<'a> {
-    pub fn new(data: impl Into<Data<'a>>, shape: &'a [usize]) -> Self {
-        ArrayRef {
-            data: data.into(),
-            shape,
-        }
-    }
-}
-
-/// A writable host array: C-contiguous data and its shape.
-#[derive(Debug)]
-pub struct ArrayMut<'a> {
-    pub data: DataMut<'a>,
-    pub shape: &'a [usize],
-}
-
-impl<'a> ArrayMut<'a> {
-    pub fn new(data: impl Into<DataMut<'a>>, shape: &'a [usize]) -> Self {
-        ArrayMut {
-            data: data.into(),
-            shape,
-        }
-    }
-}
-
-macro_rules! from_slices {
-    ($($t:ty => $v:ident),*) => {
-        $(
-            impl<'a> From<&'a [$t]> for Data<'a> {
-                fn from(s: &'a [$t]) -> Self { Data::$v(s) }
-            }
-            impl<'a> From<&'a Vec<$t>> for Data<'a> {
-                fn from(s: &'a Vec<$t>) -> Self { Data::$v(s) }
-            }
-            impl<'a> From<&'a mut [$t]> for DataMut<'a> {
-                fn from(s: &'a mut [$t]) -> Self { DataMut::$v(s) }
-            }
-            impl<'a> From<&'a mut Vec<$t>> for DataMut<'a> {
-                fn from(s: &'a mut Vec<$t>) -> Self { DataMut::$v(s) }
-            }
-        )*
-    };
-}
-from_slices!(bool => Bool, i8 => Int8, u8 => UInt8, i16 => Int16, u16 => UInt16, i32 => Int32,
-    u32 => UInt32, i64 => Int64, u64 => UInt64, f32 => Float32, f64 => Float64,
-    Complex<f32> => Complex64, Complex<f64> => Complex128);
-
-/// The value of a scalar parameter at call time; converted to the declared dtype.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ScalarValue {
-    Bool(bool),
-    Int(i64),
-    UInt(u64),
-    Float(f64),
-    /// A complex value (real part, imaginary part).
-    Complex(f64, f64),
-}
-
-impl ScalarValue {
-    /// The value converted to `dtype`; None when it does not convert (a complex value with a
-    /// nonzero imaginary part for a real dtype).
-    pub(crate) fn to_sv(self, dtype: DType) -> Option<Sv> {
-        let v = match self {
-            ScalarValue::Bool(b) => Sv::Bool(b),
-            ScalarValue::Int(i) => Sv::Int64(i),
-            ScalarValue::UInt(u) => Sv::UInt64(u),
-            ScalarValue::Float(f) => Sv::Float64(f),
-            ScalarValue::Complex(re, im) => {
-                if im != 0.0 && dtype.kind() != DTypeKind::Complex {
-                    return None;
-                }
-                Sv::Complex128(Complex::new(re, im))
-            }
-        };
-        cast_sv(v, dtype)
-    }
-}
-
-fn internal(what: &str) -> FusionError {
-    FusionError::Arguments {
-        what: format!("cpu executor: {what}"),
-        expected: "a consistent plan".into(),
-        got: "a mismatch".into(),
-    }
-}
-
-/// Where each leaf's data comes from during one kernel.
-pub(crate) struct Env<'a> {
-    inputs: Vec<Data<'a>>,
-    outputs: Vec<Option<Data<'a>>>,
-    buffers: Vec<Option<Data<'a>>>,
-    reduced: Vec<Data<'a>>,
-    pub(crate) scalars: &'a [Sv],
-}
-
-impl<'a> Env<'a> {
-    pub(crate) fn data(&self, src: LeafSrc) -> Option<Data<'a>> {
-        match src {
-            LeafSrc::Input(i) => self.inputs.get(i).copied(),
-            LeafSrc::Output(i) => self.outputs.get(i).copied().flatten(),
-            LeafSrc::Buffer(b) => self.buffers.get(b).copied().flatten(),
-            LeafSrc::Reduced(j) => self.reduced.get(j).copied(),
-            LeafSrc::Scalar(_) => None,
-        }
-    }
-}
 
 /// The state of one register for the current block.
 #[derive(Clone, Copy)]
@@ -193,50 +69,6 @@ impl Drop for Scratch {
                 }
             }
         });
-    }
-}
-
-/// A program prepared for one space: dims and each leaf's strides over them.
-pub(crate) struct Prepared<'p> {
-    pub(crate) prog: &'p Program,
-    pub(crate) dims: Vec<usize>,
-    pub(crate) strides: Vec<Vec<usize>>,
-    pub(crate) contiguous: Vec<usize>,
-}
-
-impl<'p> Prepared<'p> {
-    fn new(prog: &'p Program, dims: &[usize], perm: Option<&[usize]>) -> Self {
-        let (dims, strides) = match perm {
-            None => (
-                dims.to_vec(),
-                prog.regs
-                    .iter()
-                    .map(|r| match &r.kind {
-                        RegKind::Leaf(l) => l.strides.clone(),
-                        _ => Vec::new(),
-                    })
-                    .collect(),
-            ),
-            Some(p) => (
-                p.iter().map(|&j| dims[j]).collect(),
-                prog.regs
-                    .iter()
-                    .map(|r| match &r.kind {
-                        RegKind::Leaf(l) if !l.strides.is_empty() => {
-                            p.iter().map(|&j| l.strides[j]).collect()
-                        }
-                        _ => Vec::new(),
-                    })
-                    .collect(),
-            ),
-        };
-        let contiguous = crate::cuda::contiguous_strides(&dims);
-        Prepared {
-            prog,
-            dims,
-            strides,
-            contiguous,
-        }
     }
 }
 
@@ -598,7 +430,7 @@ fn store_reg(st: &RegState<'_>, col: &Column, dst: &mut DataMut<'_>) -> Result<(
 
 /// Runs a program over a whole space (elementwise kernels and reduction epilogues), in
 /// parallel, storing registers into the targets (each a full C-contiguous array of the space).
-fn run_elementwise<'e>(
+pub(crate) fn run_elementwise<'e>(
     pr: &Prepared<'_>,
     env: &Env<'e>,
     mut targets: Vec<(usize, DataMut<'_>)>,
@@ -729,16 +561,6 @@ fn identity<T: Elem>(kind: ReduceKind) -> T {
 }
 
 #[inline(always)]
-pub(crate) fn combine<T: Elem>(kind: ReduceKind, a: T, b: T) -> T {
-    match kind {
-        ReduceKind::Sum | ReduceKind::Mean { .. } | ReduceKind::Any => a.add_(b),
-        ReduceKind::Prod | ReduceKind::All => a.mul_(b),
-        ReduceKind::Min => a.min_(b),
-        ReduceKind::Max => a.max_(b),
-    }
-}
-
-#[inline(always)]
 fn fold_lanes<T: Elem>(init: T, s: &[T], f: impl Fn(T, T) -> T) -> T {
     let mut lanes = [init; 8];
     let mut chunks = s.chunks_exact(8);
@@ -786,9 +608,6 @@ struct RedTask {
     k0: usize,
     k1: usize,
 }
-
-/// Partial accumulators of one task: per reduction, one value per output of its m range.
-pub(crate) type Partial = Vec<Column>;
 
 fn new_partial(rb: &RedBody, len: usize) -> Result<Partial> {
     rb.reds
@@ -884,7 +703,11 @@ fn pairwise(rb: &RedBody, mut parts: Vec<Partial>) -> Result<Option<Partial>> {
 
 /// Runs the main phase of a reduction kernel: the M results of every reduction, finalized to
 /// the result dtypes.
-fn run_reduction<'e>(rb: &RedBody, env: &Env<'e>, compiled: &LoopSlot) -> Result<Vec<Column>> {
+pub(crate) fn run_reduction<'e>(
+    rb: &RedBody,
+    env: &Env<'e>,
+    compiled: &LoopSlot,
+) -> Result<Vec<Column>> {
     let (m, k) = (rb.m, rb.k);
     let nd = rb.space.dims.len();
     let kd: Vec<usize> = (0..nd).filter(|&j| !rb.space.reduced[j]).collect();
@@ -1056,194 +879,4 @@ fn finalize(c: Column, kind: ReduceKind, out: DType, k: usize) -> Result<Column>
 
 fn col_slice<A: Elem>(c: &Column) -> Result<&[A]> {
     A::slice(&c.as_data()).ok_or_else(|| internal("column dtype"))
-}
-
-fn check_arrays(plan: &Plan, inputs: &[ArrayRef<'_>], outputs: &[ArrayMut<'_>]) -> Result<()> {
-    let bad = |what: String, expected: String, got: String| {
-        Err(FusionError::Arguments {
-            what,
-            expected,
-            got,
-        })
-    };
-    if inputs.len() != plan.inputs.len() {
-        return bad(
-            "execute_cpu: inputs".into(),
-            format!("{}", plan.inputs.len()),
-            format!("{}", inputs.len()),
-        );
-    }
-    if outputs.len() != plan.outputs.len() {
-        return bad(
-            "execute_cpu: outputs".into(),
-            format!("{}", plan.outputs.len()),
-            format!("{}", outputs.len()),
-        );
-    }
-    for (i, (a, t)) in inputs.iter().zip(&plan.inputs).enumerate() {
-        if a.shape != t.shape.as_slice() || a.data.dtype() != t.dtype || a.data.len() != t.size() {
-            return bad(
-                format!("execute_cpu: input {i}"),
-                format!("{}{:?}", t.dtype, t.shape),
-                format!(
-                    "{}{:?} with {} elements",
-                    a.data.dtype(),
-                    a.shape,
-                    a.data.len()
-                ),
-            );
-        }
-    }
-    for (i, (a, t)) in outputs.iter().zip(&plan.outputs).enumerate() {
-        if a.shape != t.shape.as_slice() || a.data.dtype() != t.dtype || a.data.len() != t.size() {
-            return bad(
-                format!("execute_cpu: output {i}"),
-                format!("{}{:?}", t.dtype, t.shape),
-                format!(
-                    "{}{:?} with {} elements",
-                    a.data.dtype(),
-                    a.shape,
-                    a.data.len()
-                ),
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Runs a plan on host arrays: `inputs` in argument order, `scalars` (converted to their
-/// declared dtypes), `outputs` preallocated with the plan's output shapes and dtypes.
-pub fn execute_cpu(
-    plan: &Plan,
-    inputs: &[ArrayRef<'_>],
-    scalars: &[ScalarValue],
-    outputs: &mut [ArrayMut<'_>],
-) -> Result<()> {
-    check_arrays(plan, inputs, outputs)?;
-    if scalars.len() != plan.scalars.len() {
-        return Err(FusionError::Arguments {
-            what: "execute_cpu: scalars".into(),
-            expected: format!("{}", plan.scalars.len()),
-            got: format!("{}", scalars.len()),
-        });
-    }
-    let svs: Vec<Sv> = scalars
-        .iter()
-        .zip(&plan.scalars)
-        .enumerate()
-        .map(|(i, (v, (d, _)))| {
-            v.to_sv(*d).ok_or_else(|| FusionError::Arguments {
-                what: format!("execute_cpu: scalar {i}"),
-                expected: d.to_string(),
-                got: format!("{v:?}"),
-            })
-        })
-        .collect::<Result<_>>()?;
-    let mut workspace: Vec<Option<Column>> = vec![None; plan.buffers.len()];
-    for kernel in &plan.kernels {
-        // buffers this kernel writes, taken out of the workspace while it runs
-        let stores = match &kernel.body {
-            Body::Elementwise { stores, .. } => stores,
-            Body::Reduction(rb) => &rb.stores,
-        };
-        let mut written: Vec<(usize, Column)> = Vec::new();
-        for s in stores {
-            if let PlanOperand::Buffer(b) = s.dst {
-                let spec = &plan.buffers[b];
-                let col =
-                    with_elem!(spec.dtype, T => T::new_col(vec![T::default(); spec.elements]));
-                written.push((b, col));
-            }
-        }
-        let writes_output = |i: usize| {
-            stores
-                .iter()
-                .any(|s| matches!(s.dst, PlanOperand::Output(o) if o == i))
-        };
-        let mut out_ro: Vec<Option<Data<'_>>> = Vec::with_capacity(outputs.len());
-        let mut out_rw: Vec<(usize, DataMut<'_>)> = Vec::new();
-        for (i, o) in outputs.iter_mut().enumerate() {
-            if writes_output(i) {
-                out_ro.push(None);
-                out_rw.push((i, o.data.reborrow()));
-            } else {
-                out_ro.push(Some(o.data.as_data()));
-            }
-        }
-        let env = Env {
-            inputs: inputs.iter().map(|a| a.data).collect(),
-            outputs: out_ro,
-            buffers: workspace
-                .iter()
-                .map(|c| c.as_ref().map(|c| c.as_data()))
-                .collect(),
-            reduced: Vec::new(),
-            scalars: &svs,
-        };
-        match &kernel.body {
-            Body::Elementwise {
-                space,
-                prog,
-                stores,
-            } => {
-                let pr = Prepared::new(prog, &space.dims, None);
-                let targets = take_targets(stores, &mut written, out_rw)?;
-                run_elementwise(&pr, &env, targets, &kernel.host_loops[0])?;
-            }
-            Body::Reduction(rb) => {
-                let results = run_reduction(rb, &env, &kernel.host_loops[0])?;
-                let env = Env {
-                    reduced: results.iter().map(|c| c.as_data()).collect(),
-                    ..env
-                };
-                let pr = Prepared::new(&rb.epi, &rb.epi_space.dims, None);
-                let targets = take_targets(&rb.stores, &mut written, out_rw)?;
-                run_elementwise(&pr, &env, targets, &kernel.host_loops[1])?;
-            }
-        }
-        for (b, col) in written {
-            workspace[b] = Some(col);
-        }
-    }
-    Ok(())
-}
-
-fn column_mut(c: &mut Column) -> DataMut<'_> {
-    macro_rules! arms {
-        ($($v:ident),*) => {
-            match c { $(Column::$v(s) => DataMut::$v(&mut s[..]),)* }
-        };
-    }
-    arms!(
-        Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64,
-        Complex64, Complex128
-    )
-}
-
-/// The destinations of a kernel's stores, in store order.
-fn take_targets<'w>(
-    stores: &[crate::plan::Store],
-    written: &'w mut [(usize, Column)],
-    mut rw: Vec<(usize, DataMut<'w>)>,
-) -> Result<Vec<(usize, DataMut<'w>)>> {
-    let mut t = Vec::new();
-    let mut wi = written.iter_mut();
-    for s in stores {
-        match s.dst {
-            PlanOperand::Output(i) => {
-                let pos = rw
-                    .iter()
-                    .position(|(o, _)| *o == i)
-                    .ok_or_else(|| internal("output written twice"))?;
-                let (_, d) = rw.swap_remove(pos);
-                t.push((s.reg, d));
-            }
-            PlanOperand::Buffer(_) => {
-                let (_, col) = wi.next().ok_or_else(|| internal("buffer"))?;
-                t.push((s.reg, column_mut(col)));
-            }
-            _ => return Err(internal("store destination")),
-        }
-    }
-    Ok(t)
 }
