@@ -10,22 +10,19 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..exceptions import KernelFolderError
 from ._cuda_kernel import CudaKernel
 from ._host_impl import CompiledHostKernel, HostImplementations
 from ._pyccel_kernel import outputs_from_annotations
 
-if TYPE_CHECKING:
-    from ._dispatch import Kernel
-
 #: Fortran's limit on identifier length; Pyccel names the C binding ``bind_c_<name><suffix>``.
 FORTRAN_NAME_LIMIT = 63
 
 
 def kernel_from_folder(
-    cls: type[Kernel],
+    cls: Any,
     package: str | ModuleType,
     *,
     host_suffix: str = "_kernels",
@@ -40,8 +37,9 @@ def kernel_from_folder(
     compile_host: Callable[[ModuleType], Any] | str | None = None,
     extra_implementations: Mapping[str, Callable[[], Callable[..., Any]]] | None = None,
     **cuda_options: Any,
-) -> Kernel:
-    """``Kernel.from_folder``: see there."""
+) -> Any:
+    """``Kernel.from_folder``: see there (``cls`` is ``Kernel`` or a subclass; this module
+    does not import it, so that ``_dispatch`` can import this one)."""
     pkg = importlib.import_module(package) if isinstance(package, str) else package
     if not hasattr(pkg, "__path__"):
         raise ModuleNotFoundError(f"{pkg.__name__} is not a package (kernel folder)")
