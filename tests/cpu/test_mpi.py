@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -154,3 +155,18 @@ def test_staging_counted_per_rank(backend, ranks):
         first, third = r["pool_after_step_1"], r["pool_after_step_3"]
         assert third["allocations"] == first["allocations"]
         assert third["reuses"] == first["reuses"] + 8
+
+
+@pytest.mark.parametrize(("backend", "ranks"), [("numpy", None), ("numpy", 2), ("emulated", 2)])
+def test_guide_recipe_runs(backend, ranks, tmp_path):
+    # docs/mpi.md's python blocks, as one program, serially and under mpiexec.
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs/mpi.md").read_text(), flags=re.S)
+    assert blocks
+    program = tmp_path / "recipe.py"
+    program.write_text("\n".join(blocks))
+    out = run(program, ranks=ranks, backend=backend)
+    size = ranks or 1
+    assert sorted(out.stdout.splitlines()) == [
+        f"rank {r} of {size} on device {'0' if backend == 'emulated' else 'None'}: ok"
+        for r in range(size)
+    ]
