@@ -46,6 +46,13 @@ __all__ = [
     "MPIBufferError",
     "MPIStagingError",
     "MPIStagingBusyError",
+    "ScipyUnavailableError",
+    "AlgorithmValueError",
+    "AlgorithmTypeError",
+    "StagingError",
+    "StagingTypeError",
+    "TransferBudgetExceeded",
+    "RandomStreamsError",
 ]
 
 
@@ -235,3 +242,36 @@ class MPIStagingError(CunumpyError, ValueError):
 
 class MPIStagingBusyError(CunumpyError, RuntimeError):
     """An ``xp.mpi.MPIStaging`` buffer used by two ``mpi_buffer`` blocks at once."""
+
+
+class ScipyUnavailableError(CunumpyError, ImportError):
+    """``xp.scipy`` (or ``xp.optimize``/``xp.integrate``) needs SciPy on the NumPy backend, or
+    ``cupyx.scipy`` on the CuPy backend, and it cannot be imported."""
+
+
+class AlgorithmValueError(CunumpyError, ValueError):
+    """An ``xp.algorithms`` function got an array of the wrong shape or values out of range
+    (unsorted keys, a key past ``n_segments``, a level count outside the Morton range)."""
+
+
+class AlgorithmTypeError(CunumpyError, TypeError):
+    """An ``xp.algorithms`` function got an array of the wrong dtype (float keys, a non-bool
+    mask)."""
+
+
+class StagingError(CunumpyError, RuntimeError):
+    """A staged copy was read after its buffer was reused, or streams and events were mixed
+    wrongly (``to_host(stream=..., event=...)``)."""
+
+
+class StagingTypeError(CunumpyError, TypeError):
+    """A host stream or event (``HostStream``/``HostEvent``) was given where CuPy's is needed,
+    or an array of a dtype staging cannot hold."""
+
+
+class TransferBudgetExceeded(CunumpyError, AssertionError):
+    """``TransferBudget.check()`` found transfers that break a phase's rules."""
+
+
+class RandomStreamsError(CunumpyError, ValueError):
+    """``xp.rng.random_streams`` was given an unknown bit generator or backend."""
