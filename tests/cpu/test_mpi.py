@@ -143,10 +143,14 @@ def test_staging_counted_per_rank(backend, ranks):
         assert r["allreduce_aware_True"] == none
         if not device:
             assert r["allreduce_aware_False"] == none and r["exchange_3_steps"] == none
+            assert r["allreduce_aware_False_all"] == r["allreduce_aware_True_all"] == {}
             assert r["pool_after_step_3"]["allocations"] == 0
             continue
-        # One copy each way of the 1000 doubles.
+        # One copy each way of the 1000 doubles, counted once (the emulated device counts its
+        # own copies: none of these twice), and the synchronization before MPI.
         assert r["allreduce_aware_False"] == {"to_host": [1, 8000], "to_device": [1, 8000]}
+        assert r["allreduce_aware_False_all"] == {"sync": 1, "to_device": 1, "to_host": 1}
+        assert r["allreduce_aware_True_all"] == {"sync": 1}
         # 3 steps x 2 buffers each way, (7 + 300) doubles per step.
         per_way = [6, 3 * (7 + 300) * 8]
         assert r["exchange_3_steps"] == {"to_host": per_way, "to_device": per_way}
