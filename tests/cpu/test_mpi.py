@@ -174,3 +174,25 @@ def test_guide_recipe_runs(backend, ranks, tmp_path):
         f"rank {r} of {size} on device {'0' if backend == 'emulated' else 'None'}: ok"
         for r in range(size)
     ]
+
+
+# MAYBEMPI overrides the launcher detection, as in 0.7.1 (lines printed by 0.7.1).
+_07_OVERRIDE = (
+    "rank 0/1 serial={s} device=None aware=None rho=[0.0, 2.0, 4.0, 6.0, 8.0, 10.0] "
+    "recv=[0.0, 0.0, 0.0] local_rank={lr}"
+)
+
+
+def test_maybempi_override_0_under_mpiexec():
+    # Two independent serial processes: each its own rank 0 of 1 (the node-local rank stays).
+    out = run(PROGRAMS / "mpi_program_07.py", ranks=2, backend="numpy", MAYBEMPI="0")
+    assert sorted(out.stdout.splitlines()) == [
+        _07_OVERRIDE.format(s=True, lr=0),
+        _07_OVERRIDE.format(s=True, lr=1),
+    ]
+
+
+def test_maybempi_override_1_without_launcher():
+    # mpi4py's MPI started without a launcher: a real communicator of size 1.
+    out = run(PROGRAMS / "mpi_program_07.py", ranks=None, backend="numpy", MAYBEMPI="1")
+    assert out.stdout.splitlines() == [_07_OVERRIDE.format(s=False, lr=0)]
