@@ -21,6 +21,15 @@ from ._source import (
     parse_cuda_signature,
     resolve_includes,
 )
+from ._streams import (
+    HostEvent,
+    HostStream,
+    create_event,
+    create_stream,
+    pin_memory,
+    record_event,
+    wait_event,
+)
 
 __all__ = [
     "DEBUG_OPTIONS",
@@ -39,6 +48,13 @@ __all__ = [
     "memory_info",
     "free_memory",
     "stream",
+    "HostEvent",
+    "HostStream",
+    "create_event",
+    "create_stream",
+    "pin_memory",
+    "record_event",
+    "wait_event",
 ]
 
 
@@ -97,7 +113,7 @@ def stream(existing: Any = None) -> Iterator[Any]:
     given); yields ``None`` on NumPy, where work is synchronous anyway."""
     cupy = _cupy()
     if cupy is None:
-        yield None
+        yield existing  # None, or a HostStream from create_stream: work is synchronous
         return
     s = existing if existing is not None else cupy.cuda.Stream(non_blocking=True)
     with s:
