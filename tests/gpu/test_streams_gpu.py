@@ -44,7 +44,7 @@ def test_host_staging_snapshots_before_later_kernels(cp):
         a = cp.zeros(n)
         copies = []
         with xp.profiling.count_transfers() as counter:
-            for step in range(5):
+            for _ in range(5):
                 a += 1.0
                 copies.append(staging.copy(a))
             a += 100.0  # must not leak into the staged values
