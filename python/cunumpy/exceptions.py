@@ -47,6 +47,7 @@ __all__ = [
     "StagingError",
     "StagingTypeError",
     "TransferBudgetExceeded",
+    "TransferRuleError",
 ]
 
 
@@ -244,3 +245,7 @@ class StagingTypeError(CunumpyError, TypeError):
 
 class TransferBudgetExceeded(CunumpyError, AssertionError):
     """``TransferBudget.check()`` found transfers that break a phase's rules."""
+
+
+class TransferRuleError(CunumpyError, ValueError):
+    """``TransferBudget.require`` got an unknown event kind or limit."""
