@@ -7,6 +7,7 @@ counted conversions between them and the kernel layer (``xp.kernels``).
 
 from __future__ import annotations
 
+import sys as _sys
 from typing import Any
 
 from . import _backend, _core
@@ -43,6 +44,7 @@ from . import (  # noqa: E402  (public submodules)
     integrate,
     kernels,
     memory,
+    mpi,
     optimize,
     profiling,
     rng,
@@ -73,6 +75,7 @@ __all__ = [
     "is_gpu",
     "kernels",
     "memory",
+    "mpi",
     "profiling",
     "rng",
     "same_backend",
@@ -101,7 +104,17 @@ def __getattr__(name: str) -> Any:
         return _backend.current_module()
     if name.startswith("__"):
         raise AttributeError(name)
-    return getattr(_backend.current_module(), name)
+    module = _backend.current_module()
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        # Name cunumpy, not the backend module the lookup fell through to.
+        raise AttributeError(
+            f"module 'cunumpy' has no attribute {name!r} (nor has the {get_backend()} "
+            f"backend's namespace, {module.__name__})",
+            name=name,
+            obj=_sys.modules[__name__],
+        ) from None
 
 
 _backend.install_namespace(globals(), _OWN_NAMES)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._conversions import is_cupy_array
-from ._ledger import record
+from ._ledger import record, recorded_by_caller
 from .cuda._streams import HostEvent, HostStream
 from .exceptions import StagingError, StagingTypeError
 
@@ -239,7 +239,8 @@ class HostStaging:
             slot.device[...] = array  # the snapshot, ordered after the producer's work
             snapshot_done = producer.record()
         self._stream.wait_event(snapshot_done)
-        slot.device.get(stream=self._stream, out=slot.host, blocking=False)
+        with recorded_by_caller():
+            slot.device.get(stream=self._stream, out=slot.host, blocking=False)
         slot.event = self._stream.record()
         slot.generation += 1
         record(
@@ -342,7 +343,8 @@ def to_host_async(array: Any) -> HostCopy:
     side = cupy.cuda.Stream(non_blocking=True)
     side.wait_event(ready)
     host = cupyx.empty_pinned(array.shape, array.dtype)
-    snapshot.get(stream=side, out=host, blocking=False)
+    with recorded_by_caller():
+        snapshot.get(stream=side, out=host, blocking=False)
     done = side.record()
     record(
         "to_host",

@@ -41,6 +41,11 @@ __all__ = [
     "EmulationCompileError",
     "EmulatedKernelFault",
     "EmulatedOutOfBoundsError",
+    "DeviceSelectionError",
+    "SharedDeviceWarning",
+    "MPIBufferError",
+    "MPIStagingError",
+    "MPIStagingBusyError",
     "ScipyUnavailableError",
     "AlgorithmValueError",
     "AlgorithmTypeError",
@@ -48,6 +53,7 @@ __all__ = [
     "StagingTypeError",
     "TransferBudgetExceeded",
     "TransferRuleError",
+    "RandomStreamsError",
 ]
 
 
@@ -218,6 +224,27 @@ class DeviceMirrorError(CunumpyError, ValueError):
     """A ``DeviceMirror`` was used after its host array was reallocated (call ``rebind``)."""
 
 
+class DeviceSelectionError(CunumpyError, ValueError):
+    """A rank or device count that cannot pick a device (``xp.cuda.set_device_for_rank``)."""
+
+
+class SharedDeviceWarning(UserWarning):
+    """More ranks than devices on a node: several ranks share one GPU (allowed, reported)."""
+
+
+class MPIBufferError(CunumpyError, RuntimeError):
+    """A device buffer cannot be handed to MPI as asked: MPI's CUDA-awareness is unknown, or
+    MPI is not CUDA-aware and nothing stages the buffer through the host."""
+
+
+class MPIStagingError(CunumpyError, ValueError):
+    """An ``xp.mpi.MPIStaging`` buffer used with an array of another shape, dtype or device."""
+
+
+class MPIStagingBusyError(CunumpyError, RuntimeError):
+    """An ``xp.mpi.MPIStaging`` buffer used by two ``mpi_buffer`` blocks at once."""
+
+
 class ScipyUnavailableError(CunumpyError, ImportError):
     """``xp.scipy`` (or ``xp.optimize``/``xp.integrate``) needs SciPy on the NumPy backend, or
     ``cupyx.scipy`` on the CuPy backend, and it cannot be imported."""
@@ -249,3 +276,7 @@ class TransferBudgetExceeded(CunumpyError, AssertionError):
 
 class TransferRuleError(CunumpyError, ValueError):
     """``TransferBudget.require`` got an unknown event kind or limit."""
+
+
+class RandomStreamsError(CunumpyError, ValueError):
+    """``xp.rng.random_streams`` was given an unknown bit generator or backend."""

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import get_backend
-from ._ledger import record
+from ._ledger import record, recorded_by_caller
 from ._staging import HostCopy, HostStaging, StagedCopy  # noqa: E402  (staged copies)
 from .exceptions import DeviceMirrorError
 
@@ -140,7 +140,8 @@ class DeviceMirror:
         if self._device is None:
             self._device = cp.empty(self._shape, dtype=self._dtype)
             self._device_id = int(cp.cuda.runtime.getDevice())
-        self._device.set(self._host)
+        with recorded_by_caller():
+            self._device.set(self._host)
         record("to_device", f"{self._describe()}.to_device()", int(self._host.nbytes))
         return self
 
@@ -161,7 +162,7 @@ class DeviceMirror:
         cupy = self._cupy()
         producer = _producer("DeviceMirror.to_host", cupy, stream, event)
         host = self._host
-        with producer:
+        with producer, recorded_by_caller():
             if host.flags.c_contiguous:
                 self._device.get(out=host, stream=producer)
             else:

@@ -126,7 +126,9 @@ def test_newton_on_the_emulated_device_stays_there(fake):
     with xp.profiling.count_transfers() as counter:
         root = xp.optimize.newton(lambda x: x**2 - s, fake.ones(3), fprime=lambda x: 2 * x)
     assert isinstance(root, fake.ndarray)
-    assert counter.to_host == 0 and counter.to_device == 0
+    # one small read-back per iteration (the convergence flags), nothing else crosses
+    assert counter.to_device == 0 and 1 <= counter.to_host <= 10
+    assert all(e.nbytes <= 3 for e in counter.events if e.kind == "to_host")
     np.testing.assert_allclose(root.get(), np.sqrt(S), rtol=1e-15)
 
 
