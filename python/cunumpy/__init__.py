@@ -46,6 +46,7 @@ from . import (  # noqa: E402  (public submodules)
     memory,
     mpi,
     optimize,
+    petsc,
     profiling,
     rng,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "algorithms",
     "integrate",
     "optimize",
+    "petsc",
     "scipy",
     "arguments",
     "as_device_array",

@@ -53,6 +53,7 @@ __all__ = [
     "StagingTypeError",
     "TransferBudgetExceeded",
     "TransferRuleError",
+    "PetscUnavailableError",
     "RandomStreamsError",
 ]
 
@@ -280,3 +281,7 @@ class TransferRuleError(CunumpyError, ValueError):
 
 class RandomStreamsError(CunumpyError, ValueError):
     """``xp.rng.random_streams`` was given an unknown bit generator or backend."""
+
+
+class PetscUnavailableError(CunumpyError, ImportError):
+    """``xp.petsc.petsc_vec`` needs petsc4py, which is not installed."""
