@@ -745,7 +745,7 @@ def segment_boundaries(sorted_keys: Any) -> tuple[Any, Any, Any]:
             if n > 1:
                 first[1:] = keys[1:] != keys[:-1]
             starts = mod.flatnonzero(first).astype(mod.int64)
-            stops = mod.concatenate([starts[1:], mod.asarray([n], dtype=mod.int64)])[: starts.size]
+            stops = mod.concatenate([starts[1:], mod.full(1, n, dtype=mod.int64)])[: starts.size]
             result = (keys[starts], starts, stops)
     if result is None:
         raise AlgorithmValueError(
