@@ -253,7 +253,9 @@ def segment_boundaries(mod: ModuleType, keys: Any) -> tuple[Any, Any, Any] | Non
     if n == 0:
         empty = mod.zeros(0, dtype=mod.int64)
         return keys[:0].copy(), empty, empty.copy()
-    typed = mod.ascontiguousarray(keys if keys.dtype == np.uint64 else keys.astype(mod.int64))
+    typed = mod.ascontiguousarray(
+        keys if keys.dtype == np.uint64 else keys.astype(mod.int64, copy=False)
+    )
     first = mod.empty(n, dtype=mod.int32)
     bad = mod.zeros(1, dtype=mod.int32)
     suffix = "u64" if typed.dtype == np.uint64 else "i64"
