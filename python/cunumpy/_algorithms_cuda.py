@@ -89,7 +89,7 @@ extern "C" __global__ void cunumpy_alg_cell_offsets_search(const long long* cell
 }
 
 template <typename K>
-__device__ void run_starts(const K* keys, int* first, long long n, int* bad) {
+__device__ void run_starts(const K* keys, unsigned char* first, long long n, int* bad) {
   CUNUMPY_GRID_STRIDE_1D(i, n) {
     const bool start = i == 0 || keys[i] != keys[i - 1];
     if (i > 0 && keys[i] < keys[i - 1]) *bad = 1;
@@ -97,18 +97,19 @@ __device__ void run_starts(const K* keys, int* first, long long n, int* bad) {
   }
 }
 
-extern "C" __global__ void cunumpy_alg_run_starts_i64(const long long* keys, int* first,
+extern "C" __global__ void cunumpy_alg_run_starts_i64(const long long* keys, unsigned char* first,
                                                       long long n, int* bad) {
   run_starts(keys, first, n, bad);
 }
 
-extern "C" __global__ void cunumpy_alg_run_starts_u64(const unsigned long long* keys, int* first,
+extern "C" __global__ void cunumpy_alg_run_starts_u64(const unsigned long long* keys,
+    unsigned char* first,
                                                       long long n, int* bad) {
   run_starts(keys, first, n, bad);
 }
 
 // rank[i] = inclusive count of run starts up to i: run r = rank - 1 starts at i
-extern "C" __global__ void cunumpy_alg_run_bounds(const int* first, const int* rank,
+extern "C" __global__ void cunumpy_alg_run_bounds(const unsigned char* first, const int* rank,
     long long* starts, long long* stops, long long n) {
   CUNUMPY_GRID_STRIDE_1D(i, n) {
     if (first[i]) {
@@ -256,7 +257,7 @@ def segment_boundaries(mod: ModuleType, keys: Any) -> tuple[Any, Any, Any] | Non
     typed = mod.ascontiguousarray(
         keys if keys.dtype == np.uint64 else keys.astype(mod.int64, copy=False)
     )
-    first = mod.empty(n, dtype=mod.int32)
+    first = mod.empty(n, dtype=mod.uint8)  # one byte per key: the scan reads little
     bad = mod.zeros(1, dtype=mod.int32)
     suffix = "u64" if typed.dtype == np.uint64 else "i64"
     _launch(f"run_starts_{suffix}", n, typed, first, n, bad)
