@@ -110,6 +110,14 @@ def main() -> int:
     def cupy_offsets():
         return cupy.searchsorted(sorted_cells, cupy.arange(n_cells + 1))
 
+    def cupy_offsets_checked():  # the same guarantees as the checked cell_offsets
+        ok = (
+            bool((sorted_cells[1:] >= sorted_cells[:-1]).all())
+            and 0 <= int(sorted_cells[0]) <= int(sorted_cells[-1]) < n_cells
+        )
+        assert ok
+        return cupy.searchsorted(sorted_cells, cupy.arange(n_cells + 1))
+
     def cupy_boundaries():
         first = cupy.empty(n, dtype=bool)
         first[0] = True
@@ -148,9 +156,13 @@ def main() -> int:
             [cupy_scatter_add],
         ),
         ("SegmentPlan.sum 1D", lambda: plan.sum(weights), [cupy_plan_bincount]),
-        ("cell_offsets", lambda: A.cell_offsets(sorted_cells, n_cells), [cupy_offsets]),
         (
-            "cell_offsets(check=False)",
+            "cell_offsets (checked)",
+            lambda: A.cell_offsets(sorted_cells, n_cells),
+            [cupy_offsets_checked],
+        ),
+        (
+            "cell_offsets(check=False)",  # vs unchecked searchsorted
             lambda: A.cell_offsets(sorted_cells, n_cells, check=False),
             [cupy_offsets],
         ),
