@@ -248,12 +248,12 @@ def wait_event(event: Any, *, stream: Any = None) -> None:
     """
     cupy = _cupy()
     if cupy is None:
-        (HostStream() if stream is None else stream).wait_event(event)
         if stream is not None and not isinstance(stream, HostStream):
             raise StagingTypeError(
                 "wait_event: on the NumPy backend the stream must be a HostStream, got "
                 f"{type(stream).__name__}"
             )
+        (HostStream() if stream is None else stream).wait_event(event)
         return
     _not_host("wait_event", event=event, stream=stream)
     (stream if stream is not None else cupy.cuda.get_current_stream()).wait_event(event)
