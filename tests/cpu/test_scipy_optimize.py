@@ -63,6 +63,9 @@ def test_fake_cupyx_scipy_interpolate_and_sparse_on_fake_arrays(fake):
     dense = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
     a = cupyx.scipy.sparse.csr_matrix(fake.asarray(dense))
     assert isinstance(a, cupyx.scipy.sparse.csr_matrix)
+    assert isinstance(a, cupyx.scipy.sparse.spmatrix) and cupyx.scipy.sparse.issparse(a)
+    assert not isinstance(a, cupyx.scipy.sparse.csc_matrix)
+    assert isinstance(a.T, cupyx.scipy.sparse.csc_matrix) and a.T.shape == (3, 3)
     assert isinstance(a.data, fake.ndarray) and a.nnz == 7
     b = fake.asarray([1.0, 2.0, 3.0])
     np.testing.assert_allclose((a @ b).get(), dense @ b.get())
