@@ -22,6 +22,14 @@ SOURCE = r"""
 #include <cunumpy/atomic.cuh>
 #include <cunumpy/morton.cuh>
 
+// a / b for a, b >= 0: 32-bit division when both fit (a 64-bit one costs several times more)
+__device__ __forceinline__ long long cunumpy_alg_div(long long a, long long b) {
+  if (((unsigned long long)a | (unsigned long long)b) >> 32 == 0ull) {
+    return (long long)((unsigned int)a / (unsigned int)b);
+  }
+  return a / b;
+}
+
 extern "C" __global__ void cunumpy_alg_morton_keys2(const double* pos, unsigned long long* key,
     long long n, double x0, double y0, double sx, double sy, int levels) {
   CUNUMPY_GRID_STRIDE_1D(i, n) {
@@ -41,7 +49,7 @@ template <typename T>
 __device__ void segment_sum(const T* values, const long long* keys, T* out, long long n,
                             long long width, long long n_segments, int* bad) {
   CUNUMPY_GRID_STRIDE_1D(t, n * width) {
-    const long long i = width == 1 ? t : t / width;
+    const long long i = width == 1 ? t : cunumpy_alg_div(t, width);
     const long long k = keys[i];
     if (k < 0) continue;
     if (k >= n_segments) { *bad = 1; continue; }
@@ -126,9 +134,9 @@ template <typename W>
 __device__ void scatter_kept(const W* src, W* dst, const bool* mask, const int* rank,
                              long long outer, long long n, long long inner) {
   CUNUMPY_GRID_STRIDE_1D(t, outer * n * inner) {
-    const long long w = t % inner;
-    const long long row = t / inner;
-    const long long i = row % n;
+    const long long row = inner == 1 ? t : cunumpy_alg_div(t, inner);
+    const long long w = t - row * inner;
+    const long long i = outer == 1 ? row : row - cunumpy_alg_div(row, n) * n;
     if (mask[i]) dst[((row - i) + rank[i] - 1) * inner + w] = src[t];
   }
 }
@@ -138,7 +146,9 @@ __device__ void copy_kept(const W* src, W* dst, const int* rank, long long outer
                           long long inner) {
   const long long kept = n > 0 ? rank[n - 1] : 0;
   CUNUMPY_GRID_STRIDE_1D(t, outer * n * inner) {
-    if ((t / inner) % n < kept) dst[t] = src[t];
+    const long long row = inner == 1 ? t : cunumpy_alg_div(t, inner);
+    const long long i = outer == 1 ? row : row - cunumpy_alg_div(row, n) * n;
+    if (i < kept) dst[t] = src[t];
   }
 }
 
