@@ -19,7 +19,7 @@ import numpy as np
 
 SOURCE = r"""
 #include <cunumpy/index.cuh>
-#include <cunumpy/atomic.cuh>
+#include <cunumpy/reduce.cuh>
 #include <cunumpy/morton.cuh>
 
 // a / b for a, b >= 0: 32-bit division when both fit (a 64-bit one costs several times more)
@@ -51,9 +51,16 @@ __device__ void segment_sum(const T* values, const long long* keys, T* out, long
   CUNUMPY_GRID_STRIDE_1D(t, n * width) {
     const long long i = width == 1 ? t : cunumpy_alg_div(t, width);
     const long long k = keys[i];
-    if (k < 0) continue;
-    if (k >= n_segments) { *bad = 1; continue; }
-    cunumpy_atomic_add(out + k * width + (t - i * width), values[t]);
+    if (k >= n_segments) *bad = 1;
+    const long long target = (k >= 0 && k < n_segments) ? k * width + (t - i * width) : -1;
+    // lanes with the same target (sorted keys: often the whole warp) add up first, so each
+    // distinct target takes one atomic per warp instead of one per lane
+    const unsigned int same = __match_any_sync(__activemask(), target);
+    T v = values[t];
+    if (__popc(same) > 1) v = cunumpy_warp_sum(v, same);
+    if (target >= 0 && (cunumpy_block_thread() & 31u) == (unsigned int)(__ffs((int)same) - 1)) {
+      cunumpy_atomic_add(out + target, v);
+    }
   }
 }
 
