@@ -96,6 +96,13 @@ def main() -> int:
             cupy.where(keys >= 0, keys, n_cells), weights=weights, minlength=n_cells + 1
         )[:n_cells]
 
+    def cupy_bincount_sorted():
+        return cupy.bincount(
+            cupy.where(sorted_keys >= 0, sorted_keys, n_cells),
+            weights=weights,
+            minlength=n_cells + 1,
+        )[:n_cells]
+
     def cupy_scatter_add():
         out = cupy.zeros((n_cells, 3))
         m = keys >= 0
@@ -149,6 +156,11 @@ def main() -> int:
             "segment_sum 1D",
             lambda: A.segment_sum(weights, keys, n_cells),
             [cupy_bincount_masked, cupy_bincount_where],
+        ),
+        (
+            "segment_sum 1D, sorted keys",
+            lambda: A.segment_sum(weights, sorted_keys, n_cells),
+            [cupy_bincount_sorted],
         ),
         (
             "segment_sum (n, 3)",
