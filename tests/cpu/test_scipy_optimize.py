@@ -15,6 +15,7 @@ import scipy.integrate  # noqa: E402
 import scipy.interpolate  # noqa: E402
 import scipy.linalg  # noqa: E402
 import scipy.optimize  # noqa: E402
+import scipy.special  # noqa: E402
 
 S = np.array([2.0, 3.0, 4.0])
 
@@ -175,3 +176,30 @@ def test_host_solvers_on_numpy_are_scipy():
         warnings.simplefilter("error")
         res = xp.optimize.minimize(lambda x: np.sum((x - 1.0) ** 2), np.zeros(2))
     np.testing.assert_allclose(res.x, 1.0, atol=1e-6)
+
+
+def test_fake_cupyx_scipy_typical_fem_calls(fake):
+    """What finite-element codes do with xp.scipy on the emulated device: CSR from device
+    arrays, Kronecker products, sparse solves, B-splines, special functions, FFTs."""
+    sp = xp.scipy.sparse
+    data, ind, ptr = (
+        fake.asarray([1.0, 2.0, 3.0]),
+        fake.asarray([0, 1, 2]),
+        fake.asarray([0, 1, 2, 3]),
+    )
+    a = sp.csr_matrix((data, ind, ptr), shape=(3, 3))
+    assert a.shape == (3, 3) and a.nnz == 3 and isinstance(a.indptr, fake.ndarray)
+    big = sp.kron(a, sp.identity(2, format="csr"))
+    assert big.shape == (6, 6)
+    np.testing.assert_allclose(big.toarray().get(), np.kron(np.diag([1.0, 2, 3]), np.eye(2)))
+    x = sp.linalg.spsolve(a.tocsc(), fake.ones(3))
+    np.testing.assert_allclose(x.get(), [1.0, 0.5, 1.0 / 3.0])
+    np.testing.assert_allclose(((2.0 * a) @ a + a).toarray().get(), np.diag([3.0, 10.0, 21.0]))
+    knots = fake.linspace(0.0, 1.0, 8)
+    spline = xp.scipy.interpolate.make_interp_spline(knots, knots**2, k=3)
+    assert isinstance(spline.c, fake.ndarray)
+    np.testing.assert_allclose(spline(fake.asarray([0.5])).get(), [0.25])
+    np.testing.assert_allclose(
+        xp.scipy.special.erf(fake.asarray([0.5])).get(), scipy.special.erf([0.5])
+    )
+    np.testing.assert_allclose(xp.scipy.fft.fft(fake.ones(4)).get(), [4.0, 0.0, 0.0, 0.0])
