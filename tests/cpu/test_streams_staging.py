@@ -54,6 +54,9 @@ def test_cuda_streams_on_the_emulated_device(fake):
         xp.cuda.record_event(stream=HostStream())
     with pytest.raises(StagingTypeError, match="wait_event: event is a HostEvent"):
         xp.cuda.wait_event(HostEvent())
+    with pytest.raises(StagingTypeError, match="cuda.stream: existing is a HostStream"):
+        with xp.cuda.stream(HostStream()):
+            pass
     pinned = xp.cuda.pin_memory(np.arange(4.0))
     np.testing.assert_array_equal(pinned, [0.0, 1.0, 2.0, 3.0])
     with pytest.raises(StagingTypeError, match="pin_memory: array is on the device"):

@@ -118,6 +118,13 @@ def stream(existing: Any = None) -> Iterator[Any]:
     if cupy is None:
         yield existing  # None, or a HostStream from create_stream: work is synchronous
         return
+    if isinstance(existing, HostStream):
+        from ..exceptions import StagingTypeError
+
+        raise StagingTypeError(
+            "cuda.stream: existing is a HostStream (made on the NumPy backend) but the active "
+            "backend is CuPy; create the stream again with create_stream()"
+        )
     s = existing if existing is not None else cupy.cuda.Stream(non_blocking=True)
     with s:
         yield s
