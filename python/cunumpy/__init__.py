@@ -32,10 +32,21 @@ from ._conversions import (
     to_cupy,
     to_numpy,
 )
+from ._host import evaluate_on_host, host_call, setup_on_host
+from ._toplevel import default_float_dtype, require_version
 
 __version__: str = _core.__version__
 
-from . import arguments, cuda, exceptions, kernels, memory, profiling, rng  # noqa: E402  (public submodules)
+from . import (  # noqa: E402  (public submodules)
+    arguments,
+    cuda,
+    exceptions,
+    kernels,
+    memory,
+    profiling,
+    rng,
+    xp,  # noqa: E402  (the backend module of cunumpy 0.7: xp.xp.array_backend)
+)
 from .kernels import fuse  # noqa: E402  (cunumpy's own fuse, not the backend's)
 
 __all__ = [
@@ -46,31 +57,38 @@ __all__ = [
     "backend_info",
     "cuda",
     "cupy_available",
+    "cupy_backend",
     "cupy_version_supported",
+    "default_float_dtype",
+    "evaluate_on_host",
     "exceptions",
     "fuse",
     "get_array_backend",
     "get_array_module",
     "get_backend",
+    "host_call",
     "is_cpu",
     "is_gpu",
     "kernels",
     "memory",
+    "numpy_backend",
     "profiling",
+    "require_version",
     "rng",
     "same_backend",
     "set_backend",
+    "setup_on_host",
     "synchronize",
     "to_cunumpy",
     "to_cupy",
     "to_numpy",
     "use_backend",
+    "xp",
 ]
 
 _OWN_NAMES = {name for name in globals() if not name.startswith("__")} | {
     "numpy_backend",
     "cupy_backend",
-    "xp",
 }
 
 
@@ -79,11 +97,16 @@ def __getattr__(name: str) -> Any:
         return get_backend() == "numpy"
     if name == "cupy_backend":
         return get_backend() == "cupy"
-    if name == "xp":
-        return _backend.current_module()
     if name.startswith("__"):
         raise AttributeError(name)
-    return getattr(_backend.current_module(), name)
+    module = _backend.current_module()
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        pass
+    from ._removed import missing_attribute
+
+    raise missing_attribute("cunumpy", name, backend=module.__name__)
 
 
 _backend.install_namespace(globals(), _OWN_NAMES)

@@ -17,6 +17,9 @@ This module does not import pytest.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -62,6 +65,30 @@ class _HostArrayAsDevice:
     def dtype(self) -> np.dtype:
         return self.array.dtype
 
+    # what code sizing a launch reads from an array (n_threads_from callables, for example)
+    @property
+    def size(self) -> int:
+        return self.array.size
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    @property
+    def nbytes(self) -> int:
+        return self.array.nbytes
+
+    @property
+    def itemsize(self) -> int:
+        return self.array.itemsize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self.array.strides
+
+    def __len__(self) -> int:
+        return len(self.array)
+
 
 def _expand(args: tuple[Any, ...]) -> list[Any]:
     """Argument objects (``__cuda_args__``) expanded, as the launch does, so the NumPy arrays
@@ -82,6 +109,8 @@ def emulate_cuda_kernel(
     n_threads: Any = None,
     grid: Any = None,
     block: Any = None,
+    compiler: str | os.PathLike[str] | None = None,
+    options: Sequence[str] = (),
     shared_mem: int = 0,
     shuffle_seed: int | None = None,
     bounds: bool = True,
@@ -101,8 +130,38 @@ def emulate_cuda_kernel(
     pointer parameter against the array's extent. Faults raise
     :class:`~cunumpy.exceptions.EmulatedKernelFault` (an out-of-bounds access:
     :class:`~cunumpy.exceptions.EmulatedOutOfBoundsError`); the process survives.
+
+    ``options`` are extra host-compiler options for this kernel (``-D``, ``-U``, ``-I``,
+    ``-O``, ``-f``: for example ``-ffp-contract=off`` for NumPy-exact floating point);
+    ``compiler`` is the host C++ compiler to use instead of ``$CXX``. An ``n_threads_from``
+    callable receives the arguments as given (NumPy arrays).
     """
     _require_kernel(kernel)
+    if n_threads is None and grid is None and callable(getattr(kernel, "n_threads_from", None)):
+        n_threads = kernel.n_threads_from(args)
+    with _host_compiler(compiler):
+        _launch(
+            _with_options(kernel, options),
+            args,
+            n_threads,
+            grid,
+            block,
+            shared_mem,
+            shuffle_seed,
+            bounds,
+        )
+
+
+def _launch(
+    kernel: Any,
+    args: tuple[Any, ...],
+    n_threads: Any,
+    grid: Any,
+    block: Any,
+    shared_mem: int,
+    shuffle_seed: int | None,
+    bounds: bool,
+) -> None:
     presented: list[Any] = []
     for a in _expand(args):
         if isinstance(a, np.ndarray) and a.ndim > 0:
@@ -123,13 +182,59 @@ def emulate_cuda_kernel(
     )
 
 
-def compile_for_emulation(kernel: Any) -> dict[str, Any]:
+@contextlib.contextmanager
+def _host_compiler(compiler: str | os.PathLike[str] | None) -> Iterator[None]:
+    """``$CXX`` set to ``compiler`` for the block (the emulator reads it per build)."""
+    if compiler is None:
+        yield
+        return
+    previous = os.environ.get("CXX")
+    os.environ["CXX"] = os.fspath(compiler)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("CXX", None)
+        else:
+            os.environ["CXX"] = previous
+
+
+def _with_options(kernel: Any, options: Sequence[str]) -> Any:
+    """``kernel`` itself, or (cached on it) the same kernel with extra compile options."""
+    extra = tuple(str(o) for o in options)
+    if not extra:
+        return kernel
+    variants = kernel.__dict__.setdefault("_cunumpy_emulation_variants", {})
+    variant = variants.get(extra)
+    if variant is None:
+        variant = variants[extra] = type(kernel)(
+            kernel.source,
+            kernel.name,
+            block_size=kernel.block_size,
+            options=(*kernel._given_options, *extra),
+            include_dirs=kernel.include_dirs,
+            source_dir=kernel.source_dir,
+            structs=kernel.structs,
+            template_args=kernel.template_args,
+            check_signature=kernel.signature is not None,
+            debug=kernel.debug,
+            n_threads_from=kernel.n_threads_from,
+            check_finite=kernel.check_finite,
+        )
+    return variant
+
+
+def compile_for_emulation(
+    kernel: Any, *, compiler: str | os.PathLike[str] | None = None, options: Sequence[str] = ()
+) -> dict[str, Any]:
     """Compiles ``kernel`` for the emulator now (or finds it in the disk cache) and returns
     what was built: ``kernel`` (the expression), ``library``, ``from_cache`` (found in the disk
     cache, possibly written by another process), ``uses_fibers``, ``param_count``,
-    ``param_names`` and ``cache_dir``."""
+    ``param_names`` and ``cache_dir``. ``compiler`` and ``options`` as for
+    :func:`emulate_cuda_kernel`."""
     _require_kernel(kernel)
-    info = dict(_core._compile_for_emulation(kernel))
+    with _host_compiler(compiler):
+        info = dict(_core._compile_for_emulation(_with_options(kernel, options)))
     for key in ("library", "cache_dir"):
         if info.get(key) is not None:
             info[key] = str(info[key])
@@ -167,11 +272,11 @@ def fake_cupy_active() -> bool:
     return _fake.is_active()
 
 
-def host_buffer(a: Any) -> np.ndarray:
+def host_buffer(array: Any) -> np.ndarray:
     """The NumPy array behind a fake-CuPy array (the same memory, not a copy)."""
-    if not isinstance(a, _fake.ndarray):
-        raise TypeError(f"host_buffer() takes a fake-CuPy array, got {type(a).__name__}")
-    return a._a
+    if not isinstance(array, _fake.ndarray):
+        raise TypeError(f"host_buffer() takes a fake-CuPy array, got {type(array).__name__}")
+    return array._a
 
 
 def _require_kernel(kernel: Any) -> None:
