@@ -38,19 +38,28 @@ from ._toplevel import default_float_dtype, require_version
 __version__: str = _core.__version__
 
 from . import (  # noqa: E402  (public submodules)
+    algorithms,
     arguments,
     cuda,
     exceptions,
+    integrate,
     kernels,
     memory,
+    mpi,
+    optimize,
     profiling,
     rng,
-    xp,  # noqa: E402  (the backend module of cunumpy 0.7: xp.xp.array_backend)
+    xp,  # the backend module of cunumpy 0.7 (xp.xp.array_backend)
 )
+from ._scipy import scipy  # noqa: E402  (SciPy or cupyx.scipy, per backend)
 from .kernels import fuse  # noqa: E402  (cunumpy's own fuse, not the backend's)
 
 __all__ = [
     "MIN_CUPY_VERSION",
+    "algorithms",
+    "integrate",
+    "optimize",
+    "scipy",
     "arguments",
     "as_device_array",
     "assert_same_backend",
@@ -71,6 +80,7 @@ __all__ = [
     "is_gpu",
     "kernels",
     "memory",
+    "mpi",
     "numpy_backend",
     "profiling",
     "require_version",

@@ -3,11 +3,15 @@
 # Every name of `cunumpy.__all__` is declared below (tests/cpu/test_public_api.py checks).
 from numpy import *  # noqa: F403
 
+from . import algorithms as algorithms
 from . import arguments as arguments
 from . import cuda as cuda
 from . import exceptions as exceptions
+from . import integrate as integrate
 from . import kernels as kernels
 from . import memory as memory
+from . import mpi as mpi
+from . import optimize as optimize
 from . import profiling as profiling
 from . import rng as rng
 from . import xp as xp
@@ -32,6 +36,7 @@ from ._conversions import to_numpy as to_numpy
 from ._host import evaluate_on_host as evaluate_on_host
 from ._host import host_call as host_call
 from ._host import setup_on_host as setup_on_host
+from ._scipy import scipy as scipy
 from ._toplevel import default_float_dtype as default_float_dtype
 from ._toplevel import require_version as require_version
 from .kernels import fuse as fuse

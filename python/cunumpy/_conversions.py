@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend
-from ._ledger import record
+from ._ledger import record, recorded_by_caller
 from .exceptions import CupyUnavailableError, MixedBackendError
 
 
@@ -43,7 +43,8 @@ def to_numpy(array: Any) -> np.ndarray:
     if type(array) is np.ndarray:
         return array
     if is_cupy_array(array):
-        out = array.get(order="A")
+        with recorded_by_caller():
+            out = array.get(order="A")
         record("to_host", f"to_numpy: {_describe(array)}", int(array.nbytes))
         return out
     return np.asarray(array)
@@ -61,7 +62,8 @@ def to_cupy(array: Any) -> Any:
                 "device_copy", f"to_cupy: {_describe(array)} from another device", int(array.nbytes)
             )
         return out
-    out = cupy.asarray(array)
+    with recorded_by_caller():
+        out = cupy.asarray(array)
     record("to_device", f"to_cupy: {_describe(out)}", int(out.nbytes))
     return out
 
@@ -98,7 +100,8 @@ def as_device_array(
         and (want is None or value.dtype == want)
     ):
         return value
-    out = cupy.ascontiguousarray(cupy.asarray(value, dtype=want))
+    with recorded_by_caller():
+        out = cupy.ascontiguousarray(cupy.asarray(value, dtype=want))
     kind = "device_copy" if isinstance(value, cupy.ndarray) else "to_device"
     record(kind, f"as_device_array: {label} {_describe(out)}", int(out.nbytes))
     return out

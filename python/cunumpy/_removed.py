@@ -37,7 +37,11 @@ REMOVED: dict[tuple[str, str], str] = {
 
 
 def missing_attribute(module: str, name: str, *, backend: str | None = None) -> AttributeError:
-    """The error for ``module.name`` not existing (to raise from a module ``__getattr__``)."""
+    """The error for ``module.name`` not existing (to raise from a module ``__getattr__``);
+    it carries the module object, so Python can suggest a close name."""
+    import sys
+
+    obj = sys.modules.get(module)
     replacement = REMOVED.get((module, name))
     if replacement is not None:
         return RemovedNameError(
@@ -45,4 +49,4 @@ def missing_attribute(module: str, name: str, *, backend: str | None = None) -> 
             name=name,
         )
     where = f" (nor has the active backend, {backend})" if backend else ""
-    return AttributeError(f"module {module!r} has no attribute {name!r}{where}", name=name)
+    return AttributeError(f"module {module!r} has no attribute {name!r}{where}", name=name, obj=obj)
