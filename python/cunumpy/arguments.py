@@ -617,6 +617,8 @@ def _member_key(text: str) -> tuple[str, str, bool, str] | None:
     ctype = m.group("type").replace(" *", "*").replace("* ", "*").strip()
     pointer = ctype.endswith("*")
     ctype = re.sub(r"\s*<\s*", "<", re.sub(r"\s*>", ">", ctype.rstrip("*").strip()))
+    # spellings of one type compare equal (char / signed char, long / long long / int64_t)
+    ctype = _core.dtype_of_ctype(ctype) or ctype
     return m.group("name"), ctype, pointer, re.sub(r"\s", "", m.group("ext"))
 
 

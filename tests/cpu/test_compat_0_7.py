@@ -133,6 +133,8 @@ def test_check_source_compares_the_members():
     struct.check_source("__global__ void k(P p) {}")  # defined elsewhere: nothing to compare
     two = CudaStruct("T", [("x", "double"), ("y", "double"), ("p", "int*"), ("q", "int*")])
     two.check_source("struct T { double x, y; int *p, *q; };")
+    spelled = CudaStruct("S", [("c", "char"), ("n", "long long"), ("v", "Array1D<float>")])
+    spelled.check_source("struct S { signed char c; int64_t n; Array1D< float > v; };")
     with pytest.raises(CudaStructError, match="does not match its CudaStruct"):
         struct.check_source("struct P { double* x; double charge; int n; bool* alive; };")
     with pytest.raises(CudaStructError, match="does not match"):
