@@ -360,3 +360,34 @@ def test_compile_log_stream_without_a_gpu_raises_before_writing():
     with pytest.raises((RuntimeError, ImportError)):
         kernel.compile(log_stream=log)
     assert log.getvalue() == ""
+
+
+def test_prepare_args_packs_views_and_structs_as_0_7_did():
+    # the values below are what cunumpy 0.7.1 gives for the same call on its fake CuPy
+    out = run_fake(
+        """
+        import numpy as np
+        import cunumpy as xp
+        from cunumpy.arguments import CudaStruct
+        from cunumpy.kernels import CudaKernel
+        xp.set_backend("cupy")
+        S = CudaStruct("S", [("n", "int"), ("q", "double")])
+        k = CudaKernel(
+            '#include <cunumpy/array_view.cuh>\\nstruct S { int n; double q; };\\n'
+            'extern "C" __global__ void f(Array2D<double> a, CArray1D<float> b, S s, '
+            'double* p, int n) {}', "f", structs=[S])
+        a = xp.zeros((4, 6))[:, ::2]
+        b = xp.zeros(3, dtype=np.float32)
+        p = xp.zeros(2)
+        view, cview, s, ptr, n = k.prepare_args(a, b, S(n=3, q=2.5), p, np.int64(4))
+        assert view["data"] == a.data.ptr and cview["data"] == b.data.ptr
+        print(view["shape"].tolist(), view["strides"].tolist(), view.dtype.itemsize)
+        print(cview["shape"].tolist(), cview.dtype.names, cview.dtype.itemsize)
+        print(int(s["n"]), float(s["q"]), ptr is p, type(n).__name__, int(n))
+        """
+    )
+    assert out.splitlines() == [
+        "[4, 3] [6, 2] 40",
+        "[3] ('data', 'shape') 16",
+        "3 2.5 True int32 4",
+    ]
