@@ -83,6 +83,19 @@ def test_emulated_launches_pass_options_and_nest():
     np.testing.assert_array_equal(x, np.full(40, 3.0 * 5.0 * 3.0))
 
 
+def test_compile_inside_emulated_launches_builds_for_the_emulator(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUNUMPY_EMULATION_CACHE", str(tmp_path))
+    kernel = CudaKernel(SCALE + "// compile test\n", "scale", block_size=32)
+    with emulated_launches(options=["-DFACTOR=9"]):
+        assert kernel.compile() is kernel and kernel.compiled_from_cache is False
+        built = [p for p in tmp_path.rglob("*") if p.is_file()]
+        assert built, "compile() inside emulated_launches() built nothing in the cache"
+        assert kernel.recompile() is kernel
+        x = np.ones(4)
+        kernel(x, 1.0, 4)
+    np.testing.assert_array_equal(x, np.full(4, 9.0))
+
+
 def test_emulate_cuda_kernel_takes_options_and_a_compiler():
     kernel = CudaKernel(SCALE, "scale", block_size=16)
     x = np.arange(50, dtype=np.float64)

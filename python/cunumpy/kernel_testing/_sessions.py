@@ -12,11 +12,10 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 
-from .. import _core
 from .._backend import use_backend
+from .._emulate import close_emulation_block, open_emulation_block
 from ..cuda._limits import is_hip
 from ._markers import device_backend_available
 
@@ -28,17 +27,6 @@ __all__ = [
     "run_in_fake_cupy_subprocess",
     "warp_shuffle_available",
 ]
-
-# The open emulated_launches() blocks (their options), process-wide like the setting itself.
-_lock = threading.Lock()
-_open_blocks: list[tuple[str, ...]] = []
-
-
-def emulation_options() -> tuple[str, ...] | None:
-    """The extra compiler options of the innermost open :func:`emulated_launches` block, or
-    ``None`` outside of one (read by launches of ``CudaKernel``)."""
-    with _lock:
-        return _open_blocks[-1] if _open_blocks else None
 
 
 @contextlib.contextmanager
@@ -55,18 +43,14 @@ def emulated_launches(
     (also on a GPU machine: every launch in the block is emulated) and blocks nest.
     """
     block = tuple(str(o) for o in options)
-    with _lock:
-        _open_blocks.append(block)
-        _core._set_emulated_launches(True)
+    open_emulation_block(block)
     previous_cxx = os.environ.get("CXX")
     if compiler is not None:
         os.environ["CXX"] = os.fspath(compiler)
     try:
         yield
     finally:
-        with _lock:
-            del _open_blocks[len(_open_blocks) - 1 - _open_blocks[::-1].index(block)]
-            _core._set_emulated_launches(bool(_open_blocks))
+        close_emulation_block(block)
         if compiler is not None:
             if previous_cxx is None:
                 os.environ.pop("CXX", None)

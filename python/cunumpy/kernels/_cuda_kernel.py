@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _core
+from .._emulate import compile_for_emulation, emulate_cuda_kernel, emulation_options
 from ..cuda._debug import get_cuda_debug
 from ..cuda._source import (
     DEBUG_OPTIONS,
@@ -159,8 +160,15 @@ class CudaKernel(_core.KernelLauncher):
 
         ``log_stream`` (a text stream such as ``sys.stderr``) receives one line saying what
         was compiled, with which options, and whether the disk cache had it; a compile error
-        raises :class:`~cunumpy.exceptions.CudaCompileError` with the compiler's log."""
-        self.compiled_from_cache = self._compile()
+        raises :class:`~cunumpy.exceptions.CudaCompileError` with the compiler's log. Inside
+        ``kernel_testing.emulated_launches()`` it builds the kernel for the CPU emulator."""
+        options = emulation_options()
+        if options is not None:
+            self.compiled_from_cache = bool(
+                compile_for_emulation(self, options=options)["from_cache"]
+            )
+        else:
+            self.compiled_from_cache = self._compile()
         if log_stream is not None:
             origin = "loaded from the disk cache" if self.compiled_from_cache else "compiled"
             log_stream.write(
@@ -285,9 +293,6 @@ class CudaKernel(_core.KernelLauncher):
     ) -> None:
         """A launch inside ``kernel_testing.emulated_launches()``: run by the CPU emulator
         (``stream`` is ignored: emulated launches are synchronous)."""
-        from ..kernel_testing._emulation import emulate_cuda_kernel
-        from ..kernel_testing._sessions import emulation_options
-
         emulate_cuda_kernel(
             self,
             *args,
