@@ -179,7 +179,17 @@ def _launch(
     bounds: bool,
 ) -> None:
     presented: list[Any] = []
-    for a in _expand(args):
+    cupy = sys.modules.get("cupy")
+    for i, a in enumerate(_expand(args)):
+        if cupy is not None and isinstance(a, cupy.ndarray) and not _is_fake(a):
+            from .exceptions import KernelArgumentTypeError
+
+            raise KernelArgumentTypeError(
+                f"kernel {kernel.name!r}: argument {i} is a GPU array; the CPU emulator "
+                "(emulate_cuda_kernel, emulated_launches) runs on NumPy or emulated-device "
+                "arrays; pass xp.to_numpy(a) and copy the result back, or launch outside the "
+                "emulated block"
+            )
         if isinstance(a, np.ndarray) and a.ndim > 0:
             if not a.flags.writeable:
                 a = a.copy()
