@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from .._backend import use_backend
 from .._emulate import close_emulation_block, open_emulation_block
 from ..cuda._limits import is_hip
-from ._markers import device_backend_available
+from ._markers import cuda_gate, device_backend_available
 
 __all__ = [
     "bounds_check_views_available",
@@ -150,11 +150,10 @@ def bounds_check_views_available() -> bool:
     return device_backend_available() and not is_hip()
 
 
-def capability_gate(check: str) -> bool:
-    """The condition of the capability markers: skip on HIP always; otherwise as
-    ``requires_device_backend`` (fails under ``CUNUMPY_REQUIRE_CUDA`` when no device)."""
-    from ._markers import cuda_gate
-
+def capability_gate(marker: str) -> bool:
+    """The condition of the capability marker ``marker``: skip on HIP always (a known gap, so
+    not even ``CUNUMPY_REQUIRE_CUDA`` fails it); otherwise as ``requires_device_backend``
+    (a failure under ``CUNUMPY_REQUIRE_CUDA`` when there is no device)."""
     if is_hip():
         return True
     return cuda_gate("device")
