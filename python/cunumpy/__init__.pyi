@@ -12,6 +12,7 @@ from . import kernels as kernels
 from . import memory as memory
 from . import mpi as mpi
 from . import optimize as optimize
+from . import petsc as petsc
 from . import profiling as profiling
 from . import rng as rng
 from . import xp as xp
@@ -37,6 +38,7 @@ from ._host import evaluate_on_host as evaluate_on_host
 from ._host import host_call as host_call
 from ._host import setup_on_host as setup_on_host
 from ._scipy import scipy as scipy
+from ._staging import to_host_async as to_host_async
 from ._toplevel import default_float_dtype as default_float_dtype
 from ._toplevel import require_version as require_version
 from .kernels import fuse as fuse
