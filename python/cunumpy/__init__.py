@@ -36,11 +36,28 @@ from ._conversions import (
 
 __version__: str = _core.__version__
 
-from . import arguments, cuda, exceptions, kernels, memory, profiling, rng  # noqa: E402  (public submodules)
+from . import (  # noqa: E402  (public submodules)
+    algorithms,
+    arguments,
+    cuda,
+    exceptions,
+    integrate,
+    kernels,
+    memory,
+    mpi,
+    optimize,
+    profiling,
+    rng,
+)
+from ._scipy import scipy  # noqa: E402  (SciPy or cupyx.scipy, per backend)
 from .kernels import fuse  # noqa: E402  (cunumpy's own fuse, not the backend's)
 
 __all__ = [
     "MIN_CUPY_VERSION",
+    "algorithms",
+    "integrate",
+    "optimize",
+    "scipy",
     "arguments",
     "as_device_array",
     "assert_same_backend",
@@ -57,6 +74,7 @@ __all__ = [
     "is_gpu",
     "kernels",
     "memory",
+    "mpi",
     "profiling",
     "rng",
     "same_backend",

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from . import _functions, _runtime
+from . import _cupyx_scipy, _functions, _runtime
 from ._ndarray import ndarray
 
 VERSION = "0.0.0+cunumpy-fake"
@@ -116,7 +116,10 @@ def _build() -> dict[str, ModuleType]:
     # Real CuPy has no __all__, so `from cupy import *` (array_api_compat.cupy does it) also
     # brings the submodules: `xp.random`, `xp.cuda`... on the CuPy backend.
     cupy.__all__ = public  # type: ignore[attr-defined]
-    scipy = _module("cupyx.scipy", "The fake cupyx.scipy (empty).")
+    scipy = _module(
+        "cupyx.scipy", "The fake cupyx.scipy: SciPy on the host buffers of fake arrays."
+    )
+    scipy_modules = _cupyx_scipy.build(scipy)
     cupyx = _module(
         "cupyx",
         "The fake cupyx: pinned host arrays are NumPy arrays.",
@@ -163,6 +166,7 @@ def _build() -> dict[str, ModuleType]:
         "cupy.testing": testing,
         "cupyx": cupyx,
         "cupyx.scipy": scipy,
+        **scipy_modules,
     }
 
 
