@@ -45,7 +45,7 @@ from maybempi import (
 
 from . import _backend
 from ._conversions import is_cupy_array
-from ._ledger import record
+from ._ledger import record, recorded_by_caller
 from ._mpi_staging import POOL, HostBuffer
 from .exceptions import MPIBufferError, MPIStagingBusyError, MPIStagingError
 
@@ -81,7 +81,10 @@ def _describe(a: Any) -> str:
 
 
 def _count_serial_copy(kind: str, array: Any) -> None:
-    """Counts the host/device copies that the serial stand-in's collectives make."""
+    """Counts the host/device copies that the serial stand-in's collectives make (on the
+    emulated device its own ``.get()`` has counted the copy already)."""
+    if getattr(sys.modules.get("cupy"), "__cunumpy_fake__", False):
+        return
     record(kind, f"SerialComm receive ({kind.replace('_', ' ')})", int(array.nbytes))
 
 
@@ -374,7 +377,8 @@ def mpi_buffer(
                 int(array.nbytes),
             )
         if send:
-            packed.get(out=host)
+            with recorded_by_caller():
+                packed.get(out=host)
             record(
                 "to_host",
                 f"mpi_buffer: staging a {_describe(array)} for MPI to send",
@@ -384,7 +388,8 @@ def mpi_buffer(
         yield host
         if recv:
             start = time.perf_counter()
-            packed.set(host)
+            with recorded_by_caller():
+                packed.set(host)
             record(
                 "to_device",
                 f"mpi_buffer: a {_describe(array)} received from MPI",
