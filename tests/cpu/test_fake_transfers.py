@@ -42,7 +42,7 @@ PATHS = [
     ("xp.to_numpy", "xp.to_numpy(d)", "to_host", 96, False),
     ("xp.to_cupy", "xp.to_cupy(h)", "to_device", 96, False),
     ("xp.as_device_array", "xp.as_device_array(h, name='h')", "to_device", 96, False),
-    ("ndarray.tolist", "d.tolist()", "sync", 96, True),
+    ("ndarray.tolist", "d.tolist()", "to_host", 96, True),
     ("repr", "repr(d)", "to_host", 96, True),
     ("str", "str(d)", "to_host", 96, True),
     ("ndarray.tobytes", "d.tobytes()", "to_host", 96, False),

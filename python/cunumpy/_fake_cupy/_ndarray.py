@@ -296,7 +296,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self._a.item(*args)
 
     def tolist(self) -> Any:
-        _sync_event("tolist()", self)  # values read into Python, as item(): a sync
+        count_to_host("tolist()", self, implicit=True)  # the whole array comes to the host
         return self._a.tolist()
 
     def tobytes(self, order: str = "C") -> bytes:
