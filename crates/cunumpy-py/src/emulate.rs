@@ -17,6 +17,7 @@ use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_runtime::{device, emulated};
 use pyo3::prelude::*;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The kernel's emulation library (built with the GIL released on first use); whether it
@@ -30,6 +31,14 @@ pub(crate) fn library_for(py: Python<'_>, config: &Config) -> PyResult<(Arc<EmuL
                 .setattr("options", config.kernel.source().options.clone());
             err
         })
+}
+
+/// Whether a `kernel_testing.emulated_launches()` block is open: `CudaKernel` launches then go
+/// to the Python method `_emulated_launch` (NumPy arrays stand for device memory there).
+static EMULATED_LAUNCHES: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn emulated_launches_active() -> bool {
+    EMULATED_LAUNCHES.load(Ordering::Relaxed)
 }
 
 /// The byte length of each pointer argument (None for anything else), for the bounds checks.
@@ -130,10 +139,17 @@ fn _fake_backend_active() -> bool {
     device::emulated()
 }
 
+/// Routes `CudaKernel` launches to `_emulated_launch` (set by `emulated_launches()`).
+#[pyfunction]
+fn _set_emulated_launches(active: bool) {
+    EMULATED_LAUNCHES.store(active, Ordering::Relaxed);
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_emulation_compiler, m)?)?;
     m.add_function(wrap_pyfunction!(_emulation_cache_dir, m)?)?;
     m.add_function(wrap_pyfunction!(_set_fake_backend, m)?)?;
     m.add_function(wrap_pyfunction!(_fake_backend_active, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_emulated_launches, m)?)?;
     Ok(())
 }
