@@ -8,7 +8,7 @@ use cunumpy_core::cache_key::{sha256_hex, CacheKey};
 
 use crate::error::EmuError;
 use crate::includes::collect_headers;
-use crate::library::{CacheOutcome, EmuLibrary, Loaded};
+use crate::loaded::{CacheOutcome, Loaded};
 use crate::rewrite::{base_name, mentions_sync, rewrite};
 
 /// The C++ prelude every kernel is compiled with.
@@ -59,7 +59,7 @@ pub(crate) enum Variant {
     Checked,
 }
 
-/// Everything a build needs; kept by [`EmuLibrary`] so it can build its checked variant later.
+/// Everything a build needs; kept by `EmuLibrary` so it can build its checked variant later.
 #[derive(Debug, Clone)]
 pub(crate) struct BuildInputs {
     pub compiler: EmuCompiler,
@@ -133,35 +133,6 @@ impl EmuCompiler {
     /// The compiler's `--version` output.
     pub fn version(&self) -> &str {
         &self.version
-    }
-
-    /// Compiles `source` for emulation and loads the launcher of `expression` (a kernel name,
-    /// or a template instance such as `scale<float>`).
-    ///
-    /// `options` are the kernel's compile options: `-D`, `-U`, `-I`, `-O`, `-f` (except NVRTC's
-    /// `-fmad`/`-ftz`), `-g` and `-std=` ones reach the host compiler (`-ffp-contract=` replaces the default
-    /// `-ffp-contract=off`); NVRTC-only options (`-arch`, `--use_fast_math`, ...) are ignored.
-    /// `include_dirs` are searched for `#include`s, and the headers found there are part of the
-    /// cache key. With `cache_dir`, the library is stored there (atomically, with an integrity
-    /// hash) and reused by later compiles, in this process or another.
-    pub fn compile(
-        &self,
-        source: &str,
-        expression: &str,
-        options: &[String],
-        include_dirs: &[PathBuf],
-        cache_dir: Option<&Path>,
-    ) -> Result<EmuLibrary, EmuError> {
-        let inputs = BuildInputs {
-            compiler: self.clone(),
-            source: source.to_string(),
-            expression: expression.trim().to_string(),
-            options: options.to_vec(),
-            include_dirs: include_dirs.to_vec(),
-            cache_dir: cache_dir.map(Path::to_path_buf),
-        };
-        let (loaded, info) = build(&inputs, Variant::Plain)?;
-        Ok(EmuLibrary::new(inputs, loaded, info))
     }
 }
 

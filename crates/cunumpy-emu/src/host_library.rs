@@ -8,7 +8,7 @@ use libloading::Library;
 
 use crate::compiler::{cached_library, compile_into_cache, BuildFailure, EmuCompiler};
 use crate::error::EmuError;
-use crate::library::CacheOutcome;
+use crate::loaded::CacheOutcome;
 
 /// A loaded library built from plain host C++ (no prelude, no launcher).
 pub struct HostLibrary {

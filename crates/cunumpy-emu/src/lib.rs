@@ -42,10 +42,12 @@ mod host_library;
 mod includes;
 mod lexer;
 mod library;
+mod loaded;
 mod rewrite;
 
 pub use cache_dir::{default_cache_dir, resolve_cache_dir};
 pub use compiler::{EmuCompiler, PRELUDE};
 pub use error::{EmuError, Fault};
 pub use host_library::HostLibrary;
-pub use library::{CacheOutcome, EmuLibrary, LaunchOptions};
+pub use library::{EmuLibrary, LaunchOptions};
+pub use loaded::CacheOutcome;

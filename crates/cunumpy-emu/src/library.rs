@@ -1,104 +1,13 @@
-//! A loaded emulation library and the launch.
+//! An emulation library a user launches (`EmuCompiler::compile` makes one): its plain build,
+//! its checked build made on demand, and the launch.
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use libloading::Library;
-
-use crate::compiler::{build, BuildInputs, KernelInfo, Variant};
+use crate::compiler::{build, BuildInputs, EmuCompiler, KernelInfo, Variant};
 use crate::error::{EmuError, Fault};
-
-/// Must match `cunumpy_emu::ABI` in the prelude.
-const ABI: u64 = 1;
-
-/// Must match `cunumpy_emu::launch_config` in the prelude.
-#[repr(C)]
-struct LaunchConfig {
-    abi: u64,
-    bounds: *const u64,
-    n_bounds: usize,
-    seed: u64,
-    shuffle: c_int,
-    force_fibers: c_int,
-    workers: c_uint,
-    stack_size: usize,
-}
-
-type LaunchFn = unsafe extern "C" fn(
-    *mut *mut c_void,
-    *const c_uint,
-    *const c_uint,
-    usize,
-    *const LaunchConfig,
-    *mut c_char,
-    usize,
-) -> c_int;
-type AbiFn = unsafe extern "C" fn() -> u64;
-type CountFn = unsafe extern "C" fn() -> c_uint;
-
-/// Where a library came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheOutcome {
-    /// The compiler ran.
-    Compiled,
-    /// A library with the same key was found in the disk cache (and its hash checked out).
-    DiskHit,
-}
-
-/// One loaded library: the handle and the functions taken from it (valid while it lives).
-pub(crate) struct Loaded {
-    launch: LaunchFn,
-    n_params: u32,
-    path: PathBuf,
-    outcome: CacheOutcome,
-    _lib: Library,
-}
-
-impl Loaded {
-    pub(crate) fn open(
-        path: &Path,
-        kernel: &str,
-        outcome: CacheOutcome,
-    ) -> Result<Loaded, EmuError> {
-        let load_err = |message: String| EmuError::Load {
-            kernel: kernel.to_string(),
-            path: path.display().to_string(),
-            message,
-        };
-        // SAFETY: the library was built by this crate from the prelude, the user's source and a
-        // generated launcher (or found under a key over exactly those inputs, with its SHA-256
-        // checked); loading it runs only the static initialisers of that code.
-        let lib = unsafe { Library::new(path) }.map_err(|e| load_err(e.to_string()))?;
-        // SAFETY: the prelude defines these symbols with exactly these C signatures.
-        let (launch, abi, count) = unsafe {
-            let launch = *lib
-                .get::<LaunchFn>(b"cunumpy_emu_launch\0")
-                .map_err(|e| load_err(e.to_string()))?;
-            let abi = *lib
-                .get::<AbiFn>(b"cunumpy_emu_abi\0")
-                .map_err(|e| load_err(e.to_string()))?;
-            let count = *lib
-                .get::<CountFn>(b"cunumpy_emu_param_count\0")
-                .map_err(|e| load_err(e.to_string()))?;
-            (launch, abi, count)
-        };
-        // SAFETY: both functions take no arguments and only return a constant.
-        let (abi, n_params) = unsafe { (abi(), count()) };
-        if abi != ABI {
-            return Err(load_err(format!(
-                "launcher ABI {abi}, this crate speaks {ABI}"
-            )));
-        }
-        Ok(Loaded {
-            launch,
-            n_params,
-            path: path.to_path_buf(),
-            outcome,
-            _lib: lib,
-        })
-    }
-}
+use crate::loaded::{CacheOutcome, LaunchConfig, Loaded, ABI};
 
 /// Options of one emulated launch.
 #[derive(Debug, Clone, Default)]
@@ -141,6 +50,37 @@ impl std::fmt::Debug for EmuLibrary {
             .field("path", &self.plain.path)
             .field("uses_sync", &self.info.uses_sync)
             .finish()
+    }
+}
+
+impl EmuCompiler {
+    /// Compiles `source` for emulation and loads the launcher of `expression` (a kernel name,
+    /// or a template instance such as `scale<float>`).
+    ///
+    /// `options` are the kernel's compile options: `-D`, `-U`, `-I`, `-O`, `-f` (except NVRTC's
+    /// `-fmad`/`-ftz`), `-g` and `-std=` ones reach the host compiler (`-ffp-contract=` replaces the default
+    /// `-ffp-contract=off`); NVRTC-only options (`-arch`, `--use_fast_math`, ...) are ignored.
+    /// `include_dirs` are searched for `#include`s, and the headers found there are part of the
+    /// cache key. With `cache_dir`, the library is stored there (atomically, with an integrity
+    /// hash) and reused by later compiles, in this process or another.
+    pub fn compile(
+        &self,
+        source: &str,
+        expression: &str,
+        options: &[String],
+        include_dirs: &[PathBuf],
+        cache_dir: Option<&Path>,
+    ) -> Result<EmuLibrary, EmuError> {
+        let inputs = BuildInputs {
+            compiler: self.clone(),
+            source: source.to_string(),
+            expression: expression.trim().to_string(),
+            options: options.to_vec(),
+            include_dirs: include_dirs.to_vec(),
+            cache_dir: cache_dir.map(Path::to_path_buf),
+        };
+        let (loaded, info) = build(&inputs, Variant::Plain)?;
+        Ok(EmuLibrary::new(inputs, loaded, info))
     }
 }
 

@@ -1,0 +1,101 @@
+//! One loaded emulation library: the handle, the launcher functions taken from it and the
+//! launcher ABI they speak, and where the library came from (compiled or the disk cache).
+//! Both the build (`compiler`) and the library a user launches (`library`) use it.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::path::{Path, PathBuf};
+
+use libloading::Library;
+
+use crate::error::EmuError;
+
+/// Must match `cunumpy_emu::ABI` in the prelude.
+pub(crate) const ABI: u64 = 1;
+
+/// Must match `cunumpy_emu::launch_config` in the prelude.
+#[repr(C)]
+pub(crate) struct LaunchConfig {
+    pub(crate) abi: u64,
+    pub(crate) bounds: *const u64,
+    pub(crate) n_bounds: usize,
+    pub(crate) seed: u64,
+    pub(crate) shuffle: c_int,
+    pub(crate) force_fibers: c_int,
+    pub(crate) workers: c_uint,
+    pub(crate) stack_size: usize,
+}
+
+pub(crate) type LaunchFn = unsafe extern "C" fn(
+    *mut *mut c_void,
+    *const c_uint,
+    *const c_uint,
+    usize,
+    *const LaunchConfig,
+    *mut c_char,
+    usize,
+) -> c_int;
+type AbiFn = unsafe extern "C" fn() -> u64;
+type CountFn = unsafe extern "C" fn() -> c_uint;
+
+/// Where a library came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// The compiler ran.
+    Compiled,
+    /// A library with the same key was found in the disk cache (and its hash checked out).
+    DiskHit,
+}
+
+/// One loaded library: the handle and the functions taken from it (valid while it lives).
+pub(crate) struct Loaded {
+    pub(crate) launch: LaunchFn,
+    pub(crate) n_params: u32,
+    pub(crate) path: PathBuf,
+    pub(crate) outcome: CacheOutcome,
+    _lib: Library,
+}
+
+impl Loaded {
+    pub(crate) fn open(
+        path: &Path,
+        kernel: &str,
+        outcome: CacheOutcome,
+    ) -> Result<Loaded, EmuError> {
+        let load_err = |message: String| EmuError::Load {
+            kernel: kernel.to_string(),
+            path: path.display().to_string(),
+            message,
+        };
+        // SAFETY: the library was built by this crate from the prelude, the user's source and a
+        // generated launcher (or found under a key over exactly those inputs, with its SHA-256
+        // checked); loading it runs only the static initialisers of that code.
+        let lib = unsafe { Library::new(path) }.map_err(|e| load_err(e.to_string()))?;
+        // SAFETY: the prelude defines these symbols with exactly these C signatures.
+        let (launch, abi, count) = unsafe {
+            let launch = *lib
+                .get::<LaunchFn>(b"cunumpy_emu_launch\0")
+                .map_err(|e| load_err(e.to_string()))?;
+            let abi = *lib
+                .get::<AbiFn>(b"cunumpy_emu_abi\0")
+                .map_err(|e| load_err(e.to_string()))?;
+            let count = *lib
+                .get::<CountFn>(b"cunumpy_emu_param_count\0")
+                .map_err(|e| load_err(e.to_string()))?;
+            (launch, abi, count)
+        };
+        // SAFETY: both functions take no arguments and only return a constant.
+        let (abi, n_params) = unsafe { (abi(), count()) };
+        if abi != ABI {
+            return Err(load_err(format!(
+                "launcher ABI {abi}, this crate speaks {ABI}"
+            )));
+        }
+        Ok(Loaded {
+            launch,
+            n_params,
+            path: path.to_path_buf(),
+            outcome,
+            _lib: lib,
+        })
+    }
+}
