@@ -5,13 +5,13 @@ Set CUNUMPY_REQUIRE_CUDA=1 to turn every GPU skip into a failure (the GPU check 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 
 def cuda_required() -> bool:
-    return os.environ.get("CUNUMPY_REQUIRE_CUDA", "").strip().lower() in {"1", "true", "yes"}
+    from cunumpy._config import require_cuda
+
+    return require_cuda()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

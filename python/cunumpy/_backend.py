@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from . import _counted_creation
+from . import _config, _counted_creation
 from .exceptions import BackendError, BackendUnavailableError
 
 BACKENDS = ("numpy", "cupy")
@@ -189,16 +188,16 @@ def add_listener(listener: Callable[[ModuleType], None]) -> None:
 
 
 def initialize_from_environment() -> None:
-    """Reads ``CUNUMPY_FAKE_CUPY`` (``1/true/yes`` installs the fake CuPy) and
+    """Reads ``CUNUMPY_FAKE_CUPY`` (true installs the fake CuPy) and
     ``CUNUMPY_BACKEND`` (``numpy`` or ``cupy``, any case; unset or empty = numpy).
 
     An unknown name is an error: a typo must not silently run everything on the CPU.
     """
-    if os.environ.get("CUNUMPY_FAKE_CUPY", "").strip().lower() in {"1", "true", "yes"}:
+    if _config.fake_cupy():
         from ._fake_cupy import install  # the emulated device backend, before any CuPy probe
 
         install()
-    raw = os.environ.get("CUNUMPY_BACKEND", "")
+    raw = _config.backend()
     if raw.strip() == "":
         _activate("numpy")
         return
@@ -233,7 +232,7 @@ def backend_info() -> dict[str, Any]:
         },
         "min_cupy_version": MIN_CUPY_VERSION,
         "device": None,
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cuda_visible_devices": _config.cuda_visible_devices(),
     }
     if available:
         try:

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+from kernel_fixtures import VEC2_HEADER
 
 from cunumpy.kernel_testing import emulation_compiler
 
@@ -72,21 +73,7 @@ def test_scalar_function_matches_numpy_elementwise(tmp_path):
 
 
 def test_struct_by_reference_pointer_and_void_function_from_an_included_header(tmp_path):
-    (tmp_path / "vec2.cuh").write_text(
-        textwrap.dedent(
-            """
-            #pragma once
-            struct Vec2 { double x, y; };
-            __device__ inline void add_scaled(const Vec2& v, double* acc, int k) {
-                acc[2 * k] += v.x * k;
-                acc[2 * k + 1] += v.y * k;
-            }
-            __device__ inline int dot_sign(Vec2 v, float wx, float wy) {
-                return v.x * wx + v.y * wy >= 0.0 ? 1 : -1;
-            }
-            """
-        )
-    )
+    (tmp_path / "vec2.cuh").write_text(VEC2_HEADER)
     run_fake(
         f"""
         import numpy as np, cupy

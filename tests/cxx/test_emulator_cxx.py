@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_fixtures import Step
 
 from cunumpy.exceptions import (
     CudaRuntimeError,
@@ -152,20 +153,6 @@ def test_templated_kernel_with_a_device_helper(dtype, p):
     out = np.zeros_like(x)
     emulate(kernel, x, out, x.size)
     np.testing.assert_array_equal(out, (x * x) * dtype(p) + x)
-
-
-class Step:
-    """A by-value struct through the ``__cuda_struct__`` protocol (C layout: aligned dtype)."""
-
-    name = "Step"
-    dtype = np.dtype([("dt", np.float64), ("n", np.int32), ("scale", np.float32)], align=True)
-    itemsize = dtype.itemsize
-
-    def __init__(self, dt, n, scale):
-        self.value = np.array((dt, n, scale), dtype=self.dtype)
-
-    def __cuda_struct__(self):
-        return self.name, self.value.tobytes()
 
 
 PUSH = r"""

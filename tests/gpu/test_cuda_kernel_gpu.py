@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from kernel_fixtures import Particle
 
 import cunumpy as xp
 from cunumpy.exceptions import (
@@ -225,20 +226,6 @@ def test_stream_read_per_device_is_cupys_current_stream(cp):
     assert len(thread_seen) == 1
     for current, on_device, cupy_ptr in seen + thread_seen:
         assert current == on_device == cupy_ptr
-
-
-class Particle:
-    """A by-value struct: its layout is a NumPy aligned dtype that matches the C one."""
-
-    name = "Particle"
-    dtype = np.dtype([("x", np.float64), ("n", np.int32), ("q", np.float64)], align=True)
-    itemsize = dtype.itemsize
-
-    def __init__(self, x, n, q):
-        self.value = np.array((x, n, q), dtype=self.dtype)
-
-    def __cuda_struct__(self):
-        return self.name, self.value.tobytes()
 
 
 STRUCT_SOURCE = r"""

@@ -3,10 +3,9 @@ same functions run on the emulated device in tests/cxx/test_device_function_cxx.
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
+from kernel_fixtures import VEC2_HEADER
 
 from cunumpy.arguments import CudaStruct
 from cunumpy.kernel_testing import device_function_kernel
@@ -43,21 +42,7 @@ def test_scalar_function_matches_numpy_elementwise():
 
 
 def test_struct_pointer_and_void_function_from_an_included_header(tmp_path):
-    (tmp_path / "vec2.cuh").write_text(
-        textwrap.dedent(
-            """
-            #pragma once
-            struct Vec2 { double x, y; };
-            __device__ inline void add_scaled(const Vec2& v, double* acc, int k) {
-                acc[2 * k] += v.x * k;
-                acc[2 * k + 1] += v.y * k;
-            }
-            __device__ inline int dot_sign(Vec2 v, float wx, float wy) {
-                return v.x * wx + v.y * wy >= 0.0 ? 1 : -1;
-            }
-            """
-        )
-    )
+    (tmp_path / "vec2.cuh").write_text(VEC2_HEADER)
     import cupy
 
     inc = {"includes": ["vec2.cuh"], "include_dirs": [str(tmp_path)], "structs": [VEC]}

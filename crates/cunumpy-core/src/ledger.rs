@@ -6,9 +6,10 @@
 //! threads each measure their own work; [`Scope::AllThreads`] sees everything. When no
 //! counter is open, recording costs one relaxed atomic load.
 
+use crate::sync::lock;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What an event is. The order is the report order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -115,14 +116,6 @@ pub struct Ledger {
     open_count: AtomicUsize,
     next_id: AtomicU64,
     open: Mutex<Vec<OpenCounter>>,
-}
-
-/// Locks a mutex, recovering the data if a thread panicked while holding it: the ledger's
-/// data stays consistent because every critical section only pushes or removes whole items.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Ledger {

@@ -1,9 +1,14 @@
-//! cunumpy's engine: element types, CUDA signatures, argument plans, struct layouts and the
-//! transfer/launch ledger. Knows nothing about Python, CUDA libraries or a C++ compiler.
+//! cunumpy's engine: element types and C types, the CUDA signature parser, argument plans
+//! (check, cast, pack), struct layouts, launch shapes and limits, include resolution, the one
+//! cache-key type, the transfer/launch ledger, the host memory pool, the settings read from
+//! the environment (`config`) and the one mutex helper (`sync`). Knows nothing about Python,
+//! CUDA libraries or a C++ compiler.
 
 pub mod args;
 pub mod cache_key;
+pub mod config;
 pub mod ctypes;
+pub mod disk;
 pub mod dtype;
 pub mod host_pool;
 pub mod includes;
@@ -12,3 +17,4 @@ pub mod layout;
 pub mod ledger;
 pub mod parser;
 pub mod signature;
+pub mod sync;

@@ -22,13 +22,12 @@
 //! 1 PTX), the architecture (`u32` major, `u32` minor), the image, the NVRTC log, then a `u32`
 //! count of lowered names followed by `(name expression, lowered name)` pairs.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, File};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use cunumpy_core::cache_key::CacheKey;
+use cunumpy_core::disk::remove_if_same_file;
 use sha2::{Digest, Sha256};
 
 use crate::error::CudaError;
@@ -114,33 +113,16 @@ fn valid_key(key: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// Removes a damaged entry, unless another writer has already replaced it.
-fn remove_if_same_file(path: &Path, opened: &File) {
-    use std::os::unix::fs::MetadataExt;
-    let (Ok(now), Ok(read)) = (fs::metadata(path), opened.metadata()) else {
-        return;
-    };
-    if now.ino() == read.ino() && now.dev() == read.dev() {
-        let _ = fs::remove_file(path);
-    }
-}
-
 /// The default cache folder: `$CUNUMPY_CACHE_DIR`, else `$XDG_CACHE_HOME/cunumpy/kernels`, else
-/// `~/.cache/cunumpy/kernels`; `None` when none of these variables is set.
+/// `~/.cache/cunumpy/kernels`; `None` when none of these variables is set (read by
+/// `cunumpy_core::config`).
 pub fn default_dir() -> Option<PathBuf> {
-    default_dir_from(|name| std::env::var_os(name))
+    cunumpy_core::config::kernel_cache_dir()
 }
 
 /// [`default_dir`] with the environment given, for tests.
 pub fn default_dir_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
-    let nonempty = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(dir) = nonempty("CUNUMPY_CACHE_DIR") {
-        return Some(dir);
-    }
-    if let Some(dir) = nonempty("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
-        return Some(dir.join("cunumpy").join("kernels"));
-    }
-    nonempty("HOME").map(|home| home.join(".cache").join("cunumpy").join("kernels"))
+    cunumpy_core::config::kernel_cache_dir_from(env)
 }
 
 /// Wraps a payload in the verified file format.
@@ -265,46 +247,7 @@ pub fn decode_entry(payload: &[u8], key: &str) -> Option<Entry> {
     })
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `bytes` to `path` atomically: a unique temporary file in the same folder, flushed to
-/// disk, renamed over `path`. Creates the folder if needed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let tmp = dir.join(format!(
-        ".{file_name}.{}.{}.{nanos}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-        return result;
-    }
-    // Make the rename itself durable; not every file system allows syncing a folder.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
+pub use cunumpy_core::disk::write_atomic;
 
 /// The inputs that decide a compile's output.
 #[derive(Debug, Clone, Copy)]

@@ -6,10 +6,10 @@
 //! wrapper over one driver call, with the one unsafe step — running a kernel on caller-supplied
 //! arguments — named and documented on [`Function::launch`].
 
+use cunumpy_core::launch::LaunchShape;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use libloading::Library;
 
@@ -396,6 +396,7 @@ impl StreamHandle {
         self.0
     }
 
+    #[inline]
     fn as_raw(&self) -> CUstream {
         self.0 as CUstream
     }
@@ -696,9 +697,9 @@ impl Function {
         self.driver.check(code, "cuFuncSetAttribute")
     }
 
-    /// Queues one launch of the kernel on `stream` (0 = the legacy default stream). Returns
-    /// as soon as the launch is queued; errors in the kernel itself surface at the next
-    /// synchronization.
+    /// Queues one launch of the kernel with `shape` and `shared` bytes of dynamic shared
+    /// memory on `stream`. Returns as soon as the launch is queued; errors in the kernel itself
+    /// surface at the next synchronization.
     ///
     /// # Safety
     /// The caller guarantees that:
@@ -710,18 +711,17 @@ impl Function {
     ///   the kernel finishes and is large enough for every access the kernel makes with these
     ///   arguments and this launch shape, and no other work (host or device) touches that
     ///   memory in a conflicting way while the kernel runs;
-    /// - `stream` is 0, 1 (`CU_STREAM_LEGACY`), 2 (`CU_STREAM_PER_THREAD`) or a live stream of
-    ///   the context this kernel's module was loaded in;
-    /// - that context is current on the calling thread.
+    /// - `stream` belongs to the context this kernel's module was loaded in (or is one of the
+    ///   default streams), and that context is current on the calling thread.
     #[inline]
     pub unsafe fn launch(
         &self,
-        grid: [u32; 3],
-        block: [u32; 3],
+        shape: &LaunchShape,
         shared: u32,
-        stream: usize,
+        stream: StreamHandle,
         params: *mut *mut c_void,
     ) -> Result<(), CudaError> {
+        let (grid, block) = (shape.grid, shape.block);
         // SAFETY: the caller upholds the contract above; the function's module is alive.
         let code = unsafe {
             (self.driver.fns.cuLaunchKernel)(
@@ -733,7 +733,7 @@ impl Function {
                 block[1],
                 block[2],
                 shared,
-                stream as CUstream,
+                stream.as_raw(),
                 params,
                 ptr::null_mut(),
             )
@@ -758,88 +758,6 @@ impl Function {
             .error(code, function)
             .in_launch(&self.name, grid, block, shared)
     }
-
-    /// Launches the kernel `n_launches` times back to back with `cuLaunchKernel`, then waits for
-    /// the stream. Returns the wall time of the loop plus the wait: the floor that any launch
-    /// path can be compared with.
-    ///
-    /// # Safety
-    /// As for [`Function::launch`], for every one of the launches.
-    pub unsafe fn raw_launch_loop(
-        &self,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared: u32,
-        stream: usize,
-        params: *mut *mut c_void,
-        n_launches: u64,
-    ) -> Result<Duration, CudaError> {
-        let launch = self.driver.fns.cuLaunchKernel;
-        let func = self.as_raw();
-        let raw_stream = stream as CUstream;
-        let start = Instant::now();
-        for _ in 0..n_launches {
-            // SAFETY: the caller upholds the contract of `launch`; the module is alive.
-            let code = unsafe {
-                launch(
-                    func,
-                    grid[0],
-                    grid[1],
-                    grid[2],
-                    block[0],
-                    block[1],
-                    block[2],
-                    shared,
-                    raw_stream,
-                    params,
-                    ptr::null_mut(),
-                )
-            };
-            if code != CUDA_SUCCESS {
-                return Err(self.launch_error(code, "cuLaunchKernel", grid, block, shared));
-            }
-        }
-        // SAFETY: the caller guarantees `stream` is a valid stream handle.
-        let code = unsafe { (self.driver.fns.cuStreamSynchronize)(raw_stream) };
-        if code != CUDA_SUCCESS {
-            return Err(self.launch_error(code, "cuStreamSynchronize", grid, block, shared));
-        }
-        Ok(start.elapsed())
-    }
-}
-
-/// Queues one launch of `func`: see [`Function::launch`].
-///
-/// # Safety
-/// As for [`Function::launch`].
-#[inline]
-pub unsafe fn launch(
-    func: &Function,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared: u32,
-    stream: usize,
-    params: *mut *mut c_void,
-) -> Result<(), CudaError> {
-    // SAFETY: the caller upholds `Function::launch`'s contract.
-    unsafe { func.launch(grid, block, shared, stream, params) }
-}
-
-/// See [`Function::raw_launch_loop`].
-///
-/// # Safety
-/// As for [`Function::launch`], for every one of the launches.
-pub unsafe fn raw_launch_loop(
-    func: &Function,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared: u32,
-    stream: usize,
-    params: *mut *mut c_void,
-    n_launches: u64,
-) -> Result<Duration, CudaError> {
-    // SAFETY: the caller upholds `Function::launch`'s contract.
-    unsafe { func.raw_launch_loop(grid, block, shared, stream, params, n_launches) }
 }
 
 /// Plain data that may be copied to and from device memory byte for byte.

@@ -95,7 +95,7 @@ impl NvrtcSearch {
     pub fn standard(python_paths: &[PathBuf]) -> Self {
         Self::standard_with_env(
             python_paths,
-            |name| std::env::var_os(name),
+            cunumpy_core::config::var_os,
             Path::new("/usr/local"),
         )
     }

@@ -9,6 +9,7 @@ use std::ffi::c_void;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use cunumpy_core::launch::LaunchShape;
 use cunumpy_cuda::cache::{compile_cached, CompileRequest, KernelCache};
 use cunumpy_cuda::driver::{DeviceBuffer, Driver, Event, Module, StreamHandle};
 use cunumpy_cuda::nvrtc::{ImageKind, Nvrtc};
@@ -65,10 +66,12 @@ fn run_saxpy(module: &Module, name: &str) {
     // synchronize below; legacy default stream; the primary context is current.
     unsafe {
         func.launch(
-            [(n as u32).div_ceil(128), 1, 1],
-            [128, 1, 1],
+            &LaunchShape {
+                grid: [(n as u32).div_ceil(128), 1, 1],
+                block: [128, 1, 1],
+            },
             0,
-            0,
+            StreamHandle::LEGACY_DEFAULT,
             params.as_mut_ptr(),
         )
     }
@@ -225,7 +228,18 @@ __global__ void scale(T* x, int n) {
     let mut n: i32 = 3;
     let mut params: [*mut c_void; 2] = [(&mut ptr as *mut u64).cast(), (&mut n as *mut i32).cast()];
     // SAFETY: (float*, int) parameters; the buffer holds 3 floats; the context is current.
-    unsafe { func.launch([1, 1, 1], [32, 1, 1], 0, 0, params.as_mut_ptr()) }.unwrap();
+    unsafe {
+        func.launch(
+            &LaunchShape {
+                grid: [1, 1, 1],
+                block: [32, 1, 1],
+            },
+            0,
+            StreamHandle::LEGACY_DEFAULT,
+            params.as_mut_ptr(),
+        )
+    }
+    .unwrap();
     assert_eq!(buf.to_vec::<f32>(3).unwrap(), vec![3.0, 6.0, 9.0]);
 }
 
@@ -337,7 +351,17 @@ extern "C" __global__ void smem(float* out) {
     if big > info.shared_mem_per_block {
         // Above the default limit the launch fails until the kernel opts in.
         // SAFETY: one float* parameter; the buffer holds 256 floats; the context is current.
-        let refused = unsafe { func.launch([1, 1, 1], [256, 1, 1], big, 0, params.as_mut_ptr()) };
+        let refused = unsafe {
+            func.launch(
+                &LaunchShape {
+                    grid: [1, 1, 1],
+                    block: [256, 1, 1],
+                },
+                big,
+                StreamHandle::LEGACY_DEFAULT,
+                params.as_mut_ptr(),
+            )
+        };
         assert!(
             matches!(refused, Err(CudaError::Launch { .. })),
             "{refused:?}"
@@ -346,7 +370,18 @@ extern "C" __global__ void smem(float* out) {
     func.set_max_dynamic_shared(big).unwrap();
     assert_eq!(func.attributes().unwrap().max_dynamic_shared_bytes, big);
     // SAFETY: as above.
-    unsafe { func.launch([1, 1, 1], [256, 1, 1], big, 0, params.as_mut_ptr()) }.unwrap();
+    unsafe {
+        func.launch(
+            &LaunchShape {
+                grid: [1, 1, 1],
+                block: [256, 1, 1],
+            },
+            big,
+            StreamHandle::LEGACY_DEFAULT,
+            params.as_mut_ptr(),
+        )
+    }
+    .unwrap();
     let v: Vec<f32> = out.to_vec(256).unwrap();
     assert_eq!(v[0], 255.0);
     assert_eq!(v[255], 0.0);
@@ -371,8 +406,18 @@ fn launch_errors_name_the_kernel() {
     ];
     // SAFETY: n = 0, so the kernel touches no memory; the launch itself is refused (block
     // too large) before running.
-    let err =
-        unsafe { func.launch([1, 1, 1], [4096, 1, 1], 0, 0, params.as_mut_ptr()) }.unwrap_err();
+    let err = unsafe {
+        func.launch(
+            &LaunchShape {
+                grid: [1, 1, 1],
+                block: [4096, 1, 1],
+            },
+            0,
+            StreamHandle::LEGACY_DEFAULT,
+            params.as_mut_ptr(),
+        )
+    }
+    .unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("`saxpy`") && text.contains("[4096, 1, 1]"),
@@ -402,10 +447,20 @@ fn raw_launch_floor_and_events() {
     let start = Event::new().unwrap();
     let end = Event::new().unwrap();
     start.record(StreamHandle::LEGACY_DEFAULT).unwrap();
-    // SAFETY: one int parameter; the kernel touches no memory; the context is current.
-    let elapsed =
-        unsafe { func.raw_launch_loop([1, 1, 1], [1, 1, 1], 0, 0, params.as_mut_ptr(), 10_000) }
-            .unwrap();
+    let one = LaunchShape {
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+    };
+    let t0 = Instant::now();
+    for _ in 0..10_000 {
+        // SAFETY: one int parameter; the kernel touches no memory; the context is current.
+        unsafe { func.launch(&one, 0, StreamHandle::LEGACY_DEFAULT, params.as_mut_ptr()) }.unwrap();
+    }
+    Driver::get()
+        .unwrap()
+        .synchronize_stream(StreamHandle::LEGACY_DEFAULT)
+        .unwrap();
+    let elapsed = t0.elapsed();
     end.record(StreamHandle::LEGACY_DEFAULT).unwrap();
     end.synchronize().unwrap();
     let ms = start.elapsed_ms(&end).unwrap();

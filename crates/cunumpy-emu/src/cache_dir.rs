@@ -32,14 +32,10 @@ pub fn resolve_cache_dir(
     })
 }
 
-/// [`resolve_cache_dir`] with the process environment.
+/// The emulation cache folder of the process environment (read by `cunumpy_core::config`,
+/// which follows [`resolve_cache_dir`]'s rule).
 pub fn default_cache_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var(name).ok();
-    resolve_cache_dir(
-        var("CUNUMPY_EMULATION_CACHE").as_deref(),
-        var("XDG_CACHE_HOME").as_deref(),
-        var("HOME").as_deref(),
-    )
+    cunumpy_core::config::emulation_cache_dir()
 }
 
 #[cfg(test)]

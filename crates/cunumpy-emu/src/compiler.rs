@@ -5,6 +5,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cunumpy_core::cache_key::{sha256_hex, CacheKey};
+use cunumpy_core::disk::write_atomic;
 
 use crate::error::EmuError;
 use crate::includes::collect_headers;
@@ -59,7 +60,7 @@ pub(crate) enum Variant {
     Checked,
 }
 
-/// Everything a build needs; kept by `EmuLibrary` so it can build its checked variant later.
+/// Everything a build needs; kept by [`EmuLibrary`] so it can build its checked variant later.
 #[derive(Debug, Clone)]
 pub(crate) struct BuildInputs {
     pub compiler: EmuCompiler,
@@ -74,10 +75,8 @@ impl EmuCompiler {
     /// `$CXX` when set (it may carry arguments, such as `ccache g++`), else the first of `c++`,
     /// `g++`, `clang++` that answers `--version`.
     pub fn detect() -> Result<EmuCompiler, EmuError> {
-        if let Ok(cxx) = std::env::var("CXX") {
-            if !cxx.trim().is_empty() {
-                return EmuCompiler::new(&cxx);
-            }
+        if let Some(cxx) = cunumpy_core::config::cxx() {
+            return EmuCompiler::new(&cxx);
         }
         let mut tried = Vec::new();
         for name in ["c++", "g++", "clang++"] {
@@ -147,7 +146,7 @@ fn resolve_in_path(program: &str) -> String {
     if program.contains('/') {
         return program.to_string();
     }
-    if let Some(paths) = std::env::var_os("PATH") {
+    if let Some(paths) = cunumpy_core::config::var_os("PATH") {
         for dir in std::env::split_paths(&paths) {
             let p = dir.join(program);
             if p.is_file() {
@@ -396,7 +395,7 @@ pub(crate) struct Built {
     _dir: Option<BuildDir>,
 }
 
-/// Compiles a translation unit into a shared library, in a private directory, and moves it into
+/// Compiles a translation unit into a shared library, in a private directory, and writes it into
 /// the cache directory (atomically, with its SHA-256 beside it) under `hex`. `cuda_stubs` puts
 /// empty stand-ins for the CUDA runtime headers on the include path.
 pub(crate) fn compile_into_cache(
@@ -461,15 +460,14 @@ pub(crate) fn compile_into_cache(
         Some(dir) => {
             let bytes = std::fs::read(&out_path)
                 .map_err(|e| EmuError::io(format!("reading {}", out_path.display()), &e))?;
-            let sum_tmp = work.0.join(format!("{hex}.sha256"));
-            std::fs::write(&sum_tmp, sha256_hex(&bytes))
-                .map_err(|e| EmuError::io(format!("writing {}", sum_tmp.display()), &e))?;
+            // the library, then its hash: a reader trusts a library only when both are whole
+            // and agree (`cached_library`), and each is written atomically
             let so = dir.join(format!("{hex}.so"));
             let sum = dir.join(format!("{hex}.sha256"));
-            std::fs::rename(&out_path, &so)
-                .map_err(|e| EmuError::io(format!("renaming into {}", so.display()), &e))?;
-            std::fs::rename(&sum_tmp, &sum)
-                .map_err(|e| EmuError::io(format!("renaming into {}", sum.display()), &e))?;
+            write_atomic(&so, &bytes)
+                .map_err(|e| EmuError::io(format!("writing {}", so.display()), &e))?;
+            write_atomic(&sum, sha256_hex(&bytes).as_bytes())
+                .map_err(|e| EmuError::io(format!("writing {}", sum.display()), &e))?;
             Ok(Built {
                 path: so,
                 _dir: None,

@@ -49,5 +49,4 @@ pub use cache_dir::{default_cache_dir, resolve_cache_dir};
 pub use compiler::{EmuCompiler, PRELUDE};
 pub use error::{EmuError, Fault};
 pub use host_library::HostLibrary;
-pub use library::{EmuLibrary, LaunchOptions};
-pub use loaded::CacheOutcome;
+pub use library::{CacheOutcome, EmuLibrary, LaunchOptions};

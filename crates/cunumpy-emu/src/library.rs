@@ -1,5 +1,4 @@
-//! An emulation library a user launches (`EmuCompiler::compile` makes one): its plain build,
-//! its checked build made on demand, and the launch.
+//! A loaded emulation library and the launch.
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};
@@ -7,7 +6,39 @@ use std::sync::OnceLock;
 
 use crate::compiler::{build, BuildInputs, EmuCompiler, KernelInfo, Variant};
 use crate::error::{EmuError, Fault};
-use crate::loaded::{CacheOutcome, LaunchConfig, Loaded, ABI};
+pub use crate::loaded::CacheOutcome;
+use crate::loaded::{LaunchConfig, Loaded, ABI};
+
+impl EmuCompiler {
+    /// Compiles `source` for emulation and loads the launcher of `expression` (a kernel name,
+    /// or a template instance such as `scale<float>`).
+    ///
+    /// `options` are the kernel's compile options: `-D`, `-U`, `-I`, `-O`, `-f` (except NVRTC's
+    /// `-fmad`/`-ftz`), `-g` and `-std=` ones reach the host compiler (`-ffp-contract=` replaces the default
+    /// `-ffp-contract=off`); NVRTC-only options (`-arch`, `--use_fast_math`, ...) are ignored.
+    /// `include_dirs` are searched for `#include`s, and the headers found there are part of the
+    /// cache key. With `cache_dir`, the library is stored there (atomically, with an integrity
+    /// hash) and reused by later compiles, in this process or another.
+    pub fn compile(
+        &self,
+        source: &str,
+        expression: &str,
+        options: &[String],
+        include_dirs: &[PathBuf],
+        cache_dir: Option<&Path>,
+    ) -> Result<EmuLibrary, EmuError> {
+        let inputs = BuildInputs {
+            compiler: self.clone(),
+            source: source.to_string(),
+            expression: expression.trim().to_string(),
+            options: options.to_vec(),
+            include_dirs: include_dirs.to_vec(),
+            cache_dir: cache_dir.map(Path::to_path_buf),
+        };
+        let (loaded, info) = build(&inputs, Variant::Plain)?;
+        Ok(EmuLibrary::new(inputs, loaded, info))
+    }
+}
 
 /// Options of one emulated launch.
 #[derive(Debug, Clone, Default)]
@@ -50,37 +81,6 @@ impl std::fmt::Debug for EmuLibrary {
             .field("path", &self.plain.path)
             .field("uses_sync", &self.info.uses_sync)
             .finish()
-    }
-}
-
-impl EmuCompiler {
-    /// Compiles `source` for emulation and loads the launcher of `expression` (a kernel name,
-    /// or a template instance such as `scale<float>`).
-    ///
-    /// `options` are the kernel's compile options: `-D`, `-U`, `-I`, `-O`, `-f` (except NVRTC's
-    /// `-fmad`/`-ftz`), `-g` and `-std=` ones reach the host compiler (`-ffp-contract=` replaces the default
-    /// `-ffp-contract=off`); NVRTC-only options (`-arch`, `--use_fast_math`, ...) are ignored.
-    /// `include_dirs` are searched for `#include`s, and the headers found there are part of the
-    /// cache key. With `cache_dir`, the library is stored there (atomically, with an integrity
-    /// hash) and reused by later compiles, in this process or another.
-    pub fn compile(
-        &self,
-        source: &str,
-        expression: &str,
-        options: &[String],
-        include_dirs: &[PathBuf],
-        cache_dir: Option<&Path>,
-    ) -> Result<EmuLibrary, EmuError> {
-        let inputs = BuildInputs {
-            compiler: self.clone(),
-            source: source.to_string(),
-            expression: expression.trim().to_string(),
-            options: options.to_vec(),
-            include_dirs: include_dirs.to_vec(),
-            cache_dir: cache_dir.map(Path::to_path_buf),
-        };
-        let (loaded, info) = build(&inputs, Variant::Plain)?;
-        Ok(EmuLibrary::new(inputs, loaded, info))
     }
 }
 

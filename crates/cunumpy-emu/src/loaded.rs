@@ -1,6 +1,6 @@
-//! One loaded emulation library: the handle, the launcher functions taken from it and the
-//! launcher ABI they speak, and where the library came from (compiled or the disk cache).
-//! Both the build (`compiler`) and the library a user launches (`library`) use it.
+//! One opened emulation library: the launcher ABI shared with the prelude, and the functions
+//! taken from the library (valid while it stays open). Below both the builder (`compiler.rs`)
+//! and the loaded kernel (`library.rs`).
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};

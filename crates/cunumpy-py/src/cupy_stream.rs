@@ -2,17 +2,18 @@
 //!
 //! Every launch needs the handle of CuPy's current stream. Through Python that is
 //! `cupy.cuda.get_current_stream().ptr` (a Stream object built or fetched, then an attribute
-//! read: 0.15 µs on the H200's host, a sixth of a checked launch's overhead). CuPy's Cython
+//! read: a sizeable share of a checked launch's overhead; `benches/launch_overhead.py` measures
+//! it). CuPy's Cython
 //! module `cupy_backends.cuda.stream` exports the C function behind it,
 //! `intptr_t get_current_stream_ptr(void)`, in its `__pyx_capi__` table of capsules, each named
 //! by its C signature; when that capsule is there with exactly that signature it is called
 //! directly, otherwise the Python route is taken.
 //!
-//! `get_current_stream_ptr` first asks the CUDA runtime for the current device (half of its
-//! cost on the H200's host, about 0.09 µs of 0.18), then reads the thread's stream for that
-//! device. A launch already knows its device from the driver's current context, so when CuPy
+//! `get_current_stream_ptr` first asks the CUDA runtime for the current device (about half of
+//! its cost), then reads the thread's stream for that device. A launch already knows its device from the driver's current context, so when CuPy
 //! also exports `intptr_t get_stream_ptr(int device_id)` the launch calls that instead.
 
+use cunumpy_cuda::StreamHandle;
 use pyo3::ffi::c_str;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -94,7 +95,7 @@ fn source(py: Python<'_>) -> Option<&Source> {
 }
 
 /// CuPy's current stream handle (0, the legacy default stream, while CuPy is not imported).
-pub(crate) fn current_stream(py: Python<'_>) -> PyResult<usize> {
+pub(crate) fn current_stream(py: Python<'_>) -> PyResult<StreamHandle> {
     match source(py) {
         Some(Source::Capsule { current, .. }) => {
             // SAFETY: `current` is CuPy's `get_current_stream_ptr` (see `capsule_functions`);
@@ -102,14 +103,23 @@ pub(crate) fn current_stream(py: Python<'_>) -> PyResult<usize> {
             let ptr = unsafe { current() };
             handle_or_error(py, ptr)
         }
-        Some(Source::Python(get)) => get.bind(py).call0()?.getattr(intern!(py, "ptr"))?.extract(),
-        None => Ok(0),
+        Some(Source::Python(get)) => {
+            let ptr: usize = get
+                .bind(py)
+                .call0()?
+                .getattr(intern!(py, "ptr"))?
+                .extract()?;
+            // SAFETY: CuPy's current stream, a live stream (or a default stream) of the
+            // current device while it is current.
+            Ok(unsafe { StreamHandle::from_raw(ptr) })
+        }
+        None => Ok(StreamHandle::LEGACY_DEFAULT),
     }
 }
 
 /// CuPy's current stream handle on `device`, which must be the device of the calling thread's
 /// current context (what CuPy itself would look up): the same value as `current_stream`.
-pub(crate) fn stream_on_device(py: Python<'_>, device: i32) -> PyResult<usize> {
+pub(crate) fn stream_on_device(py: Python<'_>, device: i32) -> PyResult<StreamHandle> {
     match source(py) {
         Some(Source::Capsule {
             on_device: Some(on_device),
@@ -127,11 +137,13 @@ pub(crate) fn stream_on_device(py: Python<'_>, device: i32) -> PyResult<usize> {
 
 /// A capsule function's result: Cython 3 reports an exception from such a function by setting
 /// one and returning a sentinel.
-fn handle_or_error(py: Python<'_>, ptr: isize) -> PyResult<usize> {
+fn handle_or_error(py: Python<'_>, ptr: isize) -> PyResult<StreamHandle> {
     if let Some(e) = PyErr::take(py) {
         return Err(e);
     }
-    Ok(ptr as usize)
+    // SAFETY: CuPy's stream for the current device, a live stream (or a default stream) of
+    // that device's context while CuPy keeps it current.
+    Ok(unsafe { StreamHandle::from_raw(ptr as usize) })
 }
 
 /// Test probe: CuPy's current stream as a launch reads it, both ways — `(through
@@ -141,7 +153,7 @@ fn handle_or_error(py: Python<'_>, ptr: isize) -> PyResult<usize> {
 fn _cupy_stream_handles(py: Python<'_>) -> PyResult<(usize, usize, bool)> {
     let cuda = |e| crate::errors::cuda_error(py, "_cupy_stream_handles", e);
     let driver = cunumpy_cuda::Driver::get().map_err(cuda)?;
-    let device = crate::kernel::KernelLauncher::launch_device(driver).map_err(cuda)?;
+    let device = cunumpy_runtime::device::launch_device(driver).map_err(cuda)?;
     let per_device = matches!(
         source(py),
         Some(Source::Capsule {
@@ -150,8 +162,8 @@ fn _cupy_stream_handles(py: Python<'_>) -> PyResult<(usize, usize, bool)> {
         })
     );
     Ok((
-        current_stream(py)?,
-        stream_on_device(py, device)?,
+        current_stream(py)?.raw(),
+        stream_on_device(py, device)?.raw(),
         per_device,
     ))
 }

@@ -122,6 +122,24 @@ pub fn emu_error(py: Python<'_>, err: EmuError) -> PyErr {
 
 /// Fusion compiler errors: typing problems are `FusionTypeError` (a `TypeError`), unknown
 /// operations `FusionUnsupportedError`, the rest (axes, shapes, arguments) `FusionValueError`.
+/// A runtime step's error, as the exception of the layer it came from (`kernel` names the
+/// kernel in driver errors that do not carry their own).
+pub fn runtime_error(py: Python<'_>, kernel: &str, err: cunumpy_runtime::RuntimeError) -> PyErr {
+    use cunumpy_runtime::RuntimeError;
+    match err {
+        RuntimeError::Cuda { kernel: own, error } => {
+            cuda_error(py, if own.is_empty() { kernel } else { &own }, *error)
+        }
+        RuntimeError::Emu(e) => emu_error(py, e),
+        RuntimeError::Launch(e) => launch_error(py, e),
+        RuntimeError::Fusion(e) => fusion_error(py, e),
+        RuntimeError::Config(message) => raise(py, "BackendError", message),
+        RuntimeError::Internal(what) => {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("internal: {what}"))
+        }
+    }
+}
+
 pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {
     let class = match &err {
         FusionError::UnknownOp { .. } => "FusionUnsupportedError",

@@ -13,21 +13,20 @@
 //! which gives the full checks and messages.
 
 use crate::arrays;
-use crate::emulate;
 use crate::fusion::{
     byte_range, host_view_from_struct, overlaps, scalar_value, FusionPlan, HostView,
 };
 use crate::held::Held;
 use crate::host_pool::pooled_empty;
-use crate::kernel;
 use crate::vectorcall::{ArgList, VectorArgs, VectorcallSlot};
 use cunumpy_core::dtype::DType;
+use cunumpy_core::sync::lock;
 use cunumpy_fusion::ScalarValue;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple, PyType};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// What the Rust entry did with a call.
 enum Outcome {
@@ -40,10 +39,6 @@ enum Outcome {
 
 /// At most this many signatures are remembered per fused function (later ones stay slow).
 const MAX_REMEMBERED: usize = 64;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// What the signature of a call is made of, per argument.
 #[derive(Clone, PartialEq)]
@@ -376,7 +371,7 @@ impl CachedCall {
         values: &[ArgValue],
         given: Option<&[Bound<'_, PyAny>]>,
     ) -> PyResult<Option<Prepared>> {
-        let (_, device) = self.plan.get().current_device(py)?;
+        let device = self.plan.get().current_device(py)?;
         let mut in_ptrs = Vec::with_capacity(values.len());
         let mut ranges = Vec::with_capacity(values.len());
         for v in values {
@@ -434,7 +429,9 @@ impl CachedCall {
     ) -> PyResult<Py<PyAny>> {
         let plan = self.plan.get();
         // `prepared.device` is the current context's device (`prepare_device`, `repeat_device`)
-        let stream = kernel::stream_on_device(py, prepared.device)?;
+        let handle = crate::cupy_stream::stream_on_device(py, prepared.device)?;
+        // recycled outputs and workspaces are kept per stream (by its raw handle)
+        let stream = handle.raw();
         let (outs, fresh_ptrs) = match given {
             Some(targets) => (targets, None),
             None => {
@@ -471,7 +468,7 @@ impl CachedCall {
         plan.launch_pointers(
             py,
             prepared.device,
-            stream,
+            handle,
             &prepared.in_ptrs,
             out_ptrs,
             |bytes| self.workspace(py, prepared.device, stream, bytes),
@@ -589,7 +586,7 @@ impl FusedDispatcher {
         args: &Bound<'_, PyTuple>,
         out: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Outcome> {
-        if emulate::fake_backend_active() || profiling(py)? {
+        if cunumpy_runtime::device::emulated() || profiling(py)? {
             return Ok(Outcome::Declined);
         }
         let targets: Option<Vec<Bound<'_, PyAny>>> = match out {
@@ -687,7 +684,7 @@ impl FusedDispatcher {
             }
             (l.call.clone(), l.prepared.clone())
         };
-        let (_, device) = call.plan.get().current_device(py)?;
+        let device = call.plan.get().current_device(py)?;
         if device != prepared.device {
             return Ok(None);
         }
@@ -796,7 +793,7 @@ impl FusedDispatcher {
         let np_dtype = py.import("numpy")?.getattr("dtype")?;
         let outputs = plan
             .get()
-            .plan
+            .plan()
             .outputs
             .iter()
             .map(|spec| {
@@ -855,7 +852,7 @@ fn fused_fast_call(
     {
         return Ok(None);
     }
-    if emulate::fake_backend_active() || profiling(py)? {
+    if cunumpy_runtime::device::emulated() || profiling(py)? {
         return Ok(None);
     }
     let targets = out.map(|o| [o.to_owned()]);

@@ -1,32 +1,28 @@
 //! The fusion compiler for Python: `FusionGraphBuilder` (the tracer calls it once per operation
 //! on symbolic values), `FusionGraph` and `FusionPlan` (explain, CUDA source, kernel and launch
 //! descriptions, the CPU executor on NumPy arrays, and the GPU launch path on CuPy arrays).
-//! Conversions only: the compiler is `cunumpy-fusion`, compiling and launching `cunumpy-cuda`.
+//! Conversions: the compiler is `cunumpy-fusion`; compiling, loading and launching a plan on a
+//! device (or the emulated one) is `cunumpy_runtime::FusedPlan`.
 
 use crate::arrays::{self, Object};
 use crate::errors;
-use crate::kernel::{self, KernelLauncher};
-use cunumpy_core::args::LaunchBuffer;
+use crate::kernel;
 use cunumpy_core::dtype::DType;
-use cunumpy_core::launch::LaunchShape;
-use cunumpy_core::ledger::Ledger;
-use cunumpy_cuda::{Driver, Function, Module};
-use cunumpy_emu::{EmuLibrary, LaunchOptions};
+use cunumpy_core::sync::lock;
+use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_fusion::{
-    self as fusion, launch_param_values, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut,
-    DevicePlan, DevicePointers, DeviceTarget, FusionError, Graph, GraphBuilder, HostLoopCache,
-    KernelKind, Operand, ParamValue, Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
+    self as fusion, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut, DevicePlan, DevicePointers,
+    DeviceTarget, FusionError, Graph, GraphBuilder, HostLoopCache, KernelKind, Operand, ParamValue,
+    Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
 };
+use cunumpy_runtime::fused::{Extents, LoadedPlan};
+use cunumpy_runtime::{device, record, Device, FusedPlan};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyComplex, PyDict, PyList};
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::{Arc, Mutex, MutexGuard};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use std::sync::{Arc, Mutex};
 
 fn err(py: Python<'_>, e: FusionError) -> PyErr {
     errors::fusion_error(py, e)
@@ -187,12 +183,8 @@ impl FusionGraph {
         let plan =
             fusion::plan_with_options(&self.graph, &shapes, &options).map_err(|e| err(py, e))?;
         Ok(FusionPlan {
-            plan,
-            on_targets: Mutex::new(Vec::new()),
+            fused: FusedPlan::new(plan),
             host_loops: HostLoopCache::new(),
-            loaded: Mutex::new(Vec::new()),
-            emulated: Mutex::new(None),
-            packed: Mutex::new(None),
         })
     }
 
@@ -224,61 +216,13 @@ impl FusionGraph {
     }
 }
 
-/// A plan's kernels compiled and loaded on one device.
-struct Loaded {
-    device: i32,
-    /// The plan's source, launches and workspace layout for this device's SM count.
-    on_device: Arc<DevicePlan>,
-    /// One per launch of the plan, in launch order.
-    functions: Vec<Function>,
-    _module: Module,
-    from_cache: bool,
-}
-
 /// A graph planned for concrete shapes: inspection, CPU execution and GPU launches.
 #[pyclass(module = "cunumpy._core", name = "FusionPlan", frozen)]
 pub struct FusionPlan {
-    pub(crate) plan: Plan,
-    /// The plan loaded for each device target seen so far (one per SM count).
-    on_targets: Mutex<Vec<Arc<DevicePlan>>>,
+    /// The plan and what it is on each device (the runtime's half).
+    pub(crate) fused: FusedPlan,
     /// The compiled loops of the CPU executor for this plan.
     host_loops: HostLoopCache,
-    loaded: Mutex<Vec<Arc<Loaded>>>,
-    /// On the emulated device: one emulation library per launch, in launch order.
-    emulated: Mutex<Option<Arc<EmulatedPlan>>>,
-    /// The last launch's parameter buffers (see `PackedLaunches`).
-    packed: Mutex<Option<PackedLaunches>>,
-}
-
-/// The parameter buffers of a plan's launches and what they were packed from: a call with the
-/// same device, pointers and scalars (a cached call writing into a recycled or the same
-/// output) launches them again instead of packing every parameter anew.
-struct PackedLaunches {
-    device: i32,
-    inputs: Vec<u64>,
-    outputs: Vec<u64>,
-    workspace: u64,
-    scalars: Vec<ScalarValue>,
-    buffers: Vec<LaunchBuffer>,
-}
-
-/// A plan on the emulated device: the plan loaded for the emulated device's SM count, and
-/// the emulation library of each launch (all built from its one source) with whether it
-/// came from the disk cache.
-struct EmulatedPlan {
-    on_device: Arc<DevicePlan>,
-    libraries: Vec<(Arc<EmuLibrary>, bool)>,
-}
-
-/// The target of a CUDA device: its SM count, asked once per device.
-fn device_target(driver: &Driver, device: i32) -> Result<DeviceTarget, cunumpy_cuda::CudaError> {
-    static KNOWN: Mutex<Vec<(i32, DeviceTarget)>> = Mutex::new(Vec::new());
-    if let Some((_, t)) = lock(&KNOWN).iter().find(|(d, _)| *d == device) {
-        return Ok(*t);
-    }
-    let target = DeviceTarget::new(driver.device_info(device)?.sm_count);
-    lock(&KNOWN).push((device, target));
-    Ok(target)
 }
 
 fn operand_name(o: &Operand) -> String {
@@ -573,7 +517,12 @@ unsafe fn data_mut_of<'a>(v: &HostView) -> DataMut<'a> {
 
 impl FusionPlan {
     fn name(&self) -> &str {
-        &self.plan.options.name
+        self.fused.name()
+    }
+
+    /// The plan.
+    pub(crate) fn plan(&self) -> &Plan {
+        self.fused.plan()
     }
 
     fn check_spec(
@@ -599,17 +548,6 @@ impl FusionPlan {
         Ok(())
     }
 
-    fn workspace_error(&self, py: Python<'_>, nbytes: usize, needed: usize) -> PyErr {
-        errors::raise(
-            py,
-            "FusionValueError",
-            format!(
-                "fused function '{}': the workspace has {nbytes} bytes, the plan needs {needed}",
-                self.name(),
-            ),
-        )
-    }
-
     fn count(&self, py: Python<'_>, what: &str, expected: usize, got: usize) -> PyResult<()> {
         if expected != got {
             return Err(errors::raise(
@@ -624,102 +562,41 @@ impl FusionPlan {
         Ok(())
     }
 
-    /// Launches every kernel of the plan, in order, on `stream`, with device pointers the
-    /// caller has checked: C-contiguous arrays of the plan's input and output shapes and dtypes
-    /// on `device`, kept alive by the caller for the call, and a workspace of at least
-    /// workspace from `workspace(bytes)`, the base of at least the bytes the plan needs on
-    /// this device (0 bytes: none needed, and the base may be 0). Compiles once per device.
+    /// Launches the plan on `device` (the current context's) on `stream`: inputs and
+    /// outputs are device pointers of C-contiguous arrays of the plan's shapes and dtypes
+    /// on `device`, kept alive by the caller for the call, and a workspace from
+    /// `workspace(bytes)`, the base of at least the bytes the plan needs on this device (0
+    /// bytes: none needed, and the base may be 0). Compiles once per device.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch_pointers(
         &self,
         py: Python<'_>,
         device: i32,
-        stream: usize,
+        stream: StreamHandle,
         in_ptrs: &[u64],
         out_ptrs: &[u64],
         workspace: impl FnOnce(usize) -> PyResult<u64>,
         svs: &[ScalarValue],
     ) -> PyResult<()> {
         let loaded = self.loaded_for(py, device)?;
-        let on_device = &*loaded.on_device;
-        let ws = workspace(on_device.workspace_bytes())?;
+        let ws = workspace(loaded.on_device().workspace_bytes())?;
         let ptrs = DevicePointers {
             inputs: in_ptrs,
             outputs: out_ptrs,
             workspace: ws,
         };
-        let launches: Vec<&fusion::Launch> = on_device.launches().collect();
-        if loaded.functions.len() != launches.len() {
-            return Err(PyRuntimeError::new_err(
-                "internal: the loaded module does not match the plan's launches",
-            ));
+        // SAFETY: `loaded` is this plan on `device`, the current context's; the pointers are
+        // of CuPy arrays the caller checked to be C-contiguous, on that device, of the plan's
+        // shapes and dtypes, and the workspace holds `workspace_bytes`; the arrays are
+        // referenced by the caller until the call returns and CuPy's stream ordering keeps
+        // their memory until the kernels finish. The stream is CuPy's current stream or the
+        // caller's.
+        unsafe {
+            self.fused.launch(&loaded, stream, &ptrs, svs, &mut || {
+                crate::ledger::call_site(py)
+            })
         }
-        let mut packed = lock(&self.packed);
-        let same = packed.as_ref().is_some_and(|p| {
-            p.device == device
-                && p.inputs == in_ptrs
-                && p.outputs == out_ptrs
-                && p.workspace == ws
-                && p.scalars == svs
-        });
-        if !same {
-            // every launch's parameters, packed before anything runs
-            let mut buffers = Vec::with_capacity(launches.len());
-            for l in &launches {
-                let values =
-                    launch_param_values(on_device, l, &ptrs, svs).map_err(|e| err(py, e))?;
-                buffers.push(LaunchBuffer::from_raw_values(&values));
-            }
-            *packed = Some(PackedLaunches {
-                device,
-                inputs: in_ptrs.to_vec(),
-                outputs: out_ptrs.to_vec(),
-                workspace: ws,
-                scalars: svs.to_vec(),
-                buffers,
-            });
-        }
-        let Some(packed) = packed.as_mut() else {
-            return Err(PyRuntimeError::new_err("internal: no packed parameters"));
-        };
-        let recording = Ledger::global().is_recording();
-        let buffers = packed.buffers.iter_mut();
-        for ((function, l), buffer) in loaded.functions.iter().zip(&launches).zip(buffers) {
-            if l.grid == 0 {
-                continue;
-            }
-            // SAFETY: the buffer holds one value per parameter of this launch, of the C types
-            // the generated kernel declares (`launch_param_values` follows the plan's
-            // parameter list, the same list the source was generated from), alive for the
-            // call; a reused buffer was packed from equal pointers and scalars, so it holds
-            // the bytes packing them now would give. The device pointers come from CuPy arrays the caller checked to be
-            // C-contiguous, on the current device, of the plan's shapes and dtypes (the sizes
-            // the kernel indexes with), and the workspace holds `workspace_bytes`; the arrays
-            // are referenced by the caller until the call returns and CuPy's stream ordering
-            // keeps their memory until the kernels finish. The stream is CuPy's current
-            // stream or the caller's.
-            unsafe {
-                function.launch(
-                    [l.grid, 1, 1],
-                    [l.block, 1, 1],
-                    l.shared_bytes,
-                    stream,
-                    buffer.params(),
-                )
-            }
-            .map_err(|e| errors::cuda_error(py, &l.name, e))?;
-            if recording {
-                KernelLauncher::record_launch(
-                    py,
-                    &l.name,
-                    &LaunchShape {
-                        grid: [l.grid, 1, 1],
-                        block: [l.block, 1, 1],
-                    },
-                );
-            }
-        }
-        Ok(())
+        .map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
     /// Runs the plan on the CPU over host views the caller read from live NumPy arrays it
@@ -791,101 +668,35 @@ impl FusionPlan {
                     shape: &v.shape,
                 })
                 .collect();
-            fusion::execute_cpu_cached(&self.plan, &self.host_loops, &refs, svs, &mut muts)
+            fusion::execute_cpu_cached(self.plan(), &self.host_loops, &refs, svs, &mut muts)
         });
         result.map_err(|e| err(py, e))
     }
 
-    fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<Loaded>> {
-        if let Some(l) = lock(&self.loaded).iter().find(|l| l.device == device) {
-            return Ok(l.clone());
-        }
-        let program = format!("{}.cu", self.name());
-        let paths = kernel::python_paths(py);
-        let result = py.detach(|| {
-            let driver = Driver::get()?;
-            let on_device = self.on_target(device_target(driver, device)?);
-            let (module, compiled) =
-                kernel::compile_module(&on_device.source, &program, &[], &[], &[], device, &paths)?;
-            let names: Vec<&str> = on_device.launches().map(|l| l.name.as_str()).collect();
-            let functions = names
-                .iter()
-                .map(|n| module.function(n))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok::<_, cunumpy_cuda::CudaError>(Loaded {
-                device,
-                on_device,
-                functions,
-                _module: module,
-                from_cache: compiled.hit,
-            })
-        });
-        let loaded = Arc::new(result.map_err(|e| errors::cuda_error(py, self.name(), e))?);
-        let mut all = lock(&self.loaded);
-        if let Some(l) = all.iter().find(|l| l.device == device) {
-            return Ok(l.clone());
-        }
-        all.push(loaded.clone());
-        Ok(loaded)
-    }
-
-    /// The emulation library of every launch (compiled once per plan, or found in this
-    /// process's table or the disk cache), with whether each came from the disk cache.
-    /// Built for the emulated device's SM count (`CUNUMPY_EMULATED_SM_COUNT`), again when
-    /// that setting changes.
-    fn emulation_libraries(&self, py: Python<'_>) -> PyResult<Arc<EmulatedPlan>> {
-        let target = crate::emulate::emulated_target(py)?;
-        if let Some(e) = lock(&self.emulated).as_ref() {
-            if e.on_device.target == target {
-                return Ok(e.clone());
-            }
-        }
-        let on_device = self.on_target(target);
-        let mut libraries = Vec::new();
-        for l in on_device.launches() {
-            libraries.push(crate::emulate::library_for_source(
-                py,
-                &on_device.source,
-                &l.name,
-            )?);
-        }
-        let emulated = Arc::new(EmulatedPlan {
-            on_device,
-            libraries,
-        });
-        *lock(&self.emulated) = Some(emulated.clone());
-        Ok(emulated)
-    }
-
-    /// The plan loaded for `target` (made once per target).
-    fn on_target(&self, target: DeviceTarget) -> Arc<DevicePlan> {
-        if let Some(p) = lock(&self.on_targets).iter().find(|p| p.target == target) {
-            return p.clone();
-        }
-        let made = Arc::new(self.plan.for_device(target));
-        let mut all = lock(&self.on_targets);
-        if let Some(p) = all.iter().find(|p| p.target == target) {
-            return p.clone();
-        }
-        all.push(made.clone());
-        made
-    }
-
-    /// The plan loaded for the device a launch would use now: the emulated device under the
-    /// fake CuPy, else the current CUDA device, else (no driver) an H200.
+    /// The plan loaded for the device a launch would use now: the emulated device, else the
+    /// current CUDA device, else (no driver or no device) an H200.
     fn on_current_device(&self, py: Python<'_>) -> PyResult<Arc<DevicePlan>> {
-        let target = if crate::emulate::fake_backend_active() {
-            crate::emulate::emulated_target(py)?
-        } else {
-            Driver::get()
-                .ok()
-                .and_then(|d| {
-                    let device = KernelLauncher::launch_device(d).ok()?;
-                    device_target(d, device).ok()
-                })
-                .unwrap_or(DeviceTarget::H200)
+        let Ok(device) = Device::current() else {
+            return Ok(self.fused.on_target(DeviceTarget::H200));
         };
-        Ok(self.on_target(target))
+        match self.fused.on_device(device) {
+            Ok(p) => Ok(p),
+            Err(cunumpy_runtime::RuntimeError::Cuda { .. }) => {
+                Ok(self.fused.on_target(DeviceTarget::H200))
+            }
+            Err(e) => Err(errors::runtime_error(py, self.name(), e)),
+        }
+    }
+
+    /// The plan loaded on CUDA device `device` (compiled on first use, with the GIL
+    /// released).
+    fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<LoadedPlan>> {
+        if let Some(l) = self.fused.loaded(device) {
+            return Ok(l);
+        }
+        let paths = kernel::python_paths(py);
+        py.detach(|| self.fused.load(device, &paths))
+            .map_err(|e| errors::cuda_error(py, self.name(), e))
     }
 
     /// `launch` on the emulated device: the same checks and parameter packing as on a GPU,
@@ -899,109 +710,80 @@ impl FusionPlan {
         outputs: &[Bound<'_, PyAny>],
         workspace: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        let plan = self.plan();
         let mut in_ptrs = Vec::with_capacity(inputs.len());
-        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+        for (i, (obj, spec)) in inputs.iter().zip(&plan.inputs).enumerate() {
             in_ptrs.push(self.device_pointer(py, obj, format!("input {i}"), Some(spec), None)?);
         }
         let mut out_ptrs = Vec::with_capacity(outputs.len());
-        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+        for (i, (obj, spec)) in outputs.iter().zip(&plan.outputs).enumerate() {
             out_ptrs.push(self.device_pointer(py, obj, format!("output {i}"), Some(spec), None)?);
         }
-        let emulated = self.emulation_libraries(py)?;
-        let on_device = &*emulated.on_device;
-        let ws = match workspace {
-            Some(w) if !w.is_none() => {
-                let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, None)?;
-                if nbytes < on_device.workspace_bytes() {
-                    return Err(self.workspace_error(py, nbytes, on_device.workspace_bytes()));
-                }
-                (ptr, nbytes)
-            }
-            _ => (0, 0),
-        };
+        let needed = self
+            .fused
+            .emulation_libraries()
+            .map_err(|e| errors::runtime_error(py, self.name(), e))?
+            .on_device
+            .workspace_bytes();
+        let ws = self.workspace_pointer(py, workspace, None, needed)?;
         let svs = scalars
             .iter()
             .enumerate()
             .map(|(i, s)| scalar_value(s, i))
             .collect::<PyResult<Vec<_>>>()?;
-        let in_addr: Vec<u64> = in_ptrs.iter().map(|p| p.0).collect();
-        let out_addr: Vec<u64> = out_ptrs.iter().map(|p| p.0).collect();
+        let (in_addr, in_len): (Vec<u64>, Vec<usize>) = in_ptrs.into_iter().unzip();
+        let (out_addr, out_len): (Vec<u64>, Vec<usize>) = out_ptrs.into_iter().unzip();
         let ptrs = DevicePointers {
             inputs: &in_addr,
             outputs: &out_addr,
             workspace: ws.0,
         };
-        let mut launches = Vec::new();
-        for l in on_device.launches() {
-            {
-                let values =
-                    launch_param_values(on_device, l, &ptrs, &svs).map_err(|e| err(py, e))?;
-                // the byte length behind each pointer parameter, for the emulator's checks
-                let bounds: Vec<Option<usize>> = l
-                    .params
-                    .iter()
-                    .map(|p| match p.value {
-                        ParamValue::Input(i) => in_ptrs.get(i).map(|p| p.1),
-                        ParamValue::Output(i) => out_ptrs.get(i).map(|p| p.1),
-                        ParamValue::Workspace { offset } => Some(ws.1.saturating_sub(offset)),
-                        ParamValue::Scalar(_) | ParamValue::Int(_) => None,
-                    })
-                    .collect();
-                launches.push((l, LaunchBuffer::from_raw_values(&values), bounds));
-            }
-        }
-        let libs = &emulated.libraries;
-        if libs.len() != launches.len() {
-            return Err(PyRuntimeError::new_err(
-                "internal: the emulation libraries do not match the plan's launches",
-            ));
-        }
-        let recording = Ledger::global().is_recording();
-        for ((lib, _), (l, mut buffer, bounds)) in libs.iter().zip(launches) {
-            if l.grid == 0 {
-                continue;
-            }
-            let shape = LaunchShape {
-                grid: [l.grid, 1, 1],
-                block: [l.block, 1, 1],
-            };
-            crate::emulate::validate_fake_launch(py, &l.name, &shape, l.shared_bytes)?;
-            let options = LaunchOptions {
-                bounds: Some(bounds),
-                ..LaunchOptions::default()
-            };
-            let lib = lib.clone();
-            let result = py.detach(move || {
-                // SAFETY: the buffer holds one value per parameter of this launch, of the C
-                // types the generated kernel declares (`launch_param_values` follows the
-                // parameter list the source was generated from). Pointer values are host
-                // addresses of fake-CuPy arrays (and the workspace) that the caller keeps
-                // referenced for the call, checked above to be C-contiguous and of the plan's
-                // shapes and dtypes; every pointer parameter's byte length is passed as a
-                // bound, so an access outside it is caught rather than performed.
-                unsafe {
-                    lib.launch(
-                        buffer.params(),
-                        shape.grid,
-                        shape.block,
-                        l.shared_bytes as usize,
-                        &options,
-                    )
-                }
-            });
-            result.map_err(|e| errors::emu_error(py, e))?;
-            if recording {
-                KernelLauncher::record_launch(py, &l.name, &shape);
-            }
-        }
-        Ok(())
+        let extents = Extents {
+            inputs: &in_len,
+            outputs: &out_len,
+            workspace: ws.1,
+        };
+        let site = record::recording().then(|| crate::ledger::call_site(py));
+        let result = py.detach(|| {
+            // SAFETY: the pointers are host addresses of fake-CuPy arrays (and the workspace)
+            // that the caller keeps referenced for the call, checked above to be C-contiguous
+            // and of the plan's shapes and dtypes, with their byte lengths as the extents.
+            unsafe { self.fused.launch_emulated(&ptrs, &extents, &svs, site) }
+        });
+        result.map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
-    pub(crate) fn current_device(&self, py: Python<'_>) -> PyResult<(&'static Driver, i32)> {
+    /// The workspace's address and byte length ((0, 0) without one), checked to be at least
+    /// `needed` (the plan's workspace on the device it runs on).
+    fn workspace_pointer(
+        &self,
+        py: Python<'_>,
+        workspace: Option<&Bound<'_, PyAny>>,
+        device: Option<i32>,
+        needed: usize,
+    ) -> PyResult<(u64, usize)> {
+        let Some(w) = workspace.filter(|w| !w.is_none()) else {
+            return Ok((0, 0));
+        };
+        let (ptr, nbytes) = self.device_pointer(py, w, "workspace".into(), None, device)?;
+        if nbytes < needed {
+            return Err(errors::raise(
+                py,
+                "FusionValueError",
+                format!(
+                    "fused function '{}': the workspace has {nbytes} bytes, the plan needs \
+                     {needed}",
+                    self.name(),
+                ),
+            ));
+        }
+        Ok((ptr, nbytes))
+    }
+
+    /// The calling thread's CUDA device (its current context's).
+    pub(crate) fn current_device(&self, py: Python<'_>) -> PyResult<i32> {
         let driver = Driver::get().map_err(|e| errors::cuda_error(py, self.name(), e))?;
-        let device = KernelLauncher::launch_device(driver)
-            .map_err(|e| errors::cuda_error(py, self.name(), e))?;
-        Ok((driver, device))
+        device::launch_device(driver).map_err(|e| errors::cuda_error(py, self.name(), e))
     }
 
     fn device_pointer(
@@ -1079,23 +861,23 @@ impl FusionPlan {
     /// launches and the workspace are those of the device a launch would use now: the
     /// emulated device under the fake CuPy, else the current CUDA device, else an H200.
     fn explain(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.on_current_device(py)?.explain(&self.plan))
+        Ok(self.on_current_device(py)?.explain(self.plan()))
     }
 
-    /// The CUDA C of every kernel (one module).
+    /// The CUDA C of every kernel (one module), for the device a launch would use now.
     fn cuda_source(&self, py: Python<'_>) -> PyResult<String> {
         Ok(self.on_current_device(py)?.source.clone())
     }
 
     #[getter(name)]
     fn plan_name(&self) -> String {
-        self.plan.options.name.clone()
+        self.plan().options.name.clone()
     }
 
     /// `(shape, dtype name)` of each input.
     #[getter]
     fn inputs(&self) -> Vec<(Vec<usize>, &'static str)> {
-        self.plan
+        self.plan()
             .inputs
             .iter()
             .map(|t| (t.shape.clone(), t.dtype.name()))
@@ -1105,7 +887,7 @@ impl FusionPlan {
     /// `(shape, dtype name)` of each output.
     #[getter]
     fn outputs(&self) -> Vec<(Vec<usize>, &'static str)> {
-        self.plan
+        self.plan()
             .outputs
             .iter()
             .map(|t| (t.shape.clone(), t.dtype.name()))
@@ -1115,7 +897,7 @@ impl FusionPlan {
     /// `(dtype name, weak)` of each scalar parameter.
     #[getter]
     fn scalars(&self) -> Vec<(&'static str, bool)> {
-        self.plan
+        self.plan()
             .scalars
             .iter()
             .map(|(d, w)| (d.name(), *w))
@@ -1153,7 +935,7 @@ impl FusionPlan {
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         let on_device = self.on_current_device(py)?;
-        for (k, on) in self.plan.kernels.iter().zip(&on_device.kernels) {
+        for (k, on) in self.plan().kernels.iter().zip(&on_device.kernels) {
             let d = PyDict::new(py);
             d.set_item("name", &k.name)?;
             match &k.kind {
@@ -1214,17 +996,17 @@ impl FusionPlan {
         scalars: Vec<Bound<'_, PyAny>>,
         outputs: Vec<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.count(py, "input arrays", self.plan.inputs.len(), inputs.len())?;
-        self.count(py, "outputs", self.plan.outputs.len(), outputs.len())?;
-        self.count(py, "scalars", self.plan.scalars.len(), scalars.len())?;
+        self.count(py, "input arrays", self.plan().inputs.len(), inputs.len())?;
+        self.count(py, "outputs", self.plan().outputs.len(), outputs.len())?;
+        self.count(py, "scalars", self.plan().scalars.len(), scalars.len())?;
         let mut ins = Vec::with_capacity(inputs.len());
-        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+        for (i, (obj, spec)) in inputs.iter().zip(&self.plan().inputs).enumerate() {
             let v = host_view(py, obj, &format!("input {i}"), false)?;
             self.check_spec(py, format!("input {i}"), v.dtype, &v.shape, spec)?;
             ins.push(v);
         }
         let mut outs = Vec::with_capacity(outputs.len());
-        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+        for (i, (obj, spec)) in outputs.iter().zip(&self.plan().outputs).enumerate() {
             let v = host_view(py, obj, &format!("output {i}"), true)?;
             self.check_spec(py, format!("output {i}"), v.dtype, &v.shape, spec)?;
             outs.push(v);
@@ -1241,12 +1023,13 @@ impl FusionPlan {
     /// On the emulated device (the fake CuPy), builds the emulation library of every launch;
     /// True when all came from the disk cache.
     fn compile(&self, py: Python<'_>) -> PyResult<bool> {
-        if crate::emulate::fake_backend_active() {
-            let emulated = self.emulation_libraries(py)?;
-            return Ok(emulated.libraries.iter().all(|(_, hit)| *hit));
-        }
-        let (_, device) = self.current_device(py)?;
-        Ok(self.loaded_for(py, device)?.from_cache)
+        let device = Device::current().map_err(|e| errors::cuda_error(py, self.name(), e))?;
+        let paths = match device {
+            Device::Cuda(_) => kernel::python_paths(py),
+            Device::Emulated => Vec::new(),
+        };
+        py.detach(|| self.fused.compile(device, &paths))
+            .map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
     /// Launches every kernel of the plan, in order, on `stream` (CuPy's current stream by
@@ -1263,73 +1046,61 @@ impl FusionPlan {
         workspace: Option<Bound<'_, PyAny>>,
         stream: Option<usize>,
     ) -> PyResult<()> {
-        self.count(py, "input arrays", self.plan.inputs.len(), inputs.len())?;
-        self.count(py, "outputs", self.plan.outputs.len(), outputs.len())?;
-        self.count(py, "scalars", self.plan.scalars.len(), scalars.len())?;
-        if crate::emulate::fake_backend_active() {
-            return self.launch_emulated(py, &inputs, &scalars, &outputs, workspace.as_ref());
-        }
-        let (_, device) = self.current_device(py)?;
+        let plan = self.plan();
+        self.count(py, "input arrays", plan.inputs.len(), inputs.len())?;
+        self.count(py, "outputs", plan.outputs.len(), outputs.len())?;
+        self.count(py, "scalars", plan.scalars.len(), scalars.len())?;
+        let device = match Device::current() {
+            Ok(Device::Emulated) => {
+                return self.launch_emulated(py, &inputs, &scalars, &outputs, workspace.as_ref())
+            }
+            Ok(Device::Cuda(device)) => device,
+            Err(e) => return Err(errors::cuda_error(py, self.name(), e)),
+        };
         let mut in_ptrs = Vec::with_capacity(inputs.len());
-        for (i, (obj, spec)) in inputs.iter().zip(&self.plan.inputs).enumerate() {
+        for (i, (obj, spec)) in inputs.iter().zip(&plan.inputs).enumerate() {
             in_ptrs.push(
                 self.device_pointer(py, obj, format!("input {i}"), Some(spec), Some(device))?
                     .0,
             );
         }
         let mut out_ptrs = Vec::with_capacity(outputs.len());
-        for (i, (obj, spec)) in outputs.iter().zip(&self.plan.outputs).enumerate() {
+        for (i, (obj, spec)) in outputs.iter().zip(&plan.outputs).enumerate() {
             out_ptrs.push(
                 self.device_pointer(py, obj, format!("output {i}"), Some(spec), Some(device))?
                     .0,
             );
         }
-        let ws = match &workspace {
-            Some(w) if !w.is_none() => {
-                Some(self.device_pointer(py, w, "workspace".into(), None, Some(device))?)
-            }
-            _ => None,
-        };
+        let needed = self.loaded_for(py, device)?.on_device().workspace_bytes();
+        let ws = self
+            .workspace_pointer(py, workspace.as_ref(), Some(device), needed)?
+            .0;
         let svs = scalars
             .iter()
             .enumerate()
             .map(|(i, s)| scalar_value(s, i))
             .collect::<PyResult<Vec<_>>>()?;
         let stream = match stream {
-            Some(s) => s,
-            None => kernel::stream_on_device(py, device)?,
+            // SAFETY: the caller gave this handle as the stream to launch on; a stream it
+            // destroyed is its error, as with any CUDA API that takes a stream.
+            Some(s) => unsafe { StreamHandle::from_raw(s) },
+            None => crate::cupy_stream::stream_on_device(py, device)?,
         };
-        // the workspace the plan needs on this device is known once it is loaded there
-        let workspace = |needed: usize| match ws {
-            Some((_, nbytes)) if nbytes < needed => Err(self.workspace_error(py, nbytes, needed)),
-            Some((ptr, _)) => Ok(ptr),
-            None => Ok(0),
-        };
-        self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, workspace, &svs)
+        self.launch_pointers(py, device, stream, &in_ptrs, &out_ptrs, |_| Ok(ws), &svs)
     }
 
     #[getter]
     fn is_compiled(&self) -> bool {
-        if crate::emulate::fake_backend_active() {
-            return lock(&self.emulated).is_some();
-        }
-        let device = Driver::get_if_loaded().and_then(|d| d.current_device().ok());
-        device.is_some_and(|dev| lock(&self.loaded).iter().any(|l| l.device == dev))
+        Device::current_if_known().is_some_and(|device| self.fused.is_compiled(device))
     }
 
     fn __repr__(&self) -> String {
         format!(
             "<FusionPlan '{}': {} kernel(s)>",
             self.name(),
-            self.plan.kernels.len()
+            self.plan().kernels.len()
         )
     }
-}
-
-/// `(name, arity)` of every op of the table (what the tracer can call by name).
-#[pyfunction]
-fn _fusion_ops() -> Vec<(&'static str, usize)> {
-    fusion::OPS.iter().map(|d| (d.name, d.arity)).collect()
 }
 
 /// `(alias, table name)` of the NumPy and array-API spellings of table ops (`divide`, ...).
@@ -1342,6 +1113,12 @@ fn _fusion_op_aliases() -> Vec<(&'static str, &'static str)> {
 #[pyfunction]
 fn _fusion_reductions() -> Vec<(&'static str, &'static str)> {
     fusion::REDUCTIONS.to_vec()
+}
+
+/// `(name, arity)` of every op of the table (what the tracer can call by name).
+#[pyfunction]
+fn _fusion_ops() -> Vec<(&'static str, usize)> {
+    fusion::OPS.iter().map(|d| (d.name, d.arity)).collect()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

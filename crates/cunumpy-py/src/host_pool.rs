@@ -23,15 +23,17 @@ pub(crate) const POOL_MIN_BYTES: usize = 1 << 20;
 fn pool(py: Python<'_>) -> PyResult<&'static HostPool> {
     static POOL: PyOnceLock<HostPool> = PyOnceLock::new();
     POOL.get_or_try_init(py, || {
-        let limit = match std::env::var(LIMIT_ENV) {
-            Ok(value) => parse_limit(&value).map_err(errors::host_pool_error)?,
-            Err(std::env::VarError::NotPresent) => DEFAULT_LIMIT,
-            Err(std::env::VarError::NotUnicode(value)) => {
-                return Err(PyValueError::new_err(format!(
-                    "{LIMIT_ENV}={value:?} is not a size in bytes (expected a non-negative \
-                     integer)"
-                )))
-            }
+        let limit = match cunumpy_core::config::host_pool_limit() {
+            None => DEFAULT_LIMIT,
+            Some(value) => match value.into_string() {
+                Ok(value) => parse_limit(&value).map_err(errors::host_pool_error)?,
+                Err(value) => {
+                    return Err(PyValueError::new_err(format!(
+                        "{LIMIT_ENV}={value:?} is not a size in bytes (expected a non-negative \
+                         integer)"
+                    )))
+                }
+            },
         };
         Ok(HostPool::with_limit(limit))
     })

@@ -1,55 +1,26 @@
-//! `KernelLauncher`: the Rust half of `cunumpy.kernels.CudaKernel` (its `__call__` is the
-//! launch path: flatten, check and pack arguments, compile once per device, launch).
+//! `KernelLauncher`: the Rust half of `cunumpy.kernels.CudaKernel`. Its `__call__` reads the
+//! Python arguments (flatten, check, pack), keeps the last call's packed buffer (it holds
+//! Python objects), and hands the launch to `cunumpy_runtime` (compile once per device,
+//! validate, launch; or the emulated device).
 
 use crate::arrays::{self, Object};
 use crate::errors;
 use crate::held::Held;
+use crate::kernel_config::Config;
 use crate::vectorcall::{ArgList, VectorArgs, VectorcallSlot};
 use cunumpy_core::args::{ArgPlan, LaunchBuffer};
-use cunumpy_core::includes::resolve_includes;
-use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
-use cunumpy_core::ledger::{Event, EventKind, Ledger};
+use cunumpy_core::launch::{self, LaunchShape};
 use cunumpy_core::parser;
-use cunumpy_cuda::{
-    compile_cached, CompileRequest, CudaError, Driver, Function, KernelCache, Module, Nvrtc,
-};
+use cunumpy_core::sync::lock;
+use cunumpy_cuda::{Driver, StreamHandle};
+use cunumpy_runtime::{device, emulated, record, Device, Kernel, KernelSource, LoadedKernel};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// What a kernel is, fixed at construction.
-pub(crate) struct Config {
-    pub(crate) name: String,
-    pub(crate) expression: String,
-    pub(crate) source: String,
-    pub(crate) options: Vec<String>,
-    pub(crate) include_dirs: Vec<PathBuf>,
-    source_dir: Option<PathBuf>,
-    pub(crate) shipped_dir: PathBuf,
-    block: Vec<u32>,
-    pub(crate) plan: Option<ArgPlan>,
-    /// Whether a parameter is an array view (its shape and strides can change in place, so
-    /// such calls never reuse the last call's buffer). Decided once, not per launch.
-    has_views: bool,
-}
-
-/// A kernel compiled and loaded for one device.
-struct Loaded {
-    device: i32,
-    function: Function,
-    kernel_limits: KernelLimits,
-    device_limits: DeviceLimits,
-    dynamic_shared_allowed: AtomicU32,
-    from_cache: bool,
-}
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// How `n_threads` is inferred when neither it nor `grid` is given.
 #[derive(Clone)]
@@ -65,10 +36,10 @@ enum NThreadsFrom {
 /// (CuPy arrays and Python or NumPy scalars, which cannot change what the checks read) on the
 /// same device, the checked buffer is reused. Arrays are held by weak reference (`Held`): a
 /// dead array never matches and no array is kept alive by the cache.
-struct LastCall {
-    objects: Vec<Held>,
+pub(crate) struct LastCall {
+    pub(crate) objects: Vec<Held>,
     device: i32,
-    buffer: LaunchBuffer,
+    pub(crate) buffer: LaunchBuffer,
     /// Set when the call gave nothing but `n_threads` (an int): a repeat of it in the same
     /// context launches straight away (see `KernelLauncher::repeat_launch`).
     repeat: Option<Repeat>,
@@ -80,7 +51,7 @@ struct Repeat {
     context: usize,
     n_threads: i64,
     shape: LaunchShape,
-    loaded: Arc<Loaded>,
+    loaded: Arc<LoadedKernel>,
 }
 
 #[pyclass(subclass, frozen, module = "cunumpy._core", name = "KernelLauncher")]
@@ -88,8 +59,7 @@ pub struct KernelLauncher {
     /// Read by CPython on every call (see vectorcall.rs).
     vectorcall: VectorcallSlot,
     config: OnceLock<Config>,
-    last_call: Mutex<Option<LastCall>>,
-    loaded: Mutex<Vec<Arc<Loaded>>>,
+    pub(crate) last_call: Mutex<Option<LastCall>>,
     n_threads_from: Mutex<NThreadsFrom>,
     debug: AtomicBool,
     check_finite: AtomicBool,
@@ -104,26 +74,19 @@ pub(crate) fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// CuPy's current stream (0, the legacy default stream, when CuPy is not imported).
-pub(crate) fn current_stream(py: Python<'_>) -> PyResult<usize> {
-    crate::cupy_stream::current_stream(py)
-}
-
-/// CuPy's current stream on `device`, the device of the calling thread's current context (the
-/// same handle as `current_stream`, found without asking the runtime for the device).
-pub(crate) fn stream_on_device(py: Python<'_>, device: i32) -> PyResult<usize> {
-    crate::cupy_stream::stream_on_device(py, device)
-}
-
-fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+/// The stream a caller passed (`stream=`): a CuPy stream, an object with `.ptr` or
+/// `.cuda_stream`, or a raw handle.
+fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<StreamHandle> {
     let py = obj.py();
-    if let Ok(raw) = obj.extract::<usize>() {
-        return Ok(raw);
-    }
-    for attr in [intern!(py, "ptr"), intern!(py, "cuda_stream")] {
-        if let Ok(raw) = obj.getattr(attr).and_then(|v| v.extract::<usize>()) {
-            return Ok(raw);
-        }
+    let raw = obj.extract::<usize>().ok().or_else(|| {
+        [intern!(py, "ptr"), intern!(py, "cuda_stream")]
+            .into_iter()
+            .find_map(|attr| obj.getattr(attr).and_then(|v| v.extract::<usize>()).ok())
+    });
+    if let Some(raw) = raw {
+        // SAFETY: the caller gave this handle as the stream to launch on; a stream it destroyed
+        // is its error, as with any CUDA API that takes a stream (the driver reports it).
+        return Ok(unsafe { StreamHandle::from_raw(raw) });
     }
     Err(PyTypeError::new_err(format!(
         "stream must be a CuPy stream, an object with .ptr or .cuda_stream, or a raw handle \
@@ -187,30 +150,12 @@ pub(crate) fn flatten<'py>(args: &Bound<'py, PyTuple>) -> PyResult<Vec<Bound<'py
     Ok(out)
 }
 
-fn device_limits(driver: &Driver, device: i32) -> Result<DeviceLimits, CudaError> {
-    static CACHE: Mutex<Vec<(i32, DeviceLimits)>> = Mutex::new(Vec::new());
-    if let Some((_, l)) = lock(&CACHE).iter().find(|(d, _)| *d == device) {
-        return Ok(*l);
-    }
-    let info = driver.device_info(device)?;
-    let limits = DeviceLimits {
-        max_block: info.max_block_dims,
-        max_grid: info.max_grid_dims,
-        max_threads_per_block: info.max_threads_per_block,
-        shared_per_block: info.shared_mem_per_block,
-        shared_per_block_optin: info.shared_mem_per_block_optin,
-    };
-    lock(&CACHE).push((device, limits));
-    Ok(limits)
-}
-
 impl KernelLauncher {
     fn unconfigured() -> Self {
         KernelLauncher {
             vectorcall: VectorcallSlot::new(launcher_vectorcall),
             config: OnceLock::new(),
             last_call: Mutex::new(None),
-            loaded: Mutex::new(Vec::new()),
             n_threads_from: Mutex::new(NThreadsFrom::Auto),
             debug: AtomicBool::new(false),
             check_finite: AtomicBool::new(false),
@@ -226,45 +171,6 @@ impl KernelLauncher {
         self.config.get().ok_or_else(|| {
             PyRuntimeError::new_err("the kernel was not configured (call _configure first)")
         })
-    }
-
-    /// The calling thread's device, making the primary context of device 0 current on a
-    /// thread that has none.
-    pub(crate) fn launch_device(driver: &Driver) -> Result<i32, CudaError> {
-        if let Some((_, device)) = Self::current_context_device(driver)? {
-            return Ok(device);
-        }
-        let context = driver.ensure_context(0)?;
-        Self::device_of(driver, context.as_raw() as usize)
-    }
-
-    /// The calling thread's current context and its device; None when it has no context.
-    pub(crate) fn current_context_device(
-        driver: &Driver,
-    ) -> Result<Option<(usize, i32)>, CudaError> {
-        match driver.current_context()? {
-            Some(c) => {
-                let raw = c.as_raw() as usize;
-                Ok(Some((raw, Self::device_of(driver, raw)?)))
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// The device of `context`, the calling thread's current context.
-    fn device_of(driver: &Driver, context: usize) -> Result<i32, CudaError> {
-        thread_local! {
-            // (context handle, its device): asking the driver for the device of an unchanged
-            // context on every launch is wasted work.
-            static KNOWN: std::cell::Cell<(usize, i32)> = const { std::cell::Cell::new((0, 0)) };
-        }
-        let (known_ctx, known_dev) = KNOWN.with(|k| k.get());
-        if known_ctx == context && context != 0 {
-            return Ok(known_dev);
-        }
-        let device = driver.current_device()?;
-        KNOWN.with(|k| k.set((context, device)));
-        Ok(device)
     }
 
     /// Whether this call can reuse (or later be reused as) the last call's packed buffer.
@@ -308,16 +214,18 @@ impl KernelLauncher {
         // 1. the launch shape
         let (shape, shared) =
             this.call_shape(py, &flat, args, n_threads, grid, block, shared_mem)?;
-        // The emulated device backend (fake CuPy): the same checks and packed buffer, run on
-        // the CPU by the emulator (see emulate.rs).
-        if crate::emulate::fake_backend_active() {
-            return crate::emulate::launch_on_fake_backend(slf, &flat, shape, shared);
+        // The emulated device (fake CuPy): the same checks and packed buffer, run on the CPU
+        // by the emulator (see emulate.rs).
+        if device::emulated() {
+            return Self::launch_emulated(slf, &flat, shape, shared);
         }
 
         // 2. the arguments: checked before anything is compiled, on any machine
         let driver = Driver::get();
         let device = match &driver {
-            Ok(d) => Self::launch_device(d).map_err(|e| errors::cuda_error(py, &config.name, e))?,
+            Ok(d) => {
+                device::launch_device(d).map_err(|e| errors::cuda_error(py, config.name(), e))?
+            }
             Err(_) => 0,
         };
         let reusable = Self::reusable(config, &flat);
@@ -337,30 +245,16 @@ impl KernelLauncher {
         if shape.is_empty() {
             return Ok(());
         }
-        let driver = driver.map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        let driver = driver.map_err(|e| errors::cuda_error(py, config.name(), e))?;
 
         // 3. compile once per device (no lock held: compiles release the GIL), check limits
         let loaded = this.loaded_for(py, device)?;
-        launch::validate(
-            &config.name,
-            &shape,
-            shared,
-            &loaded.device_limits,
-            &loaded.kernel_limits,
-        )
-        .map_err(|e| errors::launch_error(py, e))?;
-        if shared > loaded.dynamic_shared_allowed.load(Ordering::Relaxed) {
-            loaded
-                .function
-                .set_max_dynamic_shared(shared)
-                .map_err(|e| errors::cuda_error(py, &config.name, e))?;
-            loaded
-                .dynamic_shared_allowed
-                .store(shared, Ordering::Relaxed);
-        }
+        loaded
+            .prepare(config.name(), &shape, shared)
+            .map_err(|e| errors::runtime_error(py, config.name(), e))?;
         let stream = match stream {
             Some(s) if !s.is_none() => stream_handle(s)?,
-            _ => stream_on_device(py, device)?,
+            _ => crate::cupy_stream::stream_on_device(py, device)?,
         };
 
         // 4. launch, with the last call's buffer when the arguments are the same objects
@@ -380,12 +274,8 @@ impl KernelLauncher {
             };
             // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
             // as the caller asked) and is alive for the call; cuLaunchKernel copies the values.
-            // The stream handle comes from CuPy or the caller.
-            unsafe {
-                loaded
-                    .function
-                    .launch(shape.grid, shape.block, shared, stream, buffer.params())
-            }
+            // The stream handle comes from CuPy or the caller; `prepare` checked the shape.
+            unsafe { loaded.launch(&shape, shared, stream, buffer.params()) }
         };
         if let (Some(buffer), true) = (fresh, reusable) {
             let context = driver
@@ -409,7 +299,7 @@ impl KernelLauncher {
             });
         }
         drop(last);
-        launched.map_err(|e| errors::cuda_error(py, &config.name, e))?;
+        launched.map_err(|e| errors::cuda_error(py, config.name(), e))?;
         Self::after_launch(
             slf,
             Some(&flat),
@@ -418,6 +308,34 @@ impl KernelLauncher {
             shared,
             stream,
         )
+    }
+
+    /// A launch on the emulated device: device 0, checked bounds, recorded in the ledger like
+    /// a launch, then the optional NaN/inf scan.
+    fn launch_emulated(
+        slf: &Bound<'_, Self>,
+        flat: &[Bound<'_, PyAny>],
+        shape: LaunchShape,
+        shared: u32,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let config = this.config()?;
+        let buffer = this.pack(py, config, flat, 0)?;
+        if shape.is_empty() {
+            return Ok(());
+        }
+        crate::emulate::run(py, config, flat, buffer, shape, shared, None, true)?;
+        if record::recording() {
+            Self::record_launch(py, config.name(), &shape);
+        }
+        if this.check_finite_enabled() {
+            slf.call_method1(
+                intern!(py, "_check_finite_outputs"),
+                (PyList::new(py, flat)?,),
+            )?;
+        }
+        Ok(())
     }
 
     /// The repeat of the last plain call (same objects, same `n_threads`, same context; see
@@ -429,16 +347,16 @@ impl KernelLauncher {
         n: i64,
     ) -> PyResult<bool> {
         let py = slf.py();
-        if crate::emulate::fake_backend_active() {
+        if device::emulated() {
             return Ok(false);
         }
         let Ok(driver) = Driver::get() else {
             return Ok(false);
         };
-        let Ok(Some((context, device))) = Self::current_context_device(driver) else {
+        let Ok(Some((context, device))) = device::current_context_device(driver) else {
             return Ok(false);
         };
-        let stream = stream_on_device(py, device)?;
+        let stream = crate::cupy_stream::stream_on_device(py, device)?;
         let this = slf.get();
         let mut last = lock(&this.last_call);
         let Some(LastCall {
@@ -467,19 +385,14 @@ impl KernelLauncher {
         // very objects (alive: the caller passed them, and `Held::is` matched each), launched with
         // this shape on this context's device before; cuLaunchKernel copies the values. The
         // stream handle comes from CuPy.
-        let launched = unsafe {
-            repeat
-                .loaded
-                .function
-                .launch(shape.grid, shape.block, 0, stream, buffer.params())
-        };
+        let launched = unsafe { repeat.loaded.launch(&shape, 0, stream, buffer.params()) };
         drop(last);
         if let Err(e) = launched {
-            return Err(errors::cuda_error(py, &this.config()?.name, e));
+            return Err(errors::cuda_error(py, this.config()?.name(), e));
         }
         // nothing follows a launch unless the ledger records, debug mode is on or outputs
         // are scanned
-        let follow_up = Ledger::global().is_recording()
+        let follow_up = record::recording()
             || this.debug.load(Ordering::Relaxed)
             || this.check_finite.load(Ordering::Relaxed);
         if follow_up {
@@ -496,26 +409,25 @@ impl KernelLauncher {
         args: &ArgList<'_, '_>,
         shape: &LaunchShape,
         shared: u32,
-        stream: usize,
+        stream: StreamHandle,
     ) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
         let config = this.config()?;
-        if Ledger::global().is_recording() {
-            Self::record_launch(py, &config.name, shape);
+        let name = config.name();
+        if record::recording() {
+            Self::record_launch(py, name, shape);
         }
         if this.debug.load(Ordering::Relaxed) {
-            // SAFETY: `stream` is the handle the launch just used.
-            let handle = unsafe { cunumpy_cuda::StreamHandle::from_raw(stream) };
-            let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
-            driver.synchronize_stream(handle).map_err(|e| {
-                let e = e.in_launch(&config.name, shape.grid, shape.block, shared);
+            let driver = Driver::get().map_err(|e| errors::cuda_error(py, name, e))?;
+            driver.synchronize_stream(stream).map_err(|e| {
+                let e = e.in_launch(name, shape.grid, shape.block, shared);
                 errors::raise(
                     py,
                     "CudaRuntimeError",
                     format!(
                         "CUDA error after launching kernel '{}' with grid {:?} and block {:?}: {e}",
-                        config.name, shape.grid, shape.block
+                        name, shape.grid, shape.block
                     ),
                 )
             })?;
@@ -524,7 +436,7 @@ impl KernelLauncher {
             slf.call_method1(
                 intern!(py, "_check_finite_outputs"),
                 (match flat {
-                    Some(f) => pyo3::types::PyList::new(py, f)?,
+                    Some(f) => PyList::new(py, f)?,
                     None => args.to_list()?,
                 },),
             )?;
@@ -532,20 +444,16 @@ impl KernelLauncher {
         Ok(())
     }
 
-    fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<Loaded>> {
-        if let Some(l) = lock(&self.loaded).iter().find(|l| l.device == device) {
-            return Ok(l.clone());
-        }
+    /// The kernel loaded on CUDA device `device` (compiled on first use, with the GIL
+    /// released).
+    pub(crate) fn loaded_for(&self, py: Python<'_>, device: i32) -> PyResult<Arc<LoadedKernel>> {
         let config = self.config()?;
-        let paths = python_paths(py);
-        let result = py.detach(|| compile_and_load(config, device, &paths));
-        let loaded = Arc::new(result.map_err(|e| errors::cuda_error(py, &config.name, e))?);
-        let mut all = lock(&self.loaded);
-        if let Some(l) = all.iter().find(|l| l.device == device) {
-            return Ok(l.clone());
+        if let Some(l) = config.kernel.loaded(device) {
+            return Ok(l);
         }
-        all.push(loaded.clone());
-        Ok(loaded)
+        let paths = python_paths(py);
+        py.detach(|| config.kernel.load(device, &paths))
+            .map_err(|e| errors::cuda_error(py, config.name(), e))
     }
 
     pub(crate) fn pack(
@@ -613,7 +521,7 @@ impl KernelLauncher {
         let shared = u32::try_from(shared_mem).map_err(|_| {
             PyValueError::new_err(format!(
                 "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
-                config.name
+                config.name()
             ))
         })?;
         Ok((shape, shared))
@@ -647,7 +555,7 @@ impl KernelLauncher {
                 "LaunchShapeTypeError",
                 format!(
                     "{}: inferring n_threads needs an array argument; pass n_threads= or grid=",
-                    self.config.get().map_or("kernel", |c| c.name.as_str())
+                    self.config.get().map_or("kernel", |c| c.name())
                 ),
             )
         };
@@ -679,24 +587,9 @@ impl KernelLauncher {
         })
     }
 
+    /// The ledger entry of a launch, made at the user's call site.
     pub(crate) fn record_launch(py: Python<'_>, name: &str, shape: &LaunchShape) {
-        let site = py
-            .import("cunumpy._where")
-            .and_then(|m| m.getattr("call_site"))
-            .and_then(|f| f.call0())
-            .and_then(|s| s.extract::<String>())
-            .unwrap_or_else(|_| "<unknown>:0".into());
-        Ledger::global().record(Event {
-            kind: EventKind::Launch,
-            description: format!(
-                "kernel '{name}' grid {:?} block {:?}",
-                shape.grid, shape.block
-            ),
-            site,
-            nbytes: None,
-            blocking: false,
-            implicit: false,
-        });
+        record::launch(name, shape, crate::ledger::call_site(py));
     }
 }
 
@@ -720,88 +613,13 @@ fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<Launch
                 return Err(PyTypeError::new_err(format!(
                     "{}(): argument {i} is {t}, which an unchecked launch cannot pass; arrays \
                      are never copied to the device",
-                    config.name
+                    config.name()
                 )))
             }
         };
         values.push(bytes);
     }
     Ok(LaunchBuffer::from_raw_values(&values))
-}
-
-/// Compiles `source` for `device` through NVRTC and the disk cache (a hit skips NVRTC), and
-/// loads the image in the device's primary context. Shared by `CudaKernel` and fused plans.
-pub(crate) fn compile_module(
-    source: &str,
-    program_name: &str,
-    options: &[String],
-    name_expressions: &[String],
-    headers: &[PathBuf],
-    device: i32,
-    python_paths: &[PathBuf],
-) -> Result<(Module, cunumpy_cuda::CachedCompile), CudaError> {
-    let driver = Driver::get()?;
-    driver.ensure_context(device)?;
-    let info = driver.device_info(device)?;
-    let nvrtc = Nvrtc::get_or_load(python_paths)?;
-    let cache = KernelCache::at_default_dir();
-    let compiled = compile_cached(
-        nvrtc,
-        cache.as_ref(),
-        &CompileRequest {
-            source,
-            program_name,
-            options,
-            name_expressions,
-            headers,
-            arch: info.compute_capability,
-        },
-    )?;
-    let module = Module::load(&compiled.compiled.image)?;
-    Ok((module, compiled))
-}
-
-fn compile_and_load(
-    config: &Config,
-    device: i32,
-    python_paths: &[PathBuf],
-) -> Result<Loaded, CudaError> {
-    let driver = Driver::get()?;
-    let headers = resolve_includes(
-        &config.source,
-        config.source_dir.as_deref(),
-        &config.include_dirs,
-        std::slice::from_ref(&config.shipped_dir),
-    );
-    let expressions = vec![config.expression.clone()];
-    let program = format!("{}.cu", config.name);
-    let (module, compiled) = compile_module(
-        &config.source,
-        &program,
-        &config.options,
-        &expressions,
-        &headers,
-        device,
-        python_paths,
-    )?;
-    let lowered = compiled
-        .compiled
-        .lowered_name(&config.expression)
-        .unwrap_or(&config.expression)
-        .to_string();
-    let function = module.function(&lowered)?;
-    let attributes = function.attributes()?;
-    Ok(Loaded {
-        device,
-        kernel_limits: KernelLimits {
-            max_threads_per_block: attributes.max_threads_per_block,
-            static_shared: attributes.static_shared_bytes,
-        },
-        device_limits: device_limits(driver, device)?,
-        dynamic_shared_allowed: AtomicU32::new(attributes.max_dynamic_shared_bytes),
-        function,
-        from_cache: compiled.hit,
-    })
 }
 
 #[pymethods]
@@ -855,13 +673,15 @@ impl KernelLauncher {
         });
         let config = Config {
             has_views,
-            name,
-            expression: expression.clone(),
-            source,
-            options,
-            include_dirs,
-            source_dir,
-            shipped_dir,
+            kernel: Kernel::new(KernelSource {
+                name,
+                expression: expression.clone(),
+                source,
+                options,
+                include_dirs,
+                source_dir,
+                shipped_dir,
+            }),
             block,
             plan,
         };
@@ -888,13 +708,10 @@ impl KernelLauncher {
     /// Compiles (or loads from the disk cache) for the current device; True on a cache hit.
     fn _compile(&self, py: Python<'_>) -> PyResult<bool> {
         let config = self.config()?;
-        if crate::emulate::fake_backend_active() {
-            return crate::emulate::compile_on_fake_backend(py, config);
+        match Device::current().map_err(|e| errors::cuda_error(py, config.name(), e))? {
+            Device::Emulated => Ok(crate::emulate::library_for(py, config)?.1),
+            Device::Cuda(device) => Ok(self.loaded_for(py, device)?.from_cache()),
         }
-        let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        let device =
-            Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        Ok(self.loaded_for(py, device)?.from_cache)
     }
 
     /// Drops the current device's compiled kernel.
@@ -902,25 +719,22 @@ impl KernelLauncher {
         // the last call's repeat holds the compiled function
         *lock(&self.last_call) = None;
         let device = Driver::get().ok().and_then(|d| d.current_device().ok());
-        if let Some(device) = device {
-            lock(&self.loaded).retain(|l| l.device != device);
+        if let (Some(device), Ok(config)) = (device, self.config()) {
+            config.kernel.forget(device);
         }
     }
 
     #[getter]
     fn is_compiled(&self) -> bool {
-        if crate::emulate::fake_backend_active() {
-            return self
-                .config()
-                .is_ok_and(crate::emulate::is_compiled_on_fake_backend);
-        }
-        let device = Driver::get_if_loaded().and_then(|d| d.current_device().ok());
-        device.is_some_and(|dev| lock(&self.loaded).iter().any(|l| l.device == dev))
+        let Ok(config) = self.config() else {
+            return false;
+        };
+        Device::current_if_known().is_some_and(|device| config.kernel.is_compiled(device))
     }
 
     #[getter]
     fn expression(&self) -> PyResult<String> {
-        Ok(self.config()?.expression.clone())
+        Ok(self.config()?.kernel.source().expression.clone())
     }
 
     fn _set_n_threads_from(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -964,17 +778,10 @@ impl KernelLauncher {
     /// at the least (call it after one ordinary launch).
     fn _bare_launch(&self, py: Python<'_>) -> PyResult<()> {
         let config = self.config()?;
-        let Some(loaded) = lock(&self.loaded).first().cloned() else {
-            return Err(PyRuntimeError::new_err(
-                "_bare_launch: launch the kernel once first",
-            ));
-        };
+        let first = || PyRuntimeError::new_err("_bare_launch: launch the kernel once first");
+        let loaded = config.kernel.any_loaded().ok_or_else(first)?;
         let mut last = lock(&self.last_call);
-        let Some(call) = last.as_mut() else {
-            return Err(PyRuntimeError::new_err(
-                "_bare_launch: launch the kernel once first",
-            ));
-        };
+        let call = last.as_mut().ok_or_else(first)?;
         // the last call's arrays must still be alive (the cache holds them weakly); the
         // references taken here keep them so for the launch
         let alive: Option<Vec<_>> = call.objects.iter().map(|h| h.get(py)).collect();
@@ -984,13 +791,8 @@ impl KernelLauncher {
             ));
         }
         // SAFETY: the buffer was packed and checked by an earlier launch of this kernel with
-        // these arguments, all alive (checked above); cuLaunchKernel copies the values.
-        unsafe {
-            loaded
-                .function
-                .launch([1, 1, 1], [1, 1, 1], 0, 0, call.buffer.params())
-        }
-        .map_err(|e| errors::cuda_error(py, &config.name, e))
+        // these arguments, all alive (checked above).
+        unsafe { crate::probes::bare_launch(py, config.name(), &loaded, &mut call.buffer) }
     }
 
     /// The benchmark floor: `n` launches of this kernel in a tight Rust loop (arguments
@@ -1003,29 +805,19 @@ impl KernelLauncher {
         n_launches: u64,
         n_threads: i64,
     ) -> PyResult<f64> {
-        let config = self.config()?;
-        let driver = Driver::get().map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        let device =
-            Self::launch_device(driver).map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        let flat = flatten(args)?;
-        let mut buffer = self.pack(py, config, &flat, device)?;
-        let loaded = self.loaded_for(py, device)?;
-        let shape = launch::launch_shape(Some(&[n_threads]), None, &config.block)
-            .map_err(|e| errors::launch_error(py, e))?;
-        let stream = current_stream(py)?;
-        // SAFETY: as in `__call__`: a buffer packed from the signature, alive for the loop.
-        let elapsed = unsafe {
-            loaded.function.raw_launch_loop(
-                shape.grid,
-                shape.block,
-                0,
-                stream,
-                buffer.params(),
+        let (_, mut buffer, loaded, shape) = self.probe_setup(py, args, n_threads)?;
+        // SAFETY: a buffer packed from the signature for `args`, which the caller keeps alive
+        // for the whole call.
+        unsafe {
+            crate::probes::raw_launch_loop(
+                py,
+                self.config()?.name(),
+                &loaded,
+                &mut buffer,
+                &shape,
                 n_launches,
             )
         }
-        .map_err(|e| errors::cuda_error(py, &config.name, e))?;
-        Ok(elapsed.as_secs_f64())
     }
 
     /// Benchmark probe: µs per launch of `n` launches in Rust loops, each loop adding one step
@@ -1041,77 +833,121 @@ impl KernelLauncher {
     ) -> PyResult<Py<PyDict>> {
         let py = slf.py();
         let this = slf.get();
-        let config = this.config()?;
-        let name = config.name.clone();
-        let cuda = |e| errors::cuda_error(py, &name, e);
-        let driver = Driver::get().map_err(cuda)?;
-        let device = Self::launch_device(driver).map_err(cuda)?;
-        let flat = flatten(args)?;
-        let mut buffer = this.pack(py, config, &flat, device)?;
-        let loaded = this.loaded_for(py, device)?;
-        let shape = launch::launch_shape(Some(&[n_threads]), None, &config.block)
-            .map_err(|e| errors::launch_error(py, e))?;
-        let stream = current_stream(py)?;
-        let out = PyDict::new(py);
-        let timed = |label: &str, step: &mut dyn FnMut() -> PyResult<()>| -> PyResult<()> {
-            let start = std::time::Instant::now();
-            for _ in 0..n_launches {
-                step()?;
-            }
-            // SAFETY: `stream` is CuPy's current stream handle, read above.
-            let handle = unsafe { cunumpy_cuda::StreamHandle::from_raw(stream) };
-            driver.synchronize_stream(handle).map_err(cuda)?;
-            let us = start.elapsed().as_secs_f64() / n_launches.max(1) as f64 * 1e6;
-            out.set_item(label, us)
-        };
-        let params = buffer.params();
-        let mut bare = || {
-            // SAFETY: a buffer packed from the signature for `args`, which the caller keeps
-            // alive for the whole call, launched on CuPy's current stream.
-            unsafe {
-                loaded
-                    .function
-                    .launch(shape.grid, shape.block, 0, stream, params)
-            }
-            .map_err(cuda)
-        };
-        timed("launch_us", &mut bare)?;
-        timed("context_launch_us", &mut || {
-            driver.current_context().map_err(cuda)?;
-            bare()
-        })?;
-        timed("cupy_current_stream_launch_us", &mut || {
-            current_stream(py)?;
-            bare()
-        })?;
-        timed("stream_on_device_launch_us", &mut || {
-            stream_on_device(py, device)?;
-            bare()
-        })?;
-        timed("lock_compare_launch_us", &mut || {
-            let this = slf.get();
+        let (device, mut buffer, loaded, shape) = this.probe_setup(py, args, n_threads)?;
+        let mut compare = || {
             let last = lock(&this.last_call);
-            let same = last.as_ref().is_some_and(|call| {
+            last.as_ref().is_some_and(|call| {
                 call.objects
                     .iter()
                     .enumerate()
                     .all(|(i, held)| args.get_borrowed_item(i).is_ok_and(|b| held.is(&b)))
-            });
-            drop(last);
-            std::hint::black_box(same);
-            bare()
-        })?;
-        timed("repeat_path_us", &mut || {
-            if Self::repeat_launch(slf, &ArgList::Tuple(args), n_threads)? {
-                Ok(())
-            } else {
-                Err(PyRuntimeError::new_err(
-                    "_launch_breakdown: call the kernel with these arguments first",
-                ))
-            }
-        })?;
-        Ok(out.unbind())
+            })
+        };
+        let mut repeat = || Self::repeat_launch(slf, &ArgList::Tuple(args), n_threads);
+        // SAFETY: a buffer packed from the signature for `args`, which the caller keeps alive
+        // for the whole call.
+        unsafe {
+            crate::probes::launch_breakdown(
+                py,
+                this.config()?.name(),
+                crate::probes::Probe {
+                    device,
+                    loaded: &loaded,
+                    buffer: &mut buffer,
+                    shape: &shape,
+                    n_launches,
+                },
+                &mut compare,
+                &mut repeat,
+            )
+        }
     }
+}
+
+impl KernelLauncher {
+    /// What the probes launch: the current device, `args` packed, the kernel loaded there and
+    /// the shape of `n_threads` threads.
+    fn probe_setup(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        n_threads: i64,
+    ) -> PyResult<(i32, LaunchBuffer, Arc<LoadedKernel>, LaunchShape)> {
+        let config = self.config()?;
+        let cuda = |e| errors::cuda_error(py, config.name(), e);
+        let driver = Driver::get().map_err(cuda)?;
+        let device = device::launch_device(driver).map_err(cuda)?;
+        let flat = flatten(args)?;
+        let buffer = self.pack(py, config, &flat, device)?;
+        let loaded = self.loaded_for(py, device)?;
+        let shape = launch::launch_shape(Some(&[n_threads]), None, &config.block)
+            .map_err(|e| errors::launch_error(py, e))?;
+        Ok((device, buffer, loaded, shape))
+    }
+}
+
+/// Runs `launcher` in the emulator: the arguments are checked and packed as for a launch
+/// (pointer arguments must be arrays with host addresses behind their device interface).
+#[pyfunction]
+#[pyo3(signature = (launcher, *args, n_threads=None, grid=None, block=None, shared_mem=0, shuffle_seed=None, bounds=true))]
+#[allow(clippy::too_many_arguments)]
+fn _emulate_launch(
+    launcher: &Bound<'_, KernelLauncher>,
+    args: &Bound<'_, PyTuple>,
+    n_threads: Option<&Bound<'_, PyAny>>,
+    grid: Option<&Bound<'_, PyAny>>,
+    block: Option<&Bound<'_, PyAny>>,
+    shared_mem: i64,
+    shuffle_seed: Option<u64>,
+    bounds: bool,
+) -> PyResult<()> {
+    let py = launcher.py();
+    let this = launcher.get();
+    let config = this.config()?;
+    let flat = flatten(args)?;
+    let (shape, shared) = this.call_shape(py, &flat, args, n_threads, grid, block, shared_mem)?;
+    let buffer = this.pack(py, config, &flat, 0)?;
+    if shape.is_empty() {
+        return Ok(());
+    }
+    crate::emulate::run(
+        py,
+        config,
+        &flat,
+        buffer,
+        shape,
+        shared,
+        shuffle_seed,
+        bounds,
+    )
+}
+
+/// Compiles `launcher` for emulation (or finds it in the cache); returns what was built.
+#[pyfunction]
+fn _compile_for_emulation<'py>(
+    launcher: &Bound<'py, KernelLauncher>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = launcher.py();
+    let config = launcher.get().config()?;
+    let (lib, from_cache) = crate::emulate::library_for(py, config)?;
+    let out = PyDict::new(py);
+    out.set_item("kernel", lib.kernel())?;
+    out.set_item("library", lib.library_path())?;
+    out.set_item("from_cache", from_cache)?;
+    out.set_item("uses_fibers", lib.uses_fibers())?;
+    out.set_item("param_count", lib.param_count())?;
+    out.set_item("param_names", lib.param_names().to_vec())?;
+    out.set_item("cache_dir", emulated::cache_dir())?;
+    Ok(out)
+}
+
+/// Registers `KernelLauncher` (with vectorcall) and its emulator entry points.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<KernelLauncher>()?;
+    KernelLauncher::register_vectorcall(m.py())?;
+    m.add_function(wrap_pyfunction!(_emulate_launch, m)?)?;
+    m.add_function(wrap_pyfunction!(_compile_for_emulation, m)?)?;
+    Ok(())
 }
 
 fn bad_rule(py: Python<'_>) -> PyErr {

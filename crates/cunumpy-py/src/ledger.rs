@@ -1,9 +1,9 @@
 //! Python face of the transfer/launch ledger (`cunumpy.profiling` builds on it).
 
 use cunumpy_core::ledger::{self, current_thread_key, Event, EventKind, EventLog, Ledger, Scope};
+use cunumpy_core::sync::lock;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use std::sync::{Mutex, MutexGuard};
 
 fn kind_from(name: &str) -> PyResult<EventKind> {
     EventKind::from_name(name).ok_or_else(|| {
@@ -15,8 +15,14 @@ fn kind_from(name: &str) -> PyResult<EventKind> {
     })
 }
 
-fn lock(log: &Mutex<Vec<Event>>) -> MutexGuard<'_, Vec<Event>> {
-    log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The user's `file:line` that made the current call (`cunumpy._where.call_site`), for a
+/// ledger entry.
+pub(crate) fn call_site(py: Python<'_>) -> String {
+    py.import("cunumpy._where")
+        .and_then(|m| m.getattr("call_site"))
+        .and_then(|f| f.call0())
+        .and_then(|s| s.extract::<String>())
+        .unwrap_or_else(|_| "<unknown>:0".into())
 }
 
 /// One event as a plain tuple: (kind, description, where, nbytes, blocking, implicit).

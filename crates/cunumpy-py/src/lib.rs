@@ -1,4 +1,7 @@
-//! The PyO3 module `cunumpy._core`: type conversions, wrappers and error mapping only.
+//! The PyO3 module `cunumpy._core`: conversions between Python objects and the Rust crates'
+//! types, the caches that must hold Python references (a kernel's last call, a fused
+//! function's remembered calls and recycled outputs), vectorcall, and error mapping. What a
+//! call does below that is `cunumpy-runtime`'s.
 
 use pyo3::prelude::*;
 
@@ -13,8 +16,10 @@ mod held;
 mod host_loops;
 mod host_pool;
 mod kernel;
+mod kernel_config;
 mod layout;
 mod ledger;
+mod probes;
 mod source;
 mod vectorcall;
 
@@ -24,8 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ledger::register(m)?;
     source::register(m)?;
     layout::register(m)?;
-    m.add_class::<kernel::KernelLauncher>()?;
-    kernel::KernelLauncher::register_vectorcall(m.py())?;
+    kernel::register(m)?;
     fusion::register(m)?;
     m.add_class::<fused_call::FusedDispatcher>()?;
     fused_call::FusedDispatcher::register_vectorcall(m.py())?;

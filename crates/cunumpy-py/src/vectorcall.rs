@@ -1,5 +1,5 @@
 //! Vectorcall (PEP 590) for the classes whose calls are the hot path: `KernelLauncher`
-//! (`CudaKernel`) and `KernelDispatcher` (`Kernel`).
+//! (`CudaKernel`), `KernelDispatcher` (`Kernel`) and `FusedDispatcher` (`FusedFunction`).
 //!
 //! PyO3 implements `__call__` through `tp_call`: for `kernel(x, 1, n_threads=1)` the interpreter
 //! first builds a tuple of the positional arguments and a dict of the keywords, and PyO3 then
@@ -418,7 +418,7 @@ pub(crate) fn register_class<
     if !install(&ty, offset)? {
         return Ok(false);
     }
-    crate::kernel::lock(&BASES).push((ty.unbind(), offset));
+    cunumpy_core::sync::lock(&BASES).push((ty.unbind(), offset));
     Ok(true)
 }
 
@@ -428,7 +428,7 @@ pub(crate) fn register_class<
 #[pyfunction]
 fn _enable_vectorcall(cls: &Bound<'_, PyType>) -> PyResult<bool> {
     let py = cls.py();
-    let found = crate::kernel::lock(&BASES)
+    let found = cunumpy_core::sync::lock(&BASES)
         .iter()
         .map(|(ty, offset)| (ty.clone_ref(py), *offset))
         .collect::<Vec<_>>();

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 
-_TRUE = {"1", "true", "yes", "on"}
-_state = {"debug": os.environ.get("CUNUMPY_CUDA_DEBUG", "").strip().lower() in _TRUE}
+from .. import _config
+
+_state = {"debug": _config.cuda_debug()}
 
 
 def set_cuda_debug(enabled: bool) -> None:

@@ -3,11 +3,11 @@ so that importing the package does not import pytest."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
+from .. import _config
 from .._backend import cupy_available, cupy_unavailable_reason, use_backend
 
 __all__ = [
@@ -25,8 +25,8 @@ _built: dict[str, Any] = {}
 
 
 def cuda_required() -> bool:
-    """Whether ``CUNUMPY_REQUIRE_CUDA`` (``1``, ``true``, ``yes``) turns skips into failures."""
-    return os.environ.get("CUNUMPY_REQUIRE_CUDA", "").strip().lower() in {"1", "true", "yes"}
+    """Whether ``CUNUMPY_REQUIRE_CUDA`` (a true value) turns skips into failures."""
+    return _config.require_cuda()
 
 
 def _fake_active() -> bool:

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._backend import use_backend
 from .._conversions import is_cupy_array, to_numpy
-from ..kernels._dispatch import Kernel, KernelCatalog
+from ..kernels._catalog import KernelCatalog
+from ..kernels._dispatch import Kernel
 from ._markers import cuda_gate
 
 __all__ = ["TEST_ARGS_SETTINGS", "assert_kernels_agree", "check_parity", "parity_cases"]

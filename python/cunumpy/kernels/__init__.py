@@ -1,7 +1,11 @@
-"""The kernel layer: CUDA C kernels with checked launches (more building blocks follow)."""
+"""The kernel layer: CUDA C kernels with checked launches (`CudaKernel`), host kernels and
+host/CUDA pairs (`PyccelKernel`, `Kernel`, `KernelCatalog`), fused functions (`fuse`), the host
+memory pool and the kernel profile."""
 
+from ._catalog import KernelCatalog
 from ._cuda_kernel import CudaKernel, CudaKernelVariants
-from ._dispatch import FORTRAN_NAME_LIMIT, Kernel, KernelCatalog
+from ._discovery import FORTRAN_NAME_LIMIT
+from ._dispatch import Kernel
 from ._fusion import FusedFunction, fuse
 from ._host_impl import (
     DEVICE_IMPLEMENTATIONS,

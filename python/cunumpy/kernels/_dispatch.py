@@ -1,16 +1,15 @@
-"""``Kernel`` (a host kernel and its optional CUDA version, called the same way) and
-``KernelCatalog`` (all kernels of a package, found by folder convention)."""
+"""``Kernel``: a host kernel and its optional CUDA version, called the same way (dispatch by
+backend and argument). Folders of kernels are found by ``_discovery.py``, packages of them
+gathered by ``_catalog.py``."""
 
 from __future__ import annotations
 
-import ast
 import importlib
 import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -19,32 +18,24 @@ import numpy as np
 from .. import _backend, _core
 from .._ledger import record
 from ..exceptions import (
-    DuplicateKernelError,
-    KernelFolderError,
     KernelImplementationError,
     KernelSignatureMismatchError,
     LaunchShapeError,
     MissingCudaKernelError,
 )
 from . import _profile
-from ._cuda_kernel import CudaKernel, compile_kernels
+from ._cuda_kernel import CudaKernel
+from ._discovery import kernel_from_folder
 from ._host_impl import (
     CompiledHostKernel,
     HostImplementations,
     get_device_kernel_implementation,
 )
-from ._pyccel_kernel import (
-    PyccelKernel,
-    _contains_device,
-    _signature_names,
-    outputs_from_annotations,
-)
+from ._kernel_args import _contains_device, _signature_names, _stub_parameters
+from ._pyccel_kernel import PyccelKernel
 from ._vectorcall import use_vectorcall
 
-__all__ = ["Kernel", "KernelCatalog", "FORTRAN_NAME_LIMIT"]
-
-#: Fortran's limit on identifier length; Pyccel names the C binding ``bind_c_<name><suffix>``.
-FORTRAN_NAME_LIMIT = 63
+__all__ = ["Kernel"]
 
 #: The backend state, read directly on the call path (what ``_backend.get_backend()`` returns,
 #: without the function call).
@@ -408,313 +399,19 @@ class Kernel(_core.KernelDispatcher):
         ``<name>_numpy.py`` give ``numba`` and ``numpy``; optional ``<name><cuda_suffix>`` gives
         the CUDA kernel ``<name>``; optional ``<name><test_args_suffix>.py`` the parity test
         arguments. Nothing is compiled here."""
-        pkg = importlib.import_module(package) if isinstance(package, str) else package
-        if not hasattr(pkg, "__path__"):
-            raise ModuleNotFoundError(f"{pkg.__name__} is not a package (kernel folder)")
-        folder = Path(next(iter(pkg.__path__)))
-        name = pkg.__name__.rsplit(".", 1)[-1]
-        host_file = folder / f"{name}{host_suffix}.py"
-        if not host_file.is_file():
-            raise KernelFolderError(
-                f"kernel folder {folder} has no host kernel {name}{host_suffix}.py"
-            )
-        if check_name_length and len(f"bind_c_{name}{host_suffix}") > FORTRAN_NAME_LIMIT:
-            warnings.warn(
-                f"kernel name {name!r}: bind_c_{name}{host_suffix} is longer than Fortran's "
-                f"{FORTRAN_NAME_LIMIT} characters; Pyccel's Fortran build may fail",
-                UserWarning,
-                stacklevel=2,
-            )
-        host_module = importlib.import_module(f"{pkg.__name__}.{name}{host_suffix}")
-        python = getattr(host_module, name, None)
-        if python is None:
-            raise KernelFolderError(
-                f"kernel folder {folder}: {host_file.name} defines no function {name!r}"
-            )
-        loaders: dict[str, Callable[[], Callable[..., Any]]] = {"python": lambda: python}
-        if compile_host is not None:
-            compiler = _compiler(compile_host)
-            loaders["pyccel"] = lambda: _compiled(host_module, name, compiler)
-        for impl in ("numba", "numpy"):
-            if (folder / f"{name}_{impl}.py").is_file():
-                loaders[impl] = _module_loader(f"{pkg.__name__}.{name}_{impl}", name)
-        loaders.update(extra_implementations or {})
-        implementations = HostImplementations(name, loaders)
-
-        options = dict(host_options or {})
-        if outputs is not None and "outputs" not in options:
-            if isinstance(outputs, str):
-                if outputs != "annotations":
-                    raise ValueError(
-                        f"kernel {name!r}: outputs must be names, indices or 'annotations', "
-                        f"got {outputs!r}"
-                    )
-                options["outputs"] = outputs_from_annotations(python)
-            else:
-                options["outputs"] = tuple(outputs)
-
-        cuda_file = folder / f"{name}{cuda_suffix}"
-        cuda = None
-        if cuda_file.is_file():
-            dirs = include_dirs if include_dirs is not None else (_source_root(pkg),)
-            cuda = CudaKernel.from_file(
-                cuda_file, name, suffix=cuda_suffix, include_dirs=tuple(dirs), **cuda_options
-            )
-        test_args = None
-        if (folder / f"{name}{test_args_suffix}.py").is_file():
-            test_args = f"{pkg.__name__}.{name}{test_args_suffix}"
-        return cls(
-            implementations,
-            cuda,
-            name=name,
+        return kernel_from_folder(
+            cls,
+            package,
+            host_suffix=host_suffix,
+            cuda_suffix=cuda_suffix,
+            test_args_suffix=test_args_suffix,
+            check_name_length=check_name_length,
             missing_cuda=missing_cuda,
-            cuda_path=cuda_file,
-            host_options=options,
+            host_options=host_options,
+            outputs=outputs,
+            include_dirs=include_dirs,
             dispatch=dispatch,
-            test_args=test_args,
+            compile_host=compile_host,
+            extra_implementations=extra_implementations,
+            **cuda_options,
         )
-
-
-def _compiler(compile_host: Callable[[ModuleType], Any] | str) -> Callable[[ModuleType], Any]:
-    if compile_host == "pyccel":
-        from ._pyccel_cache import PyccelCache
-
-        return PyccelCache("cunumpy")
-    if not callable(compile_host):
-        raise TypeError(
-            f"compile_host must be a callable (module -> compiled module) or 'pyccel', "
-            f"got {compile_host!r}"
-        )
-    return compile_host
-
-
-def _compiled(module: ModuleType, name: str, compiler: Callable[[ModuleType], Any]) -> Any:
-    chk = CompiledHostKernel(module, name, compiler)
-    compiled = chk.build()
-    if compiled is None:
-        raise chk.error if chk.error is not None else RuntimeError(f"{name}: compile failed")
-    return compiled
-
-
-def _module_loader(module_name: str, name: str) -> Callable[[], Callable[..., Any]]:
-    def load() -> Callable[..., Any]:
-        return getattr(importlib.import_module(module_name), name)
-
-    return load
-
-
-def _source_root(pkg: ModuleType) -> str:
-    top = sys.modules[pkg.__name__.split(".", 1)[0]]
-    return str(Path(next(iter(top.__path__))).parent)
-
-
-def _stub_parameters(kernel: Any) -> tuple[str, ...] | None:
-    """Parameter names from a ``.pyi`` stub next to a compiled module (Pyccel writes one)."""
-    module = sys.modules.get(getattr(kernel, "__module__", None) or "")
-    file = getattr(module, "__file__", None)
-    name = getattr(kernel, "__name__", None)
-    if file is None or name is None:
-        return None
-    folder, stem = Path(file).parent, Path(file).name.split(".", 1)[0]
-    for stub in (folder / "__pyccel__" / f"{stem}.pyi", folder / f"{stem}.pyi"):
-        if stub.is_file():
-            for node in ast.walk(ast.parse(stub.read_text())):
-                if isinstance(node, ast.FunctionDef) and node.name == name:
-                    return tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
-    return None
-
-
-class KernelCatalog(Mapping[str, Kernel]):
-    """The kernels of a code base by name (a read-only mapping), usually from
-    :meth:`from_package`. ``summary()`` says how many have a CUDA version."""
-
-    def __init__(self, kernels: Iterable[Kernel] | Mapping[str, Kernel] | None = None) -> None:
-        self._kernels: dict[str, Kernel] = {}
-        if isinstance(kernels, Mapping):
-            for name, kernel in kernels.items():
-                self.register(kernel, name)
-        else:
-            for kernel in kernels or ():
-                self.register(kernel)
-
-    def register(self, kernel: Kernel, name: str | None = None) -> Kernel:
-        """Adds ``kernel`` (under ``name``, default its own); a name can be registered once."""
-        if not isinstance(kernel, Kernel):
-            raise TypeError(f"expected a Kernel, got {type(kernel).__name__}")
-        key = name or kernel.name
-        if key in self._kernels:
-            raise DuplicateKernelError(f"a kernel named {key!r} is already registered")
-        self._kernels[key] = kernel
-        return kernel
-
-    @classmethod
-    def from_package(
-        cls,
-        package: str | ModuleType,
-        *,
-        host_suffix: str = "_kernels",
-        host_options: Mapping[str, Any] | Callable[[str], Mapping[str, Any] | None] | None = None,
-        outputs: Any = None,
-        host_fallback: Mapping[str, Callable[..., Any]]
-        | Callable[[str], Callable[..., Any] | None]
-        | None = None,
-        **options: Any,
-    ) -> KernelCatalog:
-        """Every kernel folder of ``package``: its subfolders ``<name>/`` (sorted) that hold
-        ``<name><host_suffix>.py``, each loaded with :meth:`Kernel.from_folder` and the same
-        options. ``host_options`` and ``outputs`` may be functions of the kernel name;
-        ``host_fallback`` (a mapping or a function of the name) gives a ``numpy``
-        implementation."""
-        pkg = importlib.import_module(package) if isinstance(package, str) else package
-        if not hasattr(pkg, "__path__"):
-            raise ModuleNotFoundError(f"{pkg.__name__} is not a package")
-        root = Path(next(iter(pkg.__path__)))
-        catalog = cls()
-        base_extra = dict(options.pop("extra_implementations", None) or {})
-        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-            name = folder.name
-            if not (folder / f"{name}{host_suffix}.py").is_file():
-                continue
-            extra = dict(base_extra)
-            fallback = (
-                host_fallback.get(name)
-                if isinstance(host_fallback, Mapping)
-                else host_fallback(name)
-                if callable(host_fallback)
-                else None
-            )
-            if fallback is not None:
-                extra["numpy"] = _constant(fallback)
-            catalog.register(
-                Kernel.from_folder(
-                    f"{pkg.__name__}.{name}",
-                    host_suffix=host_suffix,
-                    host_options=host_options(name) if callable(host_options) else host_options,
-                    outputs=outputs(name) if callable(outputs) else outputs,
-                    extra_implementations=extra,
-                    **options,
-                )
-            )
-        return catalog
-
-    # -- Mapping -------------------------------------------------------------------------------
-    def __getitem__(self, name: str) -> Kernel:
-        return self._kernels[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._kernels)
-
-    def __len__(self) -> int:
-        return len(self._kernels)
-
-    def __getattr__(self, name: str) -> Kernel:
-        kernels = self.__dict__.get("_kernels", {})
-        if name in kernels:
-            return kernels[name]
-        raise AttributeError(f"KernelCatalog has no kernel or attribute {name!r}")
-
-    # -- questions ------------------------------------------------------------------------------
-    @property
-    def with_cuda(self) -> list[str]:
-        """Names of the kernels that have a CUDA version."""
-        return [n for n, k in self._kernels.items() if k.has_cuda]
-
-    @property
-    def without_cuda(self) -> list[str]:
-        """Names of the kernels still without a CUDA version."""
-        return [n for n, k in self._kernels.items() if not k.has_cuda]
-
-    def summary(self, max_missing: int = 10) -> str:
-        """``CUDA kernels: 1 of 3 (missing: b, c)``; at most ``max_missing`` names, then
-        ``...``."""
-        text = f"CUDA kernels: {len(self.with_cuda)} of {len(self)}"
-        missing = self.without_cuda
-        if missing:
-            shown = missing[:max_missing] + (["..."] if len(missing) > max_missing else [])
-            text += f" (missing: {', '.join(shown)})"
-        return text
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def __repr__(self) -> str:
-        return f"KernelCatalog({len(self)} kernels, {len(self.without_cuda)} without CUDA)"
-
-    def parity_cases(self) -> list[tuple[str, Kernel]]:
-        """``(name, kernel)`` for every kernel with a CUDA version."""
-        return [(n, k) for n, k in self._kernels.items() if k.has_cuda]
-
-    def check_signatures(self) -> None:
-        """Checks every kernel; one ``ValueError`` lists all parameter mismatches."""
-        problems = []
-        for kernel in self._kernels.values():
-            try:
-                kernel.check_signature()
-            except KernelSignatureMismatchError as exc:
-                problems.append(str(exc))
-        if problems:
-            raise KernelSignatureMismatchError(
-                "host and CUDA kernels take different parameters:\n  " + "\n  ".join(problems)
-            )
-
-    def compile_all(self, jobs: int | None = None, *, progress: bool | None = None) -> list[str]:
-        """Compiles every CUDA kernel, ``jobs`` at a time (default: one per CPU; compiles run in
-        Rust without the GIL), and returns their names. Every kernel is tried; one
-        ``CudaCompileError`` lists all failures. A progress bar is drawn on stderr when it is a
-        terminal (``progress`` forces it on or off)."""
-        kernels = {n: k.cuda_kernel for n, k in self._kernels.items() if k.cuda_kernel is not None}
-        if progress is None:
-            progress = bool(kernels) and sys.stderr.isatty()
-        if not progress:
-            return compile_kernels(kernels, jobs=jobs)  # type: ignore[arg-type]
-        bar = _ProgressBar(len(kernels))
-        ticking = {n: _Ticking(k, bar) for n, k in kernels.items()}
-        try:
-            return compile_kernels(ticking, jobs=jobs)  # type: ignore[arg-type]
-        finally:
-            bar.close()
-
-
-def _constant(fn: Callable[..., Any]) -> Callable[[], Callable[..., Any]]:
-    return lambda: fn
-
-
-class _ProgressBar:
-    def __init__(self, total: int, stream: Any = None) -> None:
-        self.total = total
-        self.done = 0
-        self.stream = stream or sys.stderr
-        self._lock = threading.Lock()
-        self._draw()
-
-    def _draw(self) -> None:
-        width = 30
-        filled = width * self.done // max(self.total, 1)
-        self.stream.write(
-            f"\rcompiling CUDA kernels [{'#' * filled}{'.' * (width - filled)}] "
-            f"{self.done}/{self.total}"
-        )
-        self.stream.flush()
-
-    def tick(self) -> None:
-        with self._lock:
-            self.done += 1
-            self._draw()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
-
-
-class _Ticking:
-    """A CUDA kernel whose ``compile()`` advances a progress bar, whether it succeeds or not."""
-
-    def __init__(self, kernel: CudaKernel, bar: _ProgressBar) -> None:
-        self.kernel = kernel
-        self.bar = bar
-
-    def compile(self) -> CudaKernel:
-        try:
-            return self.kernel.compile()
-        finally:
-            self.bar.tick()

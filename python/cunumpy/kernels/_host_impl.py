@@ -4,13 +4,13 @@ process-wide choice between them (``CUNUMPY_HOST_KERNEL_IMPLEMENTATION``)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
+from .. import _config
 from ..exceptions import KernelImplementationError
 
 __all__ = [
@@ -86,8 +86,7 @@ def use_device_kernel_implementation(name: str | None) -> Iterator[str | None]:
         _choice["device"] = previous
 
 
-def _from_environment(variable: str, allowed: tuple[str, ...]) -> str | None:
-    raw = os.environ.get(variable, "").strip().lower()
+def _from_environment(variable: str, raw: str, allowed: tuple[str, ...]) -> str | None:
     if not raw:
         return None
     if raw not in allowed:
@@ -95,9 +94,15 @@ def _from_environment(variable: str, allowed: tuple[str, ...]) -> str | None:
     return raw
 
 
-_choice["host"] = _from_environment("CUNUMPY_HOST_KERNEL_IMPLEMENTATION", HOST_IMPLEMENTATIONS)
+_choice["host"] = _from_environment(
+    "CUNUMPY_HOST_KERNEL_IMPLEMENTATION",
+    _config.host_kernel_implementation(),
+    HOST_IMPLEMENTATIONS,
+)
 _choice["device"] = _from_environment(
-    "CUNUMPY_DEVICE_KERNEL_IMPLEMENTATION", DEVICE_IMPLEMENTATIONS
+    "CUNUMPY_DEVICE_KERNEL_IMPLEMENTATION",
+    _config.device_kernel_implementation(),
+    DEVICE_IMPLEMENTATIONS,
 )
 
 

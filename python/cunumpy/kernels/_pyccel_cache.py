@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from types import ModuleType
 
+from .. import _config
 from ..exceptions import PyccelCompileError
 
 __all__ = ["PyccelCache"]
@@ -78,7 +79,7 @@ class PyccelCache:
     @property
     def directory(self) -> Path:
         """The cache folder (created on first use)."""
-        configured = os.environ.get(f"{self.env_prefix}_KERNEL_CACHE", "").strip()
+        configured = _config.pyccel_kernel_cache(self.env_prefix)
         candidates = (
             [Path(configured)]
             if configured
@@ -97,7 +98,7 @@ class PyccelCache:
         raise PyccelCompileError(f"no writable kernel cache folder among {candidates}")
 
     def _openmp(self, source: str) -> bool:
-        if os.environ.get(f"{self.env_prefix}_OPENMP", "").strip() == "0":
+        if not _config.pyccel_openmp(self.env_prefix):
             return "omp_get_" in source or "omp_set_" in source  # calls the OpenMP runtime
         return "#$ omp" in source
 

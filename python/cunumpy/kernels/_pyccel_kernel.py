@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import copy as _copy
 import inspect
-import sys
 import threading
 import typing
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +21,7 @@ import numpy as np
 from .. import _backend
 from .._ledger import is_recording, record, recorded_by_caller
 from ..exceptions import KernelOutputIndexError, KernelOutputKeyError, KernelOutputsError
+from ._kernel_args import _contains_device, _cupy, _in_modules, _is_device, _signature_names
 
 __all__ = [
     "PyccelKernel",
@@ -33,15 +33,6 @@ __all__ = [
 
 _UNSET = object()
 _SCALAR_ANNOTATIONS = {"int", "float", "bool", "complex", "str"}
-
-
-def _cupy() -> Any:
-    return sys.modules.get("cupy")
-
-
-def _is_device(value: Any) -> bool:
-    cupy = _cupy()
-    return cupy is not None and isinstance(value, cupy.ndarray)
 
 
 def _describe(a: Any) -> str:
@@ -264,30 +255,6 @@ def _async_copier() -> _AsyncCopier | None:
     return _AsyncCopier(cupy)
 
 
-def _in_modules(value: Any, modules: tuple[str, ...]) -> bool:
-    module = type(value).__module__ or ""
-    return any(module == m or module.startswith(m + ".") for m in modules) and hasattr(
-        value, "__dict__"
-    )
-
-
-def _contains_device(value: Any, modules: tuple[str, ...], seen: set[int], depth: int = 0) -> bool:
-    if _is_device(value):
-        return True
-    if depth > 16 or id(value) in seen:
-        return False
-    if isinstance(value, (tuple, list)):
-        seen.add(id(value))
-        return any(_contains_device(v, modules, seen, depth + 1) for v in value)
-    if isinstance(value, dict):
-        seen.add(id(value))
-        return any(_contains_device(v, modules, seen, depth + 1) for v in value.values())
-    if modules and _in_modules(value, modules):
-        seen.add(id(value))
-        return any(_contains_device(v, modules, seen, depth + 1) for v in vars(value).values())
-    return False
-
-
 def _reachable(
     value: Any, is_array: Callable[[Any], bool], modules: tuple[str, ...], out: set[int]
 ) -> None:
@@ -339,19 +306,6 @@ def _check_outputs(name: str, outputs: Any) -> tuple[int | str, ...] | None:
                 f"a str (parameter name), got {entry!r} ({type(entry).__name__})"
             )
     return entries
-
-
-def _signature_names(fn: Any) -> tuple[str, ...] | None:
-    target = getattr(fn, "python", None) or getattr(fn, "py_func", None) or fn
-    try:
-        sig = inspect.signature(target)
-    except (TypeError, ValueError):
-        return None
-    return tuple(
-        p.name
-        for p in sig.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    )
 
 
 def outputs_from_annotations(fn: Callable[..., Any]) -> tuple[str, ...] | None:

@@ -65,17 +65,12 @@ fn decode(v: u8) -> HostLoopMode {
     }
 }
 
-/// The mode named by `CUNUMPY_HOST_LOOPS` (`off`/`0`, `sync`, anything else: background).
+/// The mode named by `CUNUMPY_HOST_LOOPS` (read by `cunumpy_core::config`).
 fn mode_from_env() -> HostLoopMode {
-    match std::env::var("CUNUMPY_HOST_LOOPS")
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
-        .as_str()
-    {
-        "off" | "0" | "no" | "false" => HostLoopMode::Off,
-        "sync" => HostLoopMode::Sync,
-        _ => HostLoopMode::Background,
+    match cunumpy_core::config::host_loops() {
+        cunumpy_core::config::HostLoops::Off => HostLoopMode::Off,
+        cunumpy_core::config::HostLoops::Sync => HostLoopMode::Sync,
+        cunumpy_core::config::HostLoops::Background => HostLoopMode::Background,
     }
 }
 

@@ -1,0 +1,233 @@
+//! The emulated CUDA device: CUDA C compiled as host C++ by `cunumpy-emu` and run on the CPU
+//! (for `cunumpy.kernel_testing` and the fake CuPy).
+//!
+//! It enforces the limits of an H100/H200-class GPU, so a launch that a GPU refuses is refused
+//! here too. Emulation libraries are kept in one process-wide table (equal builds share one
+//! loaded library) over the disk cache.
+
+use crate::RuntimeError;
+use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
+use cunumpy_core::sync::lock;
+use cunumpy_emu::LaunchOptions;
+use cunumpy_emu::{default_cache_dir, CacheOutcome, EmuCompiler, EmuError, EmuLibrary};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The limits the emulated device enforces (those of an H100/H200-class GPU).
+pub const LIMITS: DeviceLimits = DeviceLimits {
+    max_block: [1024, 1024, 64],
+    max_grid: [i32::MAX as u32, 65535, 65535],
+    max_threads_per_block: 1024,
+    shared_per_block: 48 * 1024,
+    shared_per_block_optin: 227 * 1024,
+};
+
+/// What an emulated kernel allows (the device's own limits; no static shared memory is
+/// counted against them).
+pub const KERNEL_LIMITS: KernelLimits = KernelLimits {
+    max_threads_per_block: 1024,
+    static_shared: 0,
+};
+
+/// The SM count set with [`set_sm_count`] (0: none set).
+static SM_COUNT: AtomicU32 = AtomicU32::new(0);
+
+/// The SM count of the emulated device when nothing sets it: an H200's.
+pub const DEFAULT_SM_COUNT: u32 = 132;
+
+/// The emulated device's SM count: the one set with [`set_sm_count`], else
+/// `CUNUMPY_EMULATED_SM_COUNT` (read at each call, so a test can emulate a GPU of another
+/// size), else [`DEFAULT_SM_COUNT`]. Fails when that variable is not a positive integer.
+pub fn sm_count() -> Result<u32, RuntimeError> {
+    match SM_COUNT.load(Ordering::Relaxed) {
+        0 => match cunumpy_core::config::emulated_sm_count() {
+            None => Ok(DEFAULT_SM_COUNT),
+            Some(r) => r.map_err(RuntimeError::Config),
+        },
+        n => Ok(n),
+    }
+}
+
+/// Sets the SM count the emulated device reports (at least 1), so that what depends on a
+/// device's size (fused launch grids) can be tried for other GPUs without one.
+pub fn set_sm_count(n: u32) {
+    SM_COUNT.store(n.max(1), Ordering::Relaxed);
+}
+
+/// What identifies a build: equal keys share one loaded library in this process.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct LibraryKey {
+    /// The CUDA C source.
+    pub source: String,
+    /// The kernel's name expression.
+    pub expression: String,
+    /// The user's compile options.
+    pub options: Vec<String>,
+    /// Folders searched for `#include`s.
+    pub include_dirs: Vec<PathBuf>,
+    compiler: Option<String>,
+    cache_dir: Option<PathBuf>,
+}
+
+impl LibraryKey {
+    /// The key of kernel `expression` of `source`, built with the current compiler and cache.
+    pub fn new(
+        source: String,
+        expression: String,
+        options: Vec<String>,
+        include_dirs: Vec<PathBuf>,
+    ) -> Self {
+        LibraryKey {
+            source,
+            expression,
+            options,
+            include_dirs,
+            compiler: cunumpy_core::config::cxx(),
+            cache_dir: default_cache_dir(),
+        }
+    }
+}
+
+static LIBRARIES: Mutex<Option<HashMap<LibraryKey, Arc<EmuLibrary>>>> = Mutex::new(None);
+static COMPILER: Mutex<Option<(Option<String>, EmuCompiler)>> = Mutex::new(None);
+
+/// The host compiler (`$CXX`, else the first of `c++`, `g++`, `clang++`), detected again when
+/// `$CXX` changes.
+pub fn compiler() -> Result<EmuCompiler, EmuError> {
+    let cxx = cunumpy_core::config::cxx();
+    let mut known = lock(&COMPILER);
+    if let Some((for_cxx, c)) = known.as_ref() {
+        if *for_cxx == cxx {
+            return Ok(c.clone());
+        }
+    }
+    let c = EmuCompiler::detect()?;
+    *known = Some((cxx, c.clone()));
+    Ok(c)
+}
+
+/// The emulation disk cache folder (None when it is turned off).
+pub fn cache_dir() -> Option<PathBuf> {
+    default_cache_dir()
+}
+
+/// The library of `key`: from this process's table, else compiled (or found in the disk
+/// cache). Blocks for the compile: call it without holding any interpreter lock. Returns
+/// whether it came from the disk cache.
+pub fn library(key: LibraryKey) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
+    if let Some(lib) = lock(&LIBRARIES).as_ref().and_then(|m| m.get(&key)) {
+        return Ok((lib.clone(), lib.cache_outcome() == CacheOutcome::DiskHit));
+    }
+    let cxx = compiler()?;
+    if let Some(dir) = &key.cache_dir {
+        std::fs::create_dir_all(dir).map_err(|e| EmuError::Io {
+            context: format!("creating the emulation cache {}", dir.display()),
+            message: e.to_string(),
+        })?;
+    }
+    let lib = Arc::new(cxx.compile(
+        &key.source,
+        &key.expression,
+        &key.options,
+        &key.include_dirs,
+        key.cache_dir.as_deref(),
+    )?);
+    let hit = lib.cache_outcome() == CacheOutcome::DiskHit;
+    let mut table = lock(&LIBRARIES);
+    let lib = table
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert(lib);
+    Ok((lib.clone(), hit))
+}
+
+/// The library of kernel `kernel` of a generated, self-contained module `source` (no
+/// options, no include folders), e.g. one launch of a fused plan. Blocks like [`library`].
+pub fn library_for_source(source: &str, kernel: &str) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
+    library(LibraryKey::new(
+        source.to_string(),
+        kernel.to_string(),
+        Vec::new(),
+        Vec::new(),
+    ))
+}
+
+/// Whether this process has loaded a library built from `source`, `expression` and
+/// `options` (with any compiler, cache or include folders).
+pub fn is_loaded(source: &str, expression: &str, options: &[String]) -> bool {
+    lock(&LIBRARIES).as_ref().is_some_and(|m| {
+        m.keys()
+            .any(|k| k.source == source && k.expression == expression && k.options == options)
+    })
+}
+
+/// Whether a launch runs the bounds-checked build: asked for, and either a shuffle seed is
+/// given (it needs that build, whose compile error the launch then reports) or the checked
+/// build compiles (pointer parameters become accessor types, which a kernel handing them to a
+/// template deducing `T*` does not accept). Blocks for that compile.
+pub fn use_checked_build(lib: &EmuLibrary, bounds: bool, shuffle_seed: Option<u64>) -> bool {
+    bounds
+        && (shuffle_seed.is_some()
+            || !matches!(lib.prepare_checked(), Err(EmuError::Compile { .. })))
+}
+
+/// Validates `shape` and `shared` bytes of dynamic shared memory against the emulated
+/// device's limits.
+pub fn validate(name: &str, shape: &LaunchShape, shared: u32) -> Result<(), launch::LaunchError> {
+    launch::validate(name, shape, shared, &LIMITS, &KERNEL_LIMITS)
+}
+
+/// Runs one launch of `lib` in the emulator: validated against the device's limits, then
+/// run to completion on this thread (and the emulator's workers). Blocks: call it without
+/// holding any interpreter lock.
+///
+/// # Safety
+/// `params` holds one value per parameter of the compiled kernel, of its C type, alive for
+/// the call; pointer values are host addresses of memory that stays alive and untouched by
+/// others for the call, and large enough for every access the kernel makes unless
+/// `options.bounds` gives each pointer parameter's byte length (then an access outside it is
+/// reported instead of made).
+pub unsafe fn run(
+    name: &str,
+    lib: &EmuLibrary,
+    params: *mut *mut c_void,
+    shape: &LaunchShape,
+    shared: u32,
+    options: &LaunchOptions,
+) -> Result<(), crate::RuntimeError> {
+    validate(name, shape, shared)?;
+    // SAFETY: the caller upholds the contract above, which is `EmuLibrary::launch`'s.
+    unsafe { lib.launch(params, shape.grid, shape.block, shared as usize, options) }?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_refuse_what_a_gpu_refuses() {
+        let ok = LaunchShape {
+            grid: [4, 1, 1],
+            block: [256, 1, 1],
+        };
+        assert!(validate("k", &ok, 0).is_ok());
+        let too_big = LaunchShape {
+            grid: [1, 1, 1],
+            block: [2048, 1, 1],
+        };
+        assert!(validate("k", &too_big, 0).is_err());
+        assert!(validate("k", &ok, 300 * 1024).is_err());
+    }
+
+    #[test]
+    fn the_sm_count_can_be_set() {
+        set_sm_count(0);
+        assert_eq!(sm_count().ok(), Some(1));
+        set_sm_count(78);
+        assert_eq!(sm_count().ok(), Some(78));
+    }
+}

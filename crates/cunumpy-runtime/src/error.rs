@@ -1,0 +1,43 @@
+//! What can go wrong below the binding, by the layer it came from.
+
+use cunumpy_core::launch::LaunchError;
+use cunumpy_cuda::CudaError;
+use cunumpy_emu::EmuError;
+use cunumpy_fusion::FusionError;
+
+/// An error of a runtime step; the binding maps each kind to its Python exception.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// From the CUDA driver or NVRTC, for the kernel (or fused launch) named.
+    #[error("{error}")]
+    Cuda {
+        kernel: String,
+        error: Box<CudaError>,
+    },
+    /// From the emulator or the host compiler.
+    #[error(transparent)]
+    Emu(#[from] EmuError),
+    /// A launch shape or shared memory size the device refuses.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// A fused plan's parameters could not be packed.
+    #[error(transparent)]
+    Fusion(#[from] FusionError),
+    /// A setting (an environment variable) that does not say what it must.
+    #[error("{0}")]
+    Config(String),
+    /// A broken invariant of this crate (a bug, never the caller's input).
+    #[error("internal: {0}")]
+    Internal(&'static str),
+}
+
+impl RuntimeError {
+    /// A driver error met while working for `kernel`.
+    #[cold]
+    pub fn cuda(kernel: &str, error: CudaError) -> Self {
+        RuntimeError::Cuda {
+            kernel: kernel.to_string(),
+            error: Box::new(error),
+        }
+    }
+}

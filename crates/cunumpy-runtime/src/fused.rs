@@ -1,0 +1,380 @@
+//! A fused plan on a device: its CUDA compiled and loaded once per device, the packed
+//! parameters of its launches, and the loop that launches them in order (on a GPU or on the
+//! emulated device).
+//!
+//! Everything this crate asks of `cunumpy-fusion` is here: the plan loaded for a device's SM
+//! count (`Plan::for_device`: CUDA source, launches with grid, block, shared bytes and
+//! parameters, workspace size) and `launch_param_values`.
+
+use crate::emulated;
+use crate::record;
+use crate::{Device, RuntimeError};
+use cunumpy_core::args::LaunchBuffer;
+use cunumpy_core::launch::LaunchShape;
+use cunumpy_core::sync::lock;
+use cunumpy_cuda::{CudaError, Function, Module, StreamHandle};
+use cunumpy_emu::{EmuError, EmuLibrary, LaunchOptions};
+use cunumpy_fusion::{
+    launch_param_values, DevicePlan, DevicePointers, DeviceTarget, Launch, ParamValue, Plan,
+    ScalarValue,
+};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// A plan's kernels compiled and loaded on one CUDA device.
+pub struct LoadedPlan {
+    device: i32,
+    /// The plan's source, launches and workspace for this device's SM count.
+    on_device: Arc<DevicePlan>,
+    /// One per launch of the plan, in launch order.
+    functions: Vec<Function>,
+    _module: Module,
+    from_cache: bool,
+}
+
+impl LoadedPlan {
+    /// Whether the compiled image came from the disk cache.
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// The plan as loaded for this device (launches, workspace size).
+    pub fn on_device(&self) -> &DevicePlan {
+        &self.on_device
+    }
+}
+
+/// A plan on the emulated device: loaded for its SM count, and the emulation library of each
+/// launch (all built from its one source) with whether it came from the disk cache.
+pub struct EmulatedPlan {
+    pub on_device: Arc<DevicePlan>,
+    pub libraries: Vec<(Arc<EmuLibrary>, bool)>,
+}
+
+/// The parameter buffers of a plan's launches and what they were packed from: a call with the
+/// same device, pointers and scalars (a cached call writing into a recycled or the same
+/// output) launches them again instead of packing every parameter anew.
+struct PackedLaunches {
+    device: i32,
+    inputs: Vec<u64>,
+    outputs: Vec<u64>,
+    workspace: u64,
+    scalars: Vec<ScalarValue>,
+    buffers: Vec<LaunchBuffer>,
+}
+
+/// The byte length behind each array of a call on the emulated device, for its bounds checks.
+#[derive(Debug, Clone, Copy)]
+pub struct Extents<'a> {
+    /// One per plan input.
+    pub inputs: &'a [usize],
+    /// One per plan output.
+    pub outputs: &'a [usize],
+    /// The workspace's (0 when there is none).
+    pub workspace: usize,
+}
+
+/// A plan and what it is on each device it has run on.
+pub struct FusedPlan {
+    plan: Plan,
+    /// The plan loaded for each device target seen so far (one per SM count).
+    on_targets: Mutex<Vec<Arc<DevicePlan>>>,
+    loaded: Mutex<Vec<Arc<LoadedPlan>>>,
+    emulated: Mutex<Option<Arc<EmulatedPlan>>>,
+    packed: Mutex<Option<PackedLaunches>>,
+}
+
+fn launch_shape(l: &Launch) -> LaunchShape {
+    LaunchShape {
+        grid: [l.grid, 1, 1],
+        block: [l.block, 1, 1],
+    }
+}
+
+impl FusedPlan {
+    /// A plan not yet compiled anywhere.
+    pub fn new(plan: Plan) -> Self {
+        FusedPlan {
+            plan,
+            on_targets: Mutex::new(Vec::new()),
+            loaded: Mutex::new(Vec::new()),
+            emulated: Mutex::new(None),
+            packed: Mutex::new(None),
+        }
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The plan's name (the fused function's).
+    pub fn name(&self) -> &str {
+        &self.plan.options.name
+    }
+
+    /// The plan loaded for `target` (made once per target).
+    pub fn on_target(&self, target: DeviceTarget) -> Arc<DevicePlan> {
+        if let Some(p) = lock(&self.on_targets).iter().find(|p| p.target == target) {
+            return p.clone();
+        }
+        let made = Arc::new(self.plan.for_device(target));
+        let mut all = lock(&self.on_targets);
+        if let Some(p) = all.iter().find(|p| p.target == target) {
+            return p.clone();
+        }
+        all.push(made.clone());
+        made
+    }
+
+    /// The plan loaded for `device`'s real SM count.
+    pub fn on_device(&self, device: Device) -> Result<Arc<DevicePlan>, RuntimeError> {
+        Ok(self.on_target(DeviceTarget::new(device.sm_count()?)))
+    }
+
+    /// The plan as loaded on CUDA device `device`, if it is.
+    #[inline]
+    pub fn loaded(&self, device: i32) -> Option<Arc<LoadedPlan>> {
+        lock(&self.loaded)
+            .iter()
+            .find(|l| l.device == device)
+            .cloned()
+    }
+
+    /// The plan loaded on CUDA device `device`: compiled (or found in the disk cache) and
+    /// loaded on first use. Blocks for the compile: call it without holding any interpreter
+    /// lock.
+    pub fn load(
+        &self,
+        device: i32,
+        python_paths: &[PathBuf],
+    ) -> Result<Arc<LoadedPlan>, CudaError> {
+        if let Some(l) = self.loaded(device) {
+            return Ok(l);
+        }
+        // the device's real SM count sizes the grids (asked once per device and plan)
+        let sm_count = cunumpy_cuda::Driver::get()?.device_info(device)?.sm_count;
+        let on_device = self.on_target(DeviceTarget::new(sm_count));
+        let program = format!("{}.cu", self.name());
+        let (module, compiled) = crate::kernel::compile_module(
+            &on_device.source,
+            &program,
+            &[],
+            &[],
+            &[],
+            device,
+            python_paths,
+        )?;
+        let functions = on_device
+            .launches()
+            .map(|l| module.function(&l.name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let loaded = Arc::new(LoadedPlan {
+            device,
+            on_device,
+            functions,
+            _module: module,
+            from_cache: compiled.hit,
+        });
+        let mut all = lock(&self.loaded);
+        if let Some(l) = all.iter().find(|l| l.device == device) {
+            return Ok(l.clone());
+        }
+        all.push(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// The plan loaded for the emulated device's SM count, with the emulation library of
+    /// every launch (built once per SM count, or found in this process's table or the disk
+    /// cache). Blocks like [`FusedPlan::load`].
+    pub fn emulation_libraries(&self) -> Result<Arc<EmulatedPlan>, RuntimeError> {
+        let target = DeviceTarget::new(emulated::sm_count()?);
+        if let Some(e) = lock(&self.emulated).as_ref() {
+            if e.on_device.target == target {
+                return Ok(e.clone());
+            }
+        }
+        let on_device = self.on_target(target);
+        let libraries = on_device
+            .launches()
+            .map(|l| emulated::library_for_source(&on_device.source, &l.name))
+            .collect::<Result<Vec<_>, EmuError>>()?;
+        let e = Arc::new(EmulatedPlan {
+            on_device,
+            libraries,
+        });
+        *lock(&self.emulated) = Some(e.clone());
+        Ok(e)
+    }
+
+    /// Compiles the plan for `device` (disk cache first); true when everything came from the
+    /// disk cache. Blocks like [`FusedPlan::load`].
+    pub fn compile(&self, device: Device, python_paths: &[PathBuf]) -> Result<bool, RuntimeError> {
+        match device {
+            Device::Cuda(d) => Ok(self
+                .load(d, python_paths)
+                .map_err(|e| RuntimeError::cuda(self.name(), e))?
+                .from_cache),
+            Device::Emulated => Ok(self
+                .emulation_libraries()?
+                .libraries
+                .iter()
+                .all(|(_, hit)| *hit)),
+        }
+    }
+
+    /// Whether the plan is compiled for `device`.
+    pub fn is_compiled(&self, device: Device) -> bool {
+        match device {
+            Device::Cuda(d) => self.loaded(d).is_some(),
+            Device::Emulated => lock(&self.emulated).is_some(),
+        }
+    }
+
+    /// Launches every kernel of the plan, in order, on `stream`, with the arrays at `ptrs` and
+    /// the scalars `svs`. The launches' parameters are packed before anything runs, and kept:
+    /// a call with the same pointers and scalars launches the same buffers again. Each launch
+    /// is a ledger event made at `site` (asked only while the ledger records).
+    ///
+    /// # Safety
+    /// `loaded` is this plan loaded on the current context's device; the pointers are device
+    /// addresses of C-contiguous arrays of the plan's shapes and dtypes on that device (the
+    /// sizes the kernels index with), and the workspace holds at least `workspace_bytes`, all
+    /// staying allocated until the kernels finish; `stream` is a live stream of that context.
+    pub unsafe fn launch(
+        &self,
+        loaded: &LoadedPlan,
+        stream: StreamHandle,
+        ptrs: &DevicePointers<'_>,
+        svs: &[ScalarValue],
+        site: &mut dyn FnMut() -> String,
+    ) -> Result<(), RuntimeError> {
+        let device = loaded.device;
+        let mut packed = lock(&self.packed);
+        let same = packed.as_ref().is_some_and(|p| {
+            p.device == device
+                && p.inputs == ptrs.inputs
+                && p.outputs == ptrs.outputs
+                && p.workspace == ptrs.workspace
+                && p.scalars == svs
+        });
+        if !same {
+            // every launch's parameters, packed before anything runs
+            let buffers = loaded
+                .on_device
+                .launches()
+                .map(|l| {
+                    launch_param_values(&loaded.on_device, l, ptrs, svs)
+                        .map(|values| LaunchBuffer::from_raw_values(&values))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            *packed = Some(PackedLaunches {
+                device,
+                inputs: ptrs.inputs.to_vec(),
+                outputs: ptrs.outputs.to_vec(),
+                workspace: ptrs.workspace,
+                scalars: svs.to_vec(),
+                buffers,
+            });
+        }
+        let Some(packed) = packed.as_mut() else {
+            return Err(RuntimeError::Internal("no packed parameters"));
+        };
+        if packed.buffers.len() != loaded.functions.len() {
+            return Err(RuntimeError::Internal(
+                "the loaded module does not match the plan's launches",
+            ));
+        }
+        let recording = record::recording();
+        let launches = loaded.on_device.launches().zip(&loaded.functions);
+        for ((l, function), buffer) in launches.zip(packed.buffers.iter_mut()) {
+            if l.grid == 0 {
+                continue;
+            }
+            let shape = launch_shape(l);
+            // SAFETY: the buffer holds one value per parameter of this launch, of the C types
+            // the generated kernel declares (`launch_param_values` follows the plan's
+            // parameter list, the same list the source was generated from), alive for the
+            // call; a reused buffer was packed from equal pointers and scalars, so it holds
+            // the bytes packing them now would give. The pointers, workspace and stream are
+            // as the caller guarantees (see the contract above).
+            unsafe { function.launch(&shape, l.shared_bytes, stream, buffer.params()) }
+                .map_err(|e| RuntimeError::cuda(&l.name, e))?;
+            if recording {
+                record::launch(&l.name, &shape, site());
+            }
+        }
+        Ok(())
+    }
+
+    /// [`FusedPlan::launch`] on the emulated device: each launch runs the generated CUDA C in
+    /// the CPU emulator, in order, with every pointer parameter bounds-checked against the
+    /// byte length of its array (or of the workspace). Blocks: call it without holding any
+    /// interpreter lock. Each launch is a ledger event made at `site` (when given).
+    ///
+    /// # Safety
+    /// The pointers are host addresses of C-contiguous arrays of the plan's shapes and dtypes
+    /// whose byte lengths are `extents`, alive and untouched by others for the call.
+    pub unsafe fn launch_emulated(
+        &self,
+        ptrs: &DevicePointers<'_>,
+        extents: &Extents<'_>,
+        svs: &[ScalarValue],
+        site: Option<String>,
+    ) -> Result<(), RuntimeError> {
+        let emulated = self.emulation_libraries()?;
+        let mut launches = Vec::new();
+        for l in emulated.on_device.launches() {
+            let values = launch_param_values(&emulated.on_device, l, ptrs, svs)?;
+            // the byte length behind each pointer parameter, for the emulator's checks
+            let bounds: Vec<Option<usize>> = l
+                .params
+                .iter()
+                .map(|p| match p.value {
+                    ParamValue::Input(i) => extents.inputs.get(i).copied(),
+                    ParamValue::Output(i) => extents.outputs.get(i).copied(),
+                    ParamValue::Workspace { offset } => {
+                        Some(extents.workspace.saturating_sub(offset))
+                    }
+                    ParamValue::Scalar(_) | ParamValue::Int(_) => None,
+                })
+                .collect();
+            launches.push((l, LaunchBuffer::from_raw_values(&values), bounds));
+        }
+        let libs = &emulated.libraries;
+        if libs.len() != launches.len() {
+            return Err(RuntimeError::Internal(
+                "the emulation libraries do not match the plan's launches",
+            ));
+        }
+        for ((lib, _), (l, mut buffer, bounds)) in libs.iter().zip(launches) {
+            if l.grid == 0 {
+                continue;
+            }
+            let shape = launch_shape(l);
+            let options = LaunchOptions {
+                bounds: Some(bounds),
+                ..LaunchOptions::default()
+            };
+            // SAFETY: the buffer holds one value per parameter of this launch, of the C types
+            // the generated kernel declares (`launch_param_values` follows the parameter list
+            // the source was generated from). Pointer values are host addresses of arrays (and
+            // the workspace) the caller keeps alive, and every pointer parameter's byte length
+            // is passed as a bound, so an access outside it is caught rather than performed.
+            unsafe {
+                emulated::run(
+                    &l.name,
+                    lib,
+                    buffer.params(),
+                    &shape,
+                    l.shared_bytes,
+                    &options,
+                )
+            }?;
+            if let Some(site) = &site {
+                record::launch(&l.name, &shape, site.clone());
+            }
+        }
+        Ok(())
+    }
+}

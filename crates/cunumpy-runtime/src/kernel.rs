@@ -1,0 +1,277 @@
+//! A user's CUDA kernel on a device: compiled once per device (through the disk cache),
+//! loaded, validated and launched.
+
+use crate::emulated::{self, LibraryKey};
+use crate::RuntimeError;
+use cunumpy_core::includes::resolve_includes;
+use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
+use cunumpy_core::sync::lock;
+use cunumpy_cuda::{
+    compile_cached, CachedCompile, CompileRequest, CudaError, Driver, Function, KernelCache,
+    Module, Nvrtc, StreamHandle,
+};
+use cunumpy_emu::{EmuError, EmuLibrary};
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What a kernel is compiled from.
+#[derive(Debug, Clone)]
+pub struct KernelSource {
+    /// The kernel's name (in messages and the ledger).
+    pub name: String,
+    /// Its name expression (`name<T>` for a template instance).
+    pub expression: String,
+    /// The CUDA C source.
+    pub source: String,
+    /// The user's compile options.
+    pub options: Vec<String>,
+    /// The user's include folders.
+    pub include_dirs: Vec<PathBuf>,
+    /// The folder of the source file (searched first for quoted includes), if any.
+    pub source_dir: Option<PathBuf>,
+    /// The folder of cunumpy's shipped headers.
+    pub shipped_dir: PathBuf,
+}
+
+/// A kernel: its source and what it is loaded as on each device it has run on.
+pub struct Kernel {
+    source: KernelSource,
+    loaded: Mutex<Vec<Arc<LoadedKernel>>>,
+}
+
+/// A kernel compiled and loaded for one CUDA device.
+pub struct LoadedKernel {
+    device: i32,
+    function: Function,
+    kernel_limits: KernelLimits,
+    device_limits: DeviceLimits,
+    dynamic_shared_allowed: AtomicU32,
+    from_cache: bool,
+}
+
+impl Kernel {
+    /// A kernel not yet compiled anywhere.
+    pub fn new(source: KernelSource) -> Self {
+        Kernel {
+            source,
+            loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What the kernel is compiled from.
+    pub fn source(&self) -> &KernelSource {
+        &self.source
+    }
+
+    /// The kernel as loaded on CUDA device `device`, if it is.
+    #[inline]
+    pub fn loaded(&self, device: i32) -> Option<Arc<LoadedKernel>> {
+        lock(&self.loaded)
+            .iter()
+            .find(|l| l.device == device)
+            .cloned()
+    }
+
+    /// The kernel loaded on CUDA device `device`: compiled (or found in the disk cache) and
+    /// loaded on first use. Blocks for the compile: call it without holding any interpreter
+    /// lock. `python_paths` are where NVRTC's pip wheel may live.
+    pub fn load(
+        &self,
+        device: i32,
+        python_paths: &[PathBuf],
+    ) -> Result<Arc<LoadedKernel>, CudaError> {
+        if let Some(l) = self.loaded(device) {
+            return Ok(l);
+        }
+        let loaded = Arc::new(compile_and_load(&self.source, device, python_paths)?);
+        let mut all = lock(&self.loaded);
+        if let Some(l) = all.iter().find(|l| l.device == device) {
+            return Ok(l.clone());
+        }
+        all.push(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Any device's loaded kernel (the first loaded), for probes.
+    pub fn any_loaded(&self) -> Option<Arc<LoadedKernel>> {
+        lock(&self.loaded).first().cloned()
+    }
+
+    /// Drops what was loaded on `device`.
+    pub fn forget(&self, device: i32) {
+        lock(&self.loaded).retain(|l| l.device != device);
+    }
+
+    /// Whether the kernel is compiled for `device` (on the emulated device: whether this
+    /// process has loaded its emulation library).
+    pub fn is_compiled(&self, device: crate::Device) -> bool {
+        match device {
+            crate::Device::Cuda(d) => self.loaded(d).is_some(),
+            crate::Device::Emulated => emulated::is_loaded(
+                &self.source.source,
+                &self.source.expression,
+                &self.source.options,
+            ),
+        }
+    }
+
+    /// The kernel's emulation library (built or found in the disk cache on first use), and
+    /// whether it came from the disk cache. Blocks like [`Kernel::load`].
+    pub fn emulation_library(&self) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
+        emulated::library(self.library_key())
+    }
+
+    /// The emulation build's key: the kernel's include folders, then the shipped one.
+    pub fn library_key(&self) -> LibraryKey {
+        let s = &self.source;
+        let mut dirs = s.include_dirs.clone();
+        if !dirs.contains(&s.shipped_dir) {
+            dirs.push(s.shipped_dir.clone());
+        }
+        LibraryKey::new(
+            s.source.clone(),
+            s.expression.clone(),
+            s.options.clone(),
+            dirs,
+        )
+    }
+}
+
+impl LoadedKernel {
+    /// The CUDA device it is loaded on.
+    pub fn device(&self) -> i32 {
+        self.device
+    }
+
+    /// Whether the compiled image came from the disk cache.
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// The loaded function.
+    pub fn function(&self) -> &Function {
+        &self.function
+    }
+
+    /// Readies a launch of `name` with `shape` and `shared` bytes of dynamic shared memory:
+    /// checks both against the device's and the kernel's limits, and raises the kernel's
+    /// dynamic shared memory allowance when the launch needs more.
+    #[inline]
+    pub fn prepare(
+        &self,
+        name: &str,
+        shape: &LaunchShape,
+        shared: u32,
+    ) -> Result<(), RuntimeError> {
+        launch::validate(
+            name,
+            shape,
+            shared,
+            &self.device_limits,
+            &self.kernel_limits,
+        )?;
+        if shared > self.dynamic_shared_allowed.load(Ordering::Relaxed) {
+            self.function
+                .set_max_dynamic_shared(shared)
+                .map_err(|e| RuntimeError::cuda(name, e))?;
+            self.dynamic_shared_allowed.store(shared, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Queues one launch on `stream`.
+    ///
+    /// # Safety
+    /// As for [`Function::launch`]: `params` was packed for this kernel's parameters (core
+    /// `ArgPlan`) from arguments alive until the kernel finishes, the device's context is
+    /// current, and `shape`/`shared` passed [`LoadedKernel::prepare`] (or were launched
+    /// before).
+    #[inline]
+    pub unsafe fn launch(
+        &self,
+        shape: &LaunchShape,
+        shared: u32,
+        stream: StreamHandle,
+        params: *mut *mut c_void,
+    ) -> Result<(), CudaError> {
+        // SAFETY: the caller upholds `Function::launch`'s contract.
+        unsafe { self.function.launch(shape, shared, stream, params) }
+    }
+}
+
+/// Compiles `source` for `device` through NVRTC and the disk cache (a hit skips NVRTC), and
+/// loads the image in the device's primary context. Shared by user kernels and fused plans.
+pub fn compile_module(
+    source: &str,
+    program_name: &str,
+    options: &[String],
+    name_expressions: &[String],
+    headers: &[PathBuf],
+    device: i32,
+    python_paths: &[PathBuf],
+) -> Result<(Module, CachedCompile), CudaError> {
+    let driver = Driver::get()?;
+    driver.ensure_context(device)?;
+    let info = driver.device_info(device)?;
+    let nvrtc = Nvrtc::get_or_load(python_paths)?;
+    let cache = KernelCache::at_default_dir();
+    let compiled = compile_cached(
+        nvrtc,
+        cache.as_ref(),
+        &CompileRequest {
+            source,
+            program_name,
+            options,
+            name_expressions,
+            headers,
+            arch: info.compute_capability,
+        },
+    )?;
+    let module = Module::load(&compiled.compiled.image)?;
+    Ok((module, compiled))
+}
+
+fn compile_and_load(
+    source: &KernelSource,
+    device: i32,
+    python_paths: &[PathBuf],
+) -> Result<LoadedKernel, CudaError> {
+    let driver = Driver::get()?;
+    let headers = resolve_includes(
+        &source.source,
+        source.source_dir.as_deref(),
+        &source.include_dirs,
+        std::slice::from_ref(&source.shipped_dir),
+    );
+    let expressions = vec![source.expression.clone()];
+    let program = format!("{}.cu", source.name);
+    let (module, compiled) = compile_module(
+        &source.source,
+        &program,
+        &source.options,
+        &expressions,
+        &headers,
+        device,
+        python_paths,
+    )?;
+    let lowered = compiled
+        .compiled
+        .lowered_name(&source.expression)
+        .unwrap_or(&source.expression)
+        .to_string();
+    let function = module.function(&lowered)?;
+    let attributes = function.attributes()?;
+    Ok(LoadedKernel {
+        device,
+        kernel_limits: KernelLimits {
+            max_threads_per_block: attributes.max_threads_per_block,
+            static_shared: attributes.static_shared_bytes,
+        },
+        device_limits: crate::device::device_limits(driver, device)?,
+        dynamic_shared_allowed: AtomicU32::new(attributes.max_dynamic_shared_bytes),
+        function,
+        from_cache: compiled.hit,
+    })
+}

@@ -1,0 +1,34 @@
+//! cunumpy's runtime: everything between "a call with checked, packed arguments" and the
+//! device. The binding (`cunumpy-py`) turns Python objects into core arguments and calls down
+//! here; this crate calls `cunumpy-cuda` (the CUDA driver and NVRTC) or `cunumpy-emu` (CUDA C
+//! on the CPU). Knows nothing about Python.
+//!
+//! - [`device`]: the [`Device`] a launch runs on (a CUDA device or the emulated one), the one
+//!   emulated-device switch, device choice from the calling thread's context, device limits;
+//! - [`kernel`]: a user kernel ([`Kernel`]): compiled and loaded once per device (disk cache
+//!   first), launch validation, dynamic shared memory, the launch itself;
+//! - [`emulated`]: the emulated device: its limits, the compiler, the process-wide table of
+//!   emulation libraries, emulated launches;
+//! - [`fused`]: a fused plan on a device ([`FusedPlan`]): compile and load, the packed
+//!   parameters of its launches, the launch loop (GPU and emulated);
+//! - [`record`]: the ledger entry of a launch;
+//! - [`probes`]: benchmark probes (launch loops without the checks).
+//!
+//! A `CudaKernel` launch: binding (read and pack the arguments) → [`Kernel::loaded`] /
+//! [`Kernel::load`] → [`LoadedKernel::prepare`] → [`LoadedKernel::launch`] → `cunumpy-cuda`,
+//! or on the emulated device [`Kernel::emulation_library`] → [`emulated::run`] →
+//! `cunumpy-emu`. A fused call: binding (read the arrays and scalars) → [`FusedPlan::load`] →
+//! [`FusedPlan::launch`] (or [`FusedPlan::launch_emulated`]).
+
+pub mod device;
+pub mod emulated;
+pub mod error;
+pub mod fused;
+pub mod kernel;
+pub mod probes;
+pub mod record;
+
+pub use device::Device;
+pub use error::RuntimeError;
+pub use fused::FusedPlan;
+pub use kernel::{Kernel, KernelSource, LoadedKernel};
