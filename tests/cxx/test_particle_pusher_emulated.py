@@ -1,6 +1,7 @@
 """The walk-through on the emulated device (CUDA kernels run in the CPU emulator): the five
 steps with their fallbacks, copies and launches, and the same physics as the host run."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -47,3 +48,7 @@ def test_walkthrough_on_the_emulated_device(tmp_path):
     assert "assert_no_transfers() around a time step: passed" in out
     assert "missing_cuda='raise' refuses an unported kernel" in out
     assert (tmp_path / "particles_cupy.png").is_file()
+    trace = json.loads((tmp_path / "trace_step4.json").read_text())["traceEvents"]
+    calls = {e["name"] for e in trace if e["ph"] == "X" and e["cat"] == "kernel.cuda"}
+    assert calls == {"gather_field", "boris_push", "deposit_charge"}
+    assert (tmp_path / "profile_step2.png").read_bytes()[:4] == b"\x89PNG"

@@ -696,6 +696,8 @@ impl KernelLauncher {
             nbytes: None,
             blocking: false,
             implicit: false,
+            time_ns: 0,
+            thread: 0,
         });
     }
 }

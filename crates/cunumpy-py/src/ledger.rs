@@ -19,8 +19,18 @@ fn lock(log: &Mutex<Vec<Event>>) -> MutexGuard<'_, Vec<Event>> {
     log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// One event as a plain tuple: (kind, description, where, nbytes, blocking, implicit).
-type EventTuple = (&'static str, String, String, Option<u64>, bool, bool);
+/// One event as a plain tuple: (kind, description, where, nbytes, blocking, implicit, time_ns,
+/// thread).
+type EventTuple = (
+    &'static str,
+    String,
+    String,
+    Option<u64>,
+    bool,
+    bool,
+    u64,
+    u64,
+);
 
 /// A counter's collected events; opened and closed by `cunumpy.profiling.count_transfers`.
 #[pyclass(module = "cunumpy._core", name = "EventCounter")]
@@ -77,6 +87,8 @@ impl EventCounter {
                     e.nbytes,
                     e.blocking,
                     e.implicit,
+                    e.time_ns,
+                    e.thread,
                 )
             })
             .collect()
@@ -133,8 +145,22 @@ fn record_event(
         nbytes,
         blocking,
         implicit,
+        time_ns: 0,
+        thread: 0,
     });
     Ok(())
+}
+
+/// Nanoseconds on the ledger's clock (the time base of recorded events).
+#[pyfunction]
+fn clock_ns() -> u64 {
+    ledger::clock_ns()
+}
+
+/// The calling thread's ledger key (the `thread` of the events it records).
+#[pyfunction]
+fn thread_key() -> u64 {
+    current_thread_key()
 }
 
 /// The event kinds in report order.
@@ -148,5 +174,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_recording, m)?)?;
     m.add_function(wrap_pyfunction!(record_event, m)?)?;
     m.add_function(wrap_pyfunction!(event_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(clock_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(thread_key, m)?)?;
     Ok(())
 }
