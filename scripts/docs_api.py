@@ -102,6 +102,9 @@ def value_doc(module: ModuleType, name: str) -> str | None:
     given = getattr(module, "__attribute_docs__", {}).get(name)
     if given:
         return given
+    kind = type(getattr(module, name, None))
+    if kind.__module__.startswith("cunumpy.") and kind.__doc__:
+        return inspect.getdoc(kind)  # an instance of a documented cunumpy class
     sources = _package_sources() if module.__name__.startswith("cunumpy") else []
     for path in sources:
         lines = path.read_text().splitlines()

@@ -90,7 +90,7 @@ def collect() -> dict[str, Any]:
         "environment": {
             k: v
             for k, v in sorted(os.environ.items())
-            if k.startswith("CUNUMPY_") or k in ("CXX", "CUDA_VISIBLE_DEVICES")
+            if k.startswith("CUNUMPY_") or k in ("CXX", "CUDA_VISIBLE_DEVICES", "MAYBEMPI")
         },
     }
 
