@@ -29,6 +29,7 @@ GUIDES = [
     "pairing-host-and-cuda-kernels.md",
     "kernel-arguments-and-structs.md",
     "accumulation-kernels.md",
+    "random-numbers.md",
     "testing-kernels.md",
     "testing-without-a-gpu.md",
     "kernel-fusion.md",
