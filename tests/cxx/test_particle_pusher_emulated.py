@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 WALKTHROUGH = Path(__file__).resolve().parents[2] / "examples/particle_pusher/walkthrough.py"
@@ -48,6 +49,9 @@ def test_walkthrough_on_the_emulated_device(tmp_path):
     assert "assert_no_transfers() around a time step: passed" in out
     assert "missing_cuda='raise' refuses an unported kernel" in out
     assert (tmp_path / "particles_cupy.png").is_file()
+    schema = json.loads((Path(__file__).parents[1] / "data/trace_event_schema.json").read_text())
+    for step in ("step2", "step4"):  # fallbacks with their copies, then launches only
+        jsonschema.validate(json.loads((tmp_path / f"trace_{step}.json").read_text()), schema)
     trace = json.loads((tmp_path / "trace_step4.json").read_text())["traceEvents"]
     calls = {e["name"] for e in trace if e["ph"] == "X" and e["cat"] == "kernel.cuda"}
     assert calls == {"gather_field", "boris_push", "deposit_charge"}
