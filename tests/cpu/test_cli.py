@@ -189,3 +189,27 @@ def test_cache_size_list_clear(caches):
     assert cleared.returncode == 0
     assert f"kernels cache: {kernels}: removed 2 file(s), 500 B" in cleared.stdout
     assert not kernels.exists()
+
+
+TEMPLATE = r"""
+template <typename T, int N>
+__global__ void fill(T* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = T(N);
+}
+"""
+
+
+@needs_cxx
+def test_check_instantiates_templates_only_when_told(tmp_path, caches):
+    source = tmp_path / "tpl.cu"
+    source.write_text(TEMPLATE)
+    plain = json.loads(cli("check", str(source), "--json", env=caches).stdout)
+    (fill,) = plain["files"][0]["kernels"]
+    assert plain["ok"] and fill["compiled"] is None
+    assert "template with 2 parameters" in fill["unchecked"]
+    assert "-t fill=ARG" in fill["not_compiled"]
+    given = cli("check", str(source), "-t", "fill=float,4", "--json", env=caches)
+    (fill,) = json.loads(given.stdout)["files"][0]["kernels"]
+    assert given.returncode == 0 and fill["parameters"] == ["float* y", "int n"]
+    assert fill["compiled"] is not None and fill["error"] is None

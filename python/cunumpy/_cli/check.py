@@ -42,6 +42,14 @@ def add_parser(subparsers: Any) -> None:
         dest="structs",
         help="a struct type the kernels take by value (repeatable), e.g. -s Particles",
     )
+    parser.add_argument(
+        "-t",
+        "--template-args",
+        action="append",
+        default=[],
+        metavar="KERNEL=ARG,ARG",
+        help="instantiate a template kernel, e.g. -t fill=double,4 (repeatable)",
+    )
     how = parser.add_mutually_exclusive_group()
     how.add_argument(
         "--emulate",
@@ -71,6 +79,15 @@ def compiler_for(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return None, why + " and no host C++ compiler for the emulator"
 
 
+def template_args_of(args: argparse.Namespace) -> dict[str, list[str]]:
+    """``-t fill=double,4`` as ``{"fill": ["double", "4"]}`` (C++ text, as given)."""
+    out = {}
+    for item in args.template_args:
+        name, _, values = item.partition("=")
+        out[name.strip()] = [v.strip() for v in values.split(",") if v.strip()]
+    return out
+
+
 def check_kernel(
     source: str, name: str, path: Path, args: argparse.Namespace, compiler: str | None
 ) -> dict[str, Any]:
@@ -85,16 +102,23 @@ def check_kernel(
         "parameters": None,
         "unchecked": None,
         "compiled": None,
+        "not_compiled": None,
         "error": None,
     }
+    template_args = template_args_of(args).get(name)
     try:
         result["parameters"] = [
             p.declaration or f"{p.ctype} {p.name}"
-            for p in parse_cuda_signature(source, name, structs=args.structs)
+            for p in parse_cuda_signature(
+                source, name, structs=args.structs, template_args=template_args
+            )
         ]
     except CudaSignatureError as exc:
         result["unchecked"] = str(exc)
     if compiler is None:
+        return result
+    if template_args is None and result["unchecked"] and "is a template" in result["unchecked"]:
+        result["not_compiled"] = f"a template: give its arguments with -t {name}=ARG,..."
         return result
     kernel = CudaKernel(
         source,
@@ -102,6 +126,7 @@ def check_kernel(
         include_dirs=args.include_dirs,
         source_dir=path.parent,
         options=args.options,
+        template_args=template_args,
         # struct sizes are known only to the program that passes them: parse, but do not pack
         check_signature=result["unchecked"] is None and not args.structs,
     )
@@ -161,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
                 print("      " + k["error"].replace("\n", "\n      "))
             elif k["compiled"]:
                 print(f"    compiled ({k['compiled']})")
+            elif k["not_compiled"]:
+                print(f"    not compiled: {k['not_compiled']}")
     if compiler is None:
         print(f"not compiled: {why_not}")
     print("check: " + ("FAILED" if failed else "ok"))
