@@ -88,3 +88,23 @@ def test_readme_links_are_absolute_and_point_at_files():
     for link in links:
         if link.startswith(prefix):
             assert (ROOT / link[len(prefix) :].split("#")[0]).is_file(), link
+
+
+# C macros and the Rust tests' own child-process variables, not settings
+NOT_SETTINGS = {
+    "CUNUMPY_BOUNDS_CHECK",
+    "CUNUMPY_CACHE_TEST_CHILD_DIR",
+    "CUNUMPY_CACHE_TEST_CHILD_TAG",
+}
+
+
+def test_every_environment_variable_is_on_its_page():
+    page = (ROOT / "docs/environment-variables.md").read_text()
+    sources = [*(ROOT / "python/cunumpy").rglob("*.py"), *(ROOT / "crates").rglob("*.rs")]
+    used = set()
+    for path in sources:
+        used |= set(re.findall(r"\bCUNUMPY_[A-Z0-9_]*[A-Z0-9]\b", path.read_text()))
+    macros = {name for name in used if name.startswith("CUNUMPY_GRID_STRIDE")}
+    missing = sorted(n for n in used - NOT_SETTINGS - macros if f"`{n}`" not in page)
+    assert missing == []
+    assert "`CXX`" in page and "`MAYBEMPI`" in page
