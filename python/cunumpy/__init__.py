@@ -46,10 +46,12 @@ from . import (  # noqa: E402  (public submodules)
     memory,
     mpi,
     optimize,
+    petsc,
     profiling,
     rng,
 )
 from ._scipy import scipy  # noqa: E402  (SciPy or cupyx.scipy, per backend)
+from ._staging import to_host_async  # noqa: E402
 from .kernels import fuse  # noqa: E402  (cunumpy's own fuse, not the backend's)
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "algorithms",
     "integrate",
     "optimize",
+    "petsc",
     "scipy",
     "arguments",
     "as_device_array",
@@ -80,6 +83,7 @@ __all__ = [
     "same_backend",
     "set_backend",
     "synchronize",
+    "to_host_async",
     "to_cunumpy",
     "to_cupy",
     "to_numpy",

@@ -52,6 +52,8 @@ __all__ = [
     "StagingError",
     "StagingTypeError",
     "TransferBudgetExceeded",
+    "TransferRuleError",
+    "PetscUnavailableError",
     "RandomStreamsError",
 ]
 
@@ -273,5 +275,13 @@ class TransferBudgetExceeded(CunumpyError, AssertionError):
     """``TransferBudget.check()`` found transfers that break a phase's rules."""
 
 
+class TransferRuleError(CunumpyError, ValueError):
+    """``TransferBudget.require`` got an unknown event kind or limit."""
+
+
 class RandomStreamsError(CunumpyError, ValueError):
     """``xp.rng.random_streams`` was given an unknown bit generator or backend."""
+
+
+class PetscUnavailableError(CunumpyError, ImportError):
+    """``xp.petsc.petsc_vec`` needs petsc4py, which is not installed."""

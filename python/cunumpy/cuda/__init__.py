@@ -22,6 +22,15 @@ from ._source import (
     parse_cuda_signature,
     resolve_includes,
 )
+from ._streams import (
+    HostEvent,
+    HostStream,
+    create_event,
+    create_stream,
+    pin_memory,
+    record_event,
+    wait_event,
+)
 
 __all__ = [
     "DEBUG_OPTIONS",
@@ -40,6 +49,13 @@ __all__ = [
     "memory_info",
     "free_memory",
     "stream",
+    "HostEvent",
+    "HostStream",
+    "create_event",
+    "create_stream",
+    "pin_memory",
+    "record_event",
+    "wait_event",
     "bind_local_device",
     "set_device_for_rank",
 ]
@@ -100,8 +116,15 @@ def stream(existing: Any = None) -> Iterator[Any]:
     given); yields ``None`` on NumPy, where work is synchronous anyway."""
     cupy = _cupy()
     if cupy is None:
-        yield None
+        yield existing  # None, or a HostStream from create_stream: work is synchronous
         return
+    if isinstance(existing, HostStream):
+        from ..exceptions import StagingTypeError
+
+        raise StagingTypeError(
+            "cuda.stream: existing is a HostStream (made on the NumPy backend) but the active "
+            "backend is CuPy; create the stream again with create_stream()"
+        )
     s = existing if existing is not None else cupy.cuda.Stream(non_blocking=True)
     with s:
         yield s
