@@ -9,12 +9,12 @@ GPU_PYTHON_VERSION ?= 3.12
 PROFILE ?= release
 export CARGO_TERM_COLOR := never
 
-.PHONY: demo test lint develop rust-test py-test gpu-wheel gpu-test bench clean
+.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(DEPS): requirements/test.txt | $(BIN)/python
+$(DEPS): requirements/test.txt requirements/docs.txt | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements/test.txt
 	touch $@
@@ -35,7 +35,17 @@ rust-test:
 py-test: develop
 	$(BIN)/python -m pytest -ra
 
-test: lint rust-test py-test
+# The documentation site (mkdocs.yml) into site/, strict: any warning, broken link or public
+# name without a docstring fails.
+docs: develop
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --clean --quiet
+
+# Builds the sdist, installs it into a fresh virtual environment (a build with only Rust and a
+# C++ compiler), imports it and runs one emulated kernel (scripts/sdist-check).
+sdist-test: $(DEPS)
+	PATH=$(abspath $(BIN)):$$PATH nice -n 10 bash scripts/sdist-check
+
+test: lint rust-test py-test docs sdist-test
 
 demo: develop
 	$(BIN)/python examples/demo.py
@@ -63,4 +73,4 @@ bench: develop
 	$(BIN)/python benches/run_all.py
 
 clean:
-	rm -rf $(VENV) target $(GPU_WHEEL_DIR)
+	rm -rf $(VENV) target $(GPU_WHEEL_DIR) site

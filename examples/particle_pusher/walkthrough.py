@@ -11,6 +11,7 @@ device backend and are shown on NumPy), `CUNUMPY_BACKEND=cupy` (GPU) or `CUNUMPY
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -21,7 +22,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import particles  # noqa: E402
-import plot  # noqa: E402
 
 import cunumpy as xp  # noqa: E402
 from cunumpy.kernels import Kernel, KernelCatalog  # noqa: E402
@@ -30,7 +30,10 @@ from cunumpy.profiling import (  # noqa: E402
     assert_no_transfers,
     count_transfers,
     kernel_profile,
+    write_chrome_trace,
 )
+
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 # Physical and numerical parameters (normalised units).
 NX, NY, LX, LY = 32, 32, 1.0, 1.0
@@ -102,11 +105,12 @@ class Simulation:
         return xp.to_numpy(xp.stack(self.history))
 
 
-def run(catalog: KernelCatalog, n: int, steps: int, label: str) -> Simulation:
+def run(catalog: KernelCatalog, n: int, steps: int, label: str, output: Path) -> Simulation:
     """Runs `steps` time steps and prints the catalog summary, the transfer report of one time
-    step and the kernel profile."""
+    step and the kernel profile; writes the run's trace (open it in https://ui.perfetto.dev)
+    and, with matplotlib, the profile's picture into `output`."""
     sim = Simulation(catalog, n)
-    with kernel_profile() as profile:
+    with kernel_profile() as profile, count_transfers() as everything:
         for i in range(steps):
             if i == 1:
                 with count_transfers() as one_step:
@@ -122,7 +126,32 @@ def run(catalog: KernelCatalog, n: int, steps: int, label: str) -> Simulation:
     print(one_step.report())
     print("kernel profile:")
     print(profile.report())
+    tag = label.split(":")[0].replace(" ", "")
+    output.mkdir(parents=True, exist_ok=True)
+    trace = write_chrome_trace(output / f"trace_{tag}.json", everything, profile)
+    print(f"trace of every call and copy: {trace}")
+    if HAVE_MATPLOTLIB:
+        picture = output / f"profile_{tag}.png"
+        profile.plot(picture, transfers=everything)
+        print(f"where the time went: {picture}")
     return sim
+
+
+def draw_particles(path: Path, rho: np.ndarray, trajectories: np.ndarray) -> None:
+    """The deposited charge density as a heat map, with the tracked particles' paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 5.5))
+    image = ax.imshow(rho.T, origin="lower", extent=(0, LX, 0, LY), cmap="coolwarm")
+    fig.colorbar(image, ax=ax, label="mean charge density")
+    for k in range(trajectories.shape[1]):
+        ax.plot(trajectories[:, k, 0], trajectories[:, k, 1], ".", markersize=1.5)
+    ax.set(xlabel="x", ylabel="y", title="deposited charge and particle paths")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def compare(reference: dict, other: dict, label: str, rtol: float) -> None:
@@ -149,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     # Step 1: everything on the host.
     with xp.use_backend("numpy"):
         host = run(
-            load_catalog("fallback", ported=set()), opts.particles, opts.steps, "step 1: all host"
+            load_catalog("fallback", ported=set()),
+            opts.particles,
+            opts.steps,
+            "step 1: all host",
+            opts.output,
         )
         reference = host.state()
     if device != "cupy":
@@ -165,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             opts.particles,
             opts.steps,
             "step 2: device backend, host fallbacks",
+            opts.output,
         )
         compare(reference, sim.state(), "step 2", opts.rtol)
 
@@ -174,12 +208,13 @@ def main(argv: list[str] | None = None) -> int:
             opts.particles,
             opts.steps,
             "step 3: boris_push ported",
+            opts.output,
         )
         compare(reference, sim.state(), "step 3", opts.rtol)
 
         # Step 4: every kernel of the time loop ported: a time step copies nothing.
         catalog = load_catalog("fallback")
-        sim = run(catalog, opts.particles, opts.steps, "step 4: all ported")
+        sim = run(catalog, opts.particles, opts.steps, "step 4: all ported", opts.output)
         compare(reference, sim.state(), "step 4", opts.rtol)
         with assert_no_transfers():
             sim.step()
@@ -195,10 +230,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nstep 5: missing_cuda='raise' refuses an unported kernel: {exc}")
 
         trajectories = sim.trajectories()
-    opts.output.mkdir(parents=True, exist_ok=True)
-    picture = opts.output / f"particles_{device}.png"
-    plot.render(picture, sim.grid.rho_mean, trajectories, LX, LY)
-    print(f"\nplot of the deposited charge and {sim.tracked} trajectories: {picture}")
+    if HAVE_MATPLOTLIB:
+        picture = opts.output / f"particles_{device}.png"
+        draw_particles(picture, sim.grid.rho_mean, trajectories)
+        print(f"\nplot of the deposited charge and {sim.tracked} trajectories: {picture}")
+    else:
+        print('\nno pictures without matplotlib (pip install "cunumpy[plot]"); traces written')
     return 0
 
 

@@ -13,7 +13,9 @@ from typing import Any
 from . import _config, _counted_creation
 from .exceptions import BackendError, BackendUnavailableError
 
+#: The backends ``set_backend`` accepts.
 BACKENDS = ("numpy", "cupy")
+#: The oldest CuPy release the CuPy backend accepts.
 MIN_CUPY_VERSION = "14.0.0"
 
 _lock = threading.RLock()

@@ -49,6 +49,12 @@ from ._ledger import record, recorded_by_caller
 from ._mpi_staging import POOL, HostBuffer
 from .exceptions import MPIBufferError, MPIStagingBusyError, MPIStagingError
 
+#: The documentation of names re-exported from maybempi that cannot carry a docstring.
+__attribute_docs__ = {
+    "OVERRIDE_VARIABLE": "The environment variable (``MAYBEMPI``) whose ``1``/``0`` overrides "
+    "the detection of an MPI launcher by ``get_mpi()``.",
+}
+
 __all__ = [
     "OVERRIDE_VARIABLE",
     "MPIStaging",

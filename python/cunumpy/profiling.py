@@ -3,6 +3,8 @@
 Every host/device copy, conversion, kernel fallback, synchronisation and kernel launch that
 cunumpy makes is recorded in one thread-safe ledger (in Rust). :func:`count_transfers`
 collects the events of the calling thread (or of all threads) while it is open.
+:func:`write_chrome_trace` saves counters and kernel profiles as one timeline for Perfetto;
+``KernelProfile.plot()`` draws where the time went.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import _core
-from .kernels._profile import KernelProfile, KernelStats, kernel_profile
+from ._plot import plot_profile
+from ._trace import chrome_trace, write_chrome_trace
+from .kernels._profile import KernelCall, KernelProfile, KernelStats, kernel_profile
 
 __all__ = [
     "KINDS",
@@ -30,6 +34,10 @@ __all__ = [
     "kernel_profile",
     "KernelProfile",
     "KernelStats",
+    "KernelCall",
+    "chrome_trace",
+    "write_chrome_trace",
+    "plot_profile",
 ]
 
 #: Event kinds, in report order. ``launch`` events are reported but are not transfers.
@@ -48,6 +56,10 @@ class TransferEvent:
     nbytes: int | None = None
     blocking: bool = True
     implicit: bool = False
+    #: When it was recorded, in nanoseconds on the ledger's clock (``_core.clock_ns``).
+    time_ns: int = 0
+    #: The recording thread (a small integer per OS thread, not ``threading.get_ident()``).
+    thread: int = 0
 
     @property
     def label(self) -> str:

@@ -1,5 +1,6 @@
 """The particle pusher walk-through runs end to end on NumPy and writes its plot."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -29,5 +30,13 @@ def test_walkthrough_on_numpy(tmp_path):
     assert "CUDA kernels: 0 of 3 (missing: boris_push, deposit_charge, gather_field)" in out
     assert "CUDA kernels: 3 of 3" in out
     assert "assert_no_transfers() around a time step: passed" in out
+    for step in ("step1", "step2", "step3", "step4"):
+        trace = json.loads((tmp_path / f"trace_{step}.json").read_text())["traceEvents"]
+        assert {e["name"] for e in trace if e["ph"] == "X"} == {
+            "gather_field",
+            "boris_push",
+            "deposit_charge",
+        }
+        assert (tmp_path / f"profile_{step}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     png = tmp_path / "particles_numpy.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

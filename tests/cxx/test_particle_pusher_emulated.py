@@ -1,12 +1,14 @@
 """The walk-through on the emulated device (CUDA kernels run in the CPU emulator): the five
 steps with their fallbacks, copies and launches, and the same physics as the host run."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 WALKTHROUGH = Path(__file__).resolve().parents[2] / "examples/particle_pusher/walkthrough.py"
@@ -47,3 +49,10 @@ def test_walkthrough_on_the_emulated_device(tmp_path):
     assert "assert_no_transfers() around a time step: passed" in out
     assert "missing_cuda='raise' refuses an unported kernel" in out
     assert (tmp_path / "particles_cupy.png").is_file()
+    schema = json.loads((Path(__file__).parents[1] / "data/trace_event_schema.json").read_text())
+    for step in ("step2", "step4"):  # fallbacks with their copies, then launches only
+        jsonschema.validate(json.loads((tmp_path / f"trace_{step}.json").read_text()), schema)
+    trace = json.loads((tmp_path / "trace_step4.json").read_text())["traceEvents"]
+    calls = {e["name"] for e in trace if e["ph"] == "X" and e["cat"] == "kernel.cuda"}
+    assert calls == {"gather_field", "boris_push", "deposit_charge"}
+    assert (tmp_path / "profile_step2.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,5 +1,7 @@
 """The walk-through on the H200: same physics as the host run within 1e-6."""
 
+import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -23,7 +25,14 @@ def test_walkthrough_on_the_gpu(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "0 transfer(s) through cunumpy" in result.stdout.split("=== step 4")[1]
-    assert (tmp_path / "particles_cupy.png").is_file()
+    trace = json.loads((tmp_path / "trace_step4.json").read_text())["traceEvents"]
+    # step 4 launches on the GPU: the trace has the device process with its launches
+    device = [e for e in trace if e["ph"] == "X" and e["cat"] == "kernel.device"]
+    assert {e["name"] for e in device} >= {"gather_field", "boris_push", "deposit_charge"}
+    assert all(e["dur"] > 0 for e in device)
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (tmp_path / "particles_cupy.png").is_file()
+        assert (tmp_path / "profile_step4.png").is_file()
 
 
 def step_reports(stdout: str) -> list[str]:

@@ -10,6 +10,7 @@ use crate::sync::lock;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 /// What an event is. The order is the report order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,6 +68,10 @@ pub struct Event {
     pub nbytes: Option<u64>,
     pub blocking: bool,
     pub implicit: bool,
+    /// When it was recorded: nanoseconds on [`clock_ns`]'s clock (set by [`Ledger::record`]).
+    pub time_ns: u64,
+    /// The recording thread's [`current_thread_key`] (set by [`Ledger::record`]).
+    pub thread: u64,
 }
 
 impl Event {
@@ -90,6 +95,14 @@ pub enum Scope {
     Thread(u64),
     /// Events of every thread.
     AllThreads,
+}
+
+/// Nanoseconds since the first call in this process, on a monotonic clock: the time base of
+/// recorded events, shared with the Python profilers so their timelines line up.
+pub fn clock_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let elapsed = EPOCH.get_or_init(Instant::now).elapsed();
+    u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// A small integer naming the calling OS thread for the lifetime of the process.
@@ -158,11 +171,14 @@ impl Ledger {
     }
 
     /// Records an event for every open counter that sees the calling thread.
-    pub fn record(&self, event: Event) {
+    /// Stamps it with the time and thread first.
+    pub fn record(&self, mut event: Event) {
         if !self.is_recording() {
             return;
         }
         let here = current_thread_key();
+        event.time_ns = clock_ns();
+        event.thread = here;
         let open = lock(&self.open);
         for counter in open.iter() {
             if counter.scope == Scope::AllThreads || counter.scope == Scope::Thread(here) {
@@ -249,7 +265,26 @@ mod tests {
             nbytes: Some(nbytes),
             blocking: true,
             implicit: false,
+            time_ns: 0,
+            thread: 0,
         }
+    }
+
+    #[test]
+    fn recorded_events_carry_the_time_and_thread() {
+        let ledger = Ledger::default();
+        let log = EventLog::default();
+        let id = ledger.open(Scope::AllThreads, log.clone());
+        let before = clock_ns();
+        ledger.record(event(EventKind::ToHost, "a.py:1", 8));
+        ledger.record(event(EventKind::ToDevice, "a.py:2", 8));
+        let after = clock_ns();
+        ledger.close(id);
+        let events = lock(&log).clone();
+        assert_eq!(events.len(), 2);
+        assert!(before <= events[0].time_ns && events[0].time_ns <= events[1].time_ns);
+        assert!(events[1].time_ns <= after);
+        assert!(events.iter().all(|e| e.thread == current_thread_key()));
     }
 
     #[test]

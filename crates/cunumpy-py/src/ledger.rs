@@ -25,8 +25,18 @@ pub(crate) fn call_site(py: Python<'_>) -> String {
         .unwrap_or_else(|_| "<unknown>:0".into())
 }
 
-/// One event as a plain tuple: (kind, description, where, nbytes, blocking, implicit).
-type EventTuple = (&'static str, String, String, Option<u64>, bool, bool);
+/// One event as a plain tuple: (kind, description, where, nbytes, blocking, implicit, time_ns,
+/// thread).
+type EventTuple = (
+    &'static str,
+    String,
+    String,
+    Option<u64>,
+    bool,
+    bool,
+    u64,
+    u64,
+);
 
 /// A counter's collected events; opened and closed by `cunumpy.profiling.count_transfers`.
 #[pyclass(module = "cunumpy._core", name = "EventCounter")]
@@ -83,6 +93,8 @@ impl EventCounter {
                     e.nbytes,
                     e.blocking,
                     e.implicit,
+                    e.time_ns,
+                    e.thread,
                 )
             })
             .collect()
@@ -139,8 +151,22 @@ fn record_event(
         nbytes,
         blocking,
         implicit,
+        time_ns: 0,
+        thread: 0,
     });
     Ok(())
+}
+
+/// Nanoseconds on the ledger's clock (the time base of recorded events).
+#[pyfunction]
+fn clock_ns() -> u64 {
+    ledger::clock_ns()
+}
+
+/// The calling thread's ledger key (the `thread` of the events it records).
+#[pyfunction]
+fn thread_key() -> u64 {
+    current_thread_key()
 }
 
 /// The event kinds in report order.
@@ -154,5 +180,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_recording, m)?)?;
     m.add_function(wrap_pyfunction!(record_event, m)?)?;
     m.add_function(wrap_pyfunction!(event_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(clock_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(thread_key, m)?)?;
     Ok(())
 }

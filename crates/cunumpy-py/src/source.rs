@@ -162,6 +162,13 @@ fn cuda_backend_info<'py>(
     Ok(out)
 }
 
+/// The disk cache folder of compiled CUDA kernels (`$CUNUMPY_CACHE_DIR`, else the XDG cache),
+/// or `None` when no folder can be named.
+#[pyfunction]
+fn kernel_cache_dir() -> Option<PathBuf> {
+    cunumpy_cuda::cache::default_dir()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_cuda_signature, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_kernel_names, m)?)?;
@@ -170,5 +177,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_includes, m)?)?;
     m.add_function(wrap_pyfunction!(include_hash, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_backend_info, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_cache_dir, m)?)?;
     Ok(())
 }

@@ -17,6 +17,7 @@ def set_cuda_debug(enabled: bool) -> None:
 
 
 def get_cuda_debug() -> bool:
+    """Whether kernels created now compile in debug mode (see :func:`set_cuda_debug`)."""
     return _state["debug"]
 
 

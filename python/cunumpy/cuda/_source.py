@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _core
 
+#: The compiler options a debug build adds (``debug=True``, ``CUNUMPY_CUDA_DEBUG=1``).
 DEBUG_OPTIONS: tuple[str, ...] = ("-lineinfo", "-DCUNUMPY_BOUNDS_CHECK")
 
 

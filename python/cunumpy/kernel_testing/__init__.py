@@ -71,6 +71,18 @@ __all__ = [
 ]
 
 
+#: The documentation of the names built on first access (they cannot carry a docstring).
+__attribute_docs__ = {
+    "BACKENDS": "The backends a parity test runs on: ``numpy``, and ``cupy`` marked with "
+    "``requires_device_backend``; the ``backend`` fixture is parametrised with it.",
+    "requires_cupy": "A pytest mark that skips a test without CuPy and a GPU (fails instead "
+    "with ``CUNUMPY_REQUIRE_CUDA=1``).",
+    "requires_device_backend": "A pytest mark that skips a test without a device backend "
+    "(a GPU, or the emulated device of ``CUNUMPY_FAKE_CUPY=1``); fails instead with "
+    "``CUNUMPY_REQUIRE_CUDA=1``.",
+}
+
+
 def __getattr__(name: str) -> Any:
     if name in _markers.LAZY_NAMES:
         return _markers.lazy(name)

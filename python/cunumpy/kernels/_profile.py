@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KernelProfile", "KernelStats", "kernel_profile"]
+from .. import _core
+from .._where import call_site
+
+__all__ = ["KernelCall", "KernelProfile", "KernelStats", "kernel_profile"]
 
 PATHS = ("cuda", "host", "fallback")
 
@@ -50,12 +52,53 @@ class KernelStats:
         return self.seconds / self.calls if self.calls else 0.0
 
 
+@dataclass
+class KernelCall:
+    """One profiled call: on the ledger's clock (``_core.clock_ns``), the calling thread's ledger
+    key, the stream it was launched on (CUDA path) and the user's source line."""
+
+    name: str
+    path: str
+    thread: int
+    start_ns: int
+    end_ns: int
+    site: str
+    stream: str | None = None
+    nbytes: int = 0
+    _events: tuple[Any, Any] | None = field(default=None, repr=False)
+    _reference: tuple[Any, int] | None = field(default=None, repr=False)
+
+    def device_span_ns(self) -> tuple[int, int] | None:
+        """``(start_ns, duration_ns)`` of the launch on the device, on the ledger's clock, from
+        its CUDA events (``None`` on the host or without events; waits for the launch)."""
+        if self._events is None:
+            return None
+        import cupy
+
+        start, stop = self._events
+        stop.synchronize()
+        duration = int(cupy.cuda.get_elapsed_time(start, stop) * 1e6)
+        begin = self.start_ns
+        if self._reference is not None:  # device time since an event recorded at a known host time
+            ref_event, ref_ns = self._reference
+            try:
+                begin = ref_ns + int(cupy.cuda.get_elapsed_time(ref_event, start) * 1e6)
+            except Exception:  # events of another device: keep the launch time on the host
+                begin = self.start_ns
+        return begin, duration
+
+
 class KernelProfile:
     """What :func:`kernel_profile` collected. :meth:`report` is a table sorted by total time;
-    :meth:`as_dict` gives the same numbers as plain data."""
+    :meth:`as_dict` gives the same numbers as plain data; :attr:`calls` lists every call on a
+    timeline (:func:`cunumpy.profiling.write_chrome_trace` saves it for Perfetto) and
+    :meth:`plot` draws where the time went."""
 
     def __init__(self) -> None:
         self._stats: dict[tuple[str, str], KernelStats] = {}
+        #: Every call, in the order they finished.
+        self.calls: list[KernelCall] = []
+        self._reference: tuple[Any, int] | None = None
 
     def _entry(self, name: str, path: str) -> KernelStats:
         key = (name, path)
@@ -122,6 +165,15 @@ class KernelProfile:
     def __str__(self) -> str:
         return self.report()
 
+    def plot(self, path: Any = None, *, transfers: Any = None) -> Any:
+        """Draws where the time went: total time per kernel and path, host against device time,
+        and (with ``transfers``, a :class:`~cunumpy.profiling.TransferCounter`) the bytes copied
+        per direction. Needs matplotlib; writes a PNG (or any format matplotlib knows from the
+        suffix) when ``path`` is given, and returns the figure."""
+        from ..profiling import plot_profile
+
+        return plot_profile(self, path, transfers=transfers)
+
     def __repr__(self) -> str:
         return f"KernelProfile({len(self._stats)} entries, {len(self.fallbacks)} falling back)"
 
@@ -164,24 +216,61 @@ def _cuda_events(stream: Any) -> tuple[Any, Any] | None:
 def timed_call(name: str, path: str, fn: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     """Runs ``fn(*args, **kw)`` and adds it to every active profile."""
     events = _cuda_events(kw.get("stream")) if path == "cuda" else None
+    site = call_site()
+    thread = _core.thread_key()
     if events is not None:
         stream = kw.get("stream")
+        profiles = list(active)
+        for profile in profiles:
+            if profile._reference is None:  # a device-time origin for the timeline
+                reference = events[0].__class__()
+                reference.record(stream)
+                profile._reference = (reference, _core.clock_ns())
+        start_ns = _core.clock_ns()
         events[0].record(stream)
         result = fn(*args, **kw)
         events[1].record(stream)
-        for profile in list(active):
+        end_ns = _core.clock_ns()
+        for profile in profiles:
             entry = profile._entry(name, path)
             entry.calls += 1
             entry._events.append(events)
+            profile.calls.append(
+                KernelCall(
+                    name,
+                    path,
+                    thread,
+                    start_ns,
+                    end_ns,
+                    site,
+                    _stream_name(stream),
+                    0,
+                    events,
+                    profile._reference,
+                )
+            )
         return result
-    start = time.perf_counter()
+    start_ns = _core.clock_ns()
     result = fn(*args, **kw)
-    elapsed = time.perf_counter() - start
+    end_ns = _core.clock_ns()
+    elapsed = (end_ns - start_ns) / 1e9
     owner = getattr(fn, "__self__", fn)  # a bound PyccelKernel method knows what it copied
     nbytes = int(getattr(owner, "last_call_nbytes", 0) or 0) if path == "fallback" else 0
+    stream = _stream_name(kw.get("stream")) if path == "cuda" else None
     for profile in list(active):
         entry = profile._entry(name, path)
         entry.calls += 1
         entry.host_seconds += elapsed
         entry.nbytes += nbytes
+        profile.calls.append(KernelCall(name, path, thread, start_ns, end_ns, site, stream, nbytes))
     return result
+
+
+def _stream_name(stream: Any) -> str:
+    """A stable label of a stream argument: ``current`` when none was given, else its handle."""
+    if stream is None:
+        return "current"
+    handle = getattr(stream, "ptr", None)
+    if handle is None:
+        handle = getattr(stream, "cuda_stream", stream)
+    return f"stream {handle:#x}" if isinstance(handle, int) else f"stream {handle}"
