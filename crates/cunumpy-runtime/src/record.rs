@@ -22,5 +22,7 @@ pub fn launch(name: &str, shape: &LaunchShape, site: String) {
         nbytes: None,
         blocking: false,
         implicit: false,
+        time_ns: 0, // stamped by `Ledger::record`
+        thread: 0,
     });
 }
