@@ -128,7 +128,7 @@ impl<'a> Translator<'a> {
         code.push_str(&self.decls(&f, "    "));
         code.push_str(&self.block(&mut f, &preamble, 1, None)?);
         code.push_str(&self.comment(lp.line(), "    "));
-        code.push_str(&format!("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n"));
+        code.push_str("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n");
         code.push_str(&format!("    const long long cunumpy_n = {trip};\n"));
         code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
         code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");

@@ -125,6 +125,7 @@ pub fn parse_annotation(text: &str) -> Result<Ty, String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -2,6 +2,7 @@
 //! syntax tree of it, into tests/fixtures): what it accepts, how it classifies writes, and what it
 //! refuses with which line and array.
 
+#![allow(clippy::unwrap_used)]
 use cunumpy_port::{translate, Options, PortErrorKind};
 
 const TREE: &str = include_str!("fixtures/port_kernels.json");
