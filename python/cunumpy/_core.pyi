@@ -250,3 +250,11 @@ class FusionPlan:
     ) -> None: ...
 
 def _fusion_ops() -> list[tuple[str, int]]: ...
+def _port_translate(
+    tree_json: str,
+    source: str,
+    kernel: str,
+    *,
+    arg_types: list[tuple[str, str]] = ...,
+    parallel_loop: int | None = None,
+) -> dict[str, Any]: ...

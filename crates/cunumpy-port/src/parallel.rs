@@ -5,6 +5,7 @@
 use crate::error::PortErrorKind;
 use crate::json::Json;
 use crate::translate::{
+    array_key, key_type,
     collect_assigns, const_int, indices, name_of, FnCx, Options, Par, Translation, Translator,
     WriteDecision, PRELUDE, R,
 };
@@ -173,6 +174,19 @@ impl<'a> Translator<'a> {
             src.push_str("#include <cunumpy/atomic.cuh>\n");
         }
         src.push('\n');
+        for (pname, t) in &params {
+            if let Ty::Struct(sname, fields) = t {
+                src.push_str(&format!(
+                    "// The struct argument '{pname}' (the layout of its CudaStructArguments class).\nstruct {sname} {{\n"
+                ));
+                for (n, ft) in fields {
+                    let c = ft.scalar().c();
+                    let star = if ft.rank() > 0 { "*" } else { "" };
+                    src.push_str(&format!("    {c}{star} {n};\n"));
+                }
+                src.push_str("};\n\n");
+            }
+        }
         for (key, text) in PRELUDE {
             if self.prelude.contains(key) {
                 src.push_str(text);
@@ -264,7 +278,7 @@ impl<'a> Translator<'a> {
                     format!("passes '{a}' to {h}(), which writes it: the translator cannot see which elements (index it in the kernel instead)")));
             }
             // Positions where every access indexes with the bare loop variable.
-            let rank = f.vars.get(a).map(Ty::rank).unwrap_or(0);
+            let (rank, s) = key_type(f, a);
             let owned_at = (0..rank).find(|&k| {
                 uses.iter().all(|w| {
                     w.idx
@@ -291,7 +305,6 @@ impl<'a> Translator<'a> {
                 return Err(self.e(PortErrorKind::Race, r.line, "read of accumulated array", Some(a),
                     format!("reads '{a}', into which other iterations add (line {}): the value would depend on the thread order", first_write.line)));
             }
-            let s = f.vars.get(a).map(Ty::scalar).unwrap_or(Scalar::F64);
             if s == Scalar::Bool {
                 return Err(self.e(
                     PortErrorKind::Race,
@@ -308,7 +321,6 @@ impl<'a> Translator<'a> {
 
     /// Every access of an array argument in a statement (helper arguments included).
     fn accesses_stmt<'j>(&self, f: &FnCx, s: &'j Json, out: &mut Vec<Seen<'j>>) {
-        let is_param_array = |n: &str| matches!(f.vars.get(n), Some(Ty::Array(..)));
         match s.kind() {
             "Assign" | "AugAssign" => {
                 let targets: Vec<&Json> = if s.kind() == "Assign" {
@@ -318,7 +330,7 @@ impl<'a> Translator<'a> {
                 };
                 for t in targets {
                     if t.kind() == "Subscript" {
-                        if let Some(a) = name_of(t.get("value")).filter(|a| is_param_array(a)) {
+                        if let Some(a) = array_key(f, t.get("value")) {
                             let access = match (s.kind(), s.get("op").kind()) {
                                 ("Assign", _) => Access::Store,
                                 (_, "Add" | "Sub") => Access::AddSub,
@@ -357,11 +369,9 @@ impl<'a> Translator<'a> {
         match e {
             Json::Obj(m) => {
                 if e.kind() == "Subscript" {
-                    if let Some(a) = name_of(e.get("value"))
-                        .filter(|a| matches!(f.vars.get(*a), Some(Ty::Array(..))))
-                    {
+                    if let Some(a) = array_key(f, e.get("value")) {
                         out.push(Seen {
-                            array: a.to_string(),
+                            array: a,
                             idx: Some(indices(e)),
                             access: Access::Read,
                             line,
@@ -680,6 +690,10 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, &Json>, e: &Json, depth: usize) -> 
                 sub(e.get("left"))?,
                 sub(e.get("right"))?
             ))
+        }
+        "Attribute" => {
+            let base = name_of(e.get("value"))?;
+            f.params.contains(base).then(|| format!("{base}.{}", e.get("attr").as_str().unwrap_or("")))
         }
         "Call" if name_of(e.get("func")) == Some("len") => {
             Some(format!("len({})", sub(e.get("args").as_list().first()?)?))

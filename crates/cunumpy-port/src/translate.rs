@@ -294,6 +294,11 @@ impl<'a> Translator<'a> {
             "Name" => {
                 let n = name_of(e).unwrap_or("");
                 match f.vars.get(n) {
+                    Some(Ty::Struct(..)) => Err(self.unsupported(
+                        e,
+                        "struct argument",
+                        format!("the struct argument '{n}' used as a value (only its fields are translated)"),
+                    )),
                     Some(t) => Ok((n.to_string(), t.clone())),
                     None => Err(self.unsupported(
                         e,
@@ -314,6 +319,21 @@ impl<'a> Translator<'a> {
                             e,
                             "attribute",
                             format!("{base}.{attr} is not translated"),
+                        )),
+                    };
+                }
+                if let Some(Ty::Struct(sname, fields)) = f.vars.get(base) {
+                    return match fields.iter().find(|(n, _)| n == attr) {
+                        Some((_, Ty::Scalar(s))) => Ok((format!("{base}.{attr}"), sc(*s))),
+                        Some(_) => Err(self.unsupported(
+                            e,
+                            "struct field",
+                            format!("the array field '{base}.{attr}' used whole (index it)"),
+                        )),
+                        None => Err(self.unsupported(
+                            e,
+                            "struct field",
+                            format!("struct {sname} ('{base}') has no field '{attr}'"),
                         )),
                     };
                 }
@@ -422,6 +442,29 @@ impl<'a> Translator<'a> {
                     format!("'{base}.shape[...]' needs a constant axis of an array"),
                 )),
             };
+        }
+        if let Some((key, s)) = struct_field_array(f, value) {
+            let idx = indices(e);
+            if idx.len() != 1 {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "subscript",
+                    Some(&key),
+                    format!("'{key}' is a 1-D pointer field but is indexed with {}", idx.len()),
+                ));
+            }
+            let (x, ti) = self.expr(f, idx[0])?;
+            if !ti.scalar().is_int() || ti.rank() > 0 {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "index",
+                    Some(&key),
+                    format!("index of '{key}' is not an integer"),
+                ));
+            }
+            return Ok((format!("{key}[{}]", strip_parens(&x)), Ty::Scalar(s)));
         }
         let base = name_of(value).ok_or_else(|| {
             self.unsupported(
@@ -1013,7 +1056,7 @@ impl<'a> Translator<'a> {
                         s.c(), dims.len(), s.c(), ext.join(", ")
                     ));
                 }
-                Ty::Array(..) => {}
+                Ty::Array(..) | Ty::Struct(..) => {}
             }
         }
         out
@@ -1169,11 +1212,11 @@ impl<'a> Translator<'a> {
                 let (x, _) = self.expr(f, s.get("value"))?;
                 let x = strip_parens(&x).to_string();
                 let array = if target.kind() == "Subscript" {
-                    name_of(target.get("value"))
+                    array_key(f, target.get("value"))
                 } else {
                     None
                 };
-                let atomic = array.is_some_and(|a| par.is_some_and(|p| p.atomic.contains(a)));
+                let atomic = array.is_some_and(|a| par.is_some_and(|p| p.atomic.contains(&a)));
                 if atomic {
                     let v = if op == "Sub" { format!("-({x})") } else { x };
                     self.atomic_used = true;
@@ -1394,6 +1437,47 @@ pub(crate) fn collect_assigns<'j>(
         for key in ["body", "orelse"] {
             collect_assigns(s.get(key).as_list(), out);
         }
+    }
+}
+
+/// `p.x` where `p` is a struct argument and `x` one of its array fields: ("p.x", element type).
+pub(crate) fn struct_field_array(f: &FnCx, value: &Json) -> Option<(String, Scalar)> {
+    if value.kind() != "Attribute" {
+        return None;
+    }
+    let base = name_of(value.get("value"))?;
+    let attr = value.get("attr").as_str()?;
+    match f.vars.get(base) {
+        Some(Ty::Struct(_, fields)) => fields.iter().find_map(|(n, t)| match t {
+            Ty::Array(s, _) if n == attr => Some((format!("{base}.{attr}"), *s)),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// The array a subscript's base names, as the proof keys it: an array argument (`rho`) or an
+/// array field of a struct argument (`p.x`); None for local arrays and anything else.
+pub(crate) fn array_key(f: &FnCx, value: &Json) -> Option<String> {
+    if let Some((key, _)) = struct_field_array(f, value) {
+        return Some(key);
+    }
+    let n = name_of(value)?;
+    matches!(f.vars.get(n), Some(Ty::Array(..))).then(|| n.to_string())
+}
+
+/// The rank and element type of an array key (see `array_key`).
+pub(crate) fn key_type(f: &FnCx, key: &str) -> (usize, Scalar) {
+    match key.split_once('.') {
+        Some((base, field)) => match f.vars.get(base) {
+            Some(Ty::Struct(_, fields)) => fields
+                .iter()
+                .find(|(n, _)| n == field)
+                .map(|(_, t)| (1, t.scalar()))
+                .unwrap_or((1, Scalar::F64)),
+            _ => (1, Scalar::F64),
+        },
+        None => f.vars.get(key).map(|t| (t.rank(), t.scalar())).unwrap_or((0, Scalar::F64)),
     }
 }
 

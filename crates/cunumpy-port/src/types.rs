@@ -47,12 +47,16 @@ pub enum Ty {
     Array(Scalar, usize),
     /// A small fixed-size local array (`np.empty((3, 3))`): element type and extents.
     Local(Scalar, Vec<usize>),
+    /// A struct argument (a `CudaStructArguments` class): its C name and fields, arrays being
+    /// 1-D pointers (`p.x[i]`).
+    Struct(String, Vec<(String, Ty)>),
 }
 
 impl Ty {
     pub fn scalar(&self) -> Scalar {
         match self {
             Ty::Scalar(s) | Ty::Array(s, _) | Ty::Local(s, _) => *s,
+            Ty::Struct(..) => Scalar::I64,
         }
     }
 
@@ -61,6 +65,7 @@ impl Ty {
             Ty::Scalar(_) => 0,
             Ty::Array(_, n) => *n,
             Ty::Local(_, d) => d.len(),
+            Ty::Struct(..) => 0,
         }
     }
 
@@ -68,6 +73,7 @@ impl Ty {
     pub fn c_param(&self, name: &str) -> String {
         match self {
             Ty::Scalar(s) => format!("{} {name}", s.c()),
+            Ty::Struct(s, _) => format!("{s} {name}"),
             _ => format!("CArray{}D<{}> {name}", self.rank(), self.scalar().c()),
         }
     }
@@ -93,6 +99,9 @@ pub fn scalar_named(base: &str) -> Result<Scalar, String> {
 /// Reads an annotation: `float`, `'float[:,:]'`, `'Final[float[:]]'`, `'const int[:]'`,
 /// `'float[:,:](order=C)'`.
 pub fn parse_annotation(text: &str) -> Result<Ty, String> {
+    if let Some(rest) = text.trim().strip_prefix("struct ") {
+        return parse_struct(rest);
+    }
     let mut t = text.trim().trim_matches(|c| c == '\'' || c == '"').trim();
     if let Some(inner) = t.strip_prefix("Final[").and_then(|r| r.strip_suffix(']')) {
         t = inner.trim();
@@ -124,6 +133,23 @@ pub fn parse_annotation(text: &str) -> Result<Ty, String> {
     }
 }
 
+/// `Particles {x: float64[:]; n: int}`: a struct argument's C name and fields (as given by the
+/// Python side from a `CudaStructArguments` class; array fields are 1-D pointers).
+fn parse_struct(text: &str) -> Result<Ty, String> {
+    let (name, rest) = text.split_once('{').ok_or_else(|| format!("struct '{text}'"))?;
+    let body = rest.trim_end().strip_suffix('}').ok_or_else(|| format!("struct '{text}'"))?;
+    let mut fields = Vec::new();
+    for f in body.split(';').map(str::trim).filter(|f| !f.is_empty()) {
+        let (n, t) = f.split_once(':').ok_or_else(|| format!("struct field '{f}'"))?;
+        let ty = parse_annotation(t)?;
+        if ty.rank() > 1 || matches!(ty, Ty::Struct(..)) {
+            return Err(format!("struct field '{f}' (fields are scalars or 1-D pointers)"));
+        }
+        fields.push((n.trim().to_string(), ty));
+    }
+    Ok(Ty::Struct(name.trim().to_string(), fields))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -149,6 +175,13 @@ mod tests {
             .unwrap_err()
             .contains("complex"));
         assert_eq!(Scalar::I64.join(Scalar::F64), Scalar::F64);
+        assert_eq!(
+            parse_annotation("struct P {x: float64[:]; n: int}").unwrap(),
+            Ty::Struct(
+                "P".into(),
+                vec![("x".into(), Ty::Array(Scalar::F64, 1)), ("n".into(), Ty::Scalar(Scalar::I64))]
+            )
+        );
         assert_eq!(Scalar::Bool.join(Scalar::I32), Scalar::I64);
     }
 }

@@ -15,6 +15,7 @@ mod host_pool;
 mod kernel;
 mod layout;
 mod ledger;
+mod port;
 mod source;
 mod vectorcall;
 
@@ -36,5 +37,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     host_loops::register(m)?;
     vectorcall::register(m)?;
     cupy_stream::register(m)?;
+    port::register(m)?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 from ._cuda_kernel import CudaKernel, CudaKernelVariants
 from ._dispatch import FORTRAN_NAME_LIMIT, Kernel, KernelCatalog
 from ._fusion import FusedFunction, fuse
+from ._generate import GeneratedCuda, generate_cuda
 from ._host_impl import (
     DEVICE_IMPLEMENTATIONS,
     HOST_IMPLEMENTATIONS,
@@ -49,6 +50,8 @@ __all__ = [
     "kernel_outputs",
     "outputs_from_annotations",
     "fuse",
+    "generate_cuda",
+    "GeneratedCuda",
     "FusedFunction",
     "host_memory_pool",
     "set_host_loops",
