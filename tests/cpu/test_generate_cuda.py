@@ -94,10 +94,10 @@ def test_sample_call_types_replace_missing_annotations():
 @pytest.mark.parametrize(
     ("kernel", "line", "array", "construct"),
     [
-        (pk.shift_left, 114, "a", "unprovable write"),
-        (pk.scatter_assign, 119, "out", "unprovable write"),
-        (pk.total_charge, 125, None, "scalar update"),
-        (pk.deposit_then_read, 132, "grid", "read of accumulated array"),
+        (pk.shift_left, 116, "a", "unprovable write"),
+        (pk.scatter_assign, 121, "out", "unprovable write"),
+        (pk.total_charge, 127, None, "scalar update"),
+        (pk.deposit_then_read, 134, "grid", "read of accumulated array"),
     ],
 )
 def test_unprovable_kernels_are_refused_with_line_and_array(kernel, line, array, construct):
@@ -151,3 +151,93 @@ def test_walkthrough_kernels_are_translated_and_agree(name, emulated, monkeypatc
         atol=test_args.ATOL,
         outputs=test_args.OUTPUTS,
     )
+
+
+def _run(args, env_extra=None, cwd=None):
+    import os
+    import subprocess
+
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run(
+        [sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+@needs_compiler
+@pytest.mark.parametrize("device", ["numpy", "emulated"])
+def test_example_runs(device):
+    env = {"CUNUMPY_FAKE_CUPY": "1", "CUNUMPY_BACKEND": "cupy"} if device == "emulated" else {}
+    result = _run([str(TESTS.parent / "examples" / "generate_cuda.py")], env)
+    assert result.returncode == 0, result.stderr
+    backend = "cupy" if device == "emulated" else "numpy"
+    # every particle deposits its whole weight (1.0): the total is the particle count
+    assert f"backend {backend}: total charge 1000.000000" in result.stdout
+    assert "rho: atomic add" in result.stdout
+    assert "cunumpy_atomic_add(&rho(" in result.stdout
+
+
+KERNEL = """
+import math
+
+
+def dep(x: "float[:]", rho: "float[:]", dx: float):
+    n = rho.shape[0]
+    for ip in range(x.shape[0]):
+        g = x[ip] / dx
+        i0 = int(math.floor(g))
+        rho[i0 % n] += 1.0 - (g - i0)
+        rho[(i0 + 1) % n] += g - i0
+
+
+def racy(x: "float[:]", n: int):
+    for i in range(1, n):
+        x[i] = x[i - 1] + 1.0
+"""
+
+TEST_ARGS = """
+import numpy as np
+
+import cunumpy as xp
+
+RTOL = 1e-12
+ATOL = 1e-12
+
+
+def make_args(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.uniform(0.0, 2.0, 300)), xp.zeros(10), 0.2)
+"""
+
+
+@needs_compiler
+def test_port_command_writes_next_to_the_kernel_and_checks_parity(tmp_path):
+    folder = tmp_path / "mypkg" / "dep"
+    folder.mkdir(parents=True)
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (folder / "__init__.py").write_text("")
+    (folder / "dep_kernels.py").write_text(KERNEL)
+    (folder / "dep_test_args.py").write_text(TEST_ARGS)
+    env = {"PYTHONPATH": str(tmp_path)}
+    result = _run(["-m", "cunumpy", "port", "mypkg.dep.dep_kernels:dep"], env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "parallel loop `for ip in range(...)` at line 7" in result.stdout
+    assert "line 10: write to rho: atomic add" in result.stdout
+    assert "parity: the generated kernel agrees with the host kernel" in result.stdout
+    written = (folder / "dep_cuda.cu").read_text()
+    assert 'extern "C" __global__ void dep(' in written
+    # the catalog picks the written file up as the kernel's CUDA version
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from cunumpy.kernels import KernelCatalog as Catalog
+
+        assert "1 of 1" in Catalog.from_package("mypkg").summary()
+    finally:
+        sys.path.remove(str(tmp_path))
+    # never over an existing file
+    again = _run(["-m", "cunumpy", "port", "mypkg.dep.dep_kernels:dep"], env)
+    assert again.returncode == 1 and "not overwritten" in again.stderr
+    assert (folder / "dep_cuda.cu").read_text() == written
+    refused = _run(["-m", "cunumpy", "port", "mypkg.dep.dep_kernels:racy"], env)
+    assert refused.returncode == 1
+    assert "refused: racy, line 18: writes 'x' with =" in refused.stdout
+    assert not (folder / "racy_cuda.cu").exists()

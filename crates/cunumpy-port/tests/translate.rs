@@ -57,12 +57,12 @@ fn owned_writes_and_helpers() {
 #[test]
 fn refusals_name_line_construct_and_array() {
     let cases = [
-        ("shift_left", 114, Some("a"), "unprovable write"),
-        ("scatter_assign", 119, Some("out"), "unprovable write"),
-        ("total_charge", 125, None, "scalar update"),
+        ("shift_left", 116, Some("a"), "unprovable write"),
+        ("scatter_assign", 121, Some("out"), "unprovable write"),
+        ("total_charge", 127, None, "scalar update"),
         (
             "deposit_then_read",
-            132,
+            134,
             Some("grid"),
             "read of accumulated array",
         ),
