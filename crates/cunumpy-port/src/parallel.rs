@@ -5,9 +5,8 @@
 use crate::error::PortErrorKind;
 use crate::json::Json;
 use crate::translate::{
-    array_key, key_type,
-    collect_assigns, const_int, indices, name_of, FnCx, Options, Par, Translation, Translator,
-    WriteDecision, PRELUDE, R,
+    array_key, collect_assigns, const_int, indices, key_type, name_of, FnCx, Options, Par,
+    Translation, Translator, WriteDecision, PRELUDE, R,
 };
 use crate::types::{parse_annotation, Scalar, Ty};
 use std::collections::{BTreeMap, BTreeSet};
@@ -288,6 +287,32 @@ impl<'a> Translator<'a> {
             });
             if owned_at.is_some() {
                 continue;
+            }
+            // Every write owned at position k, but a read elsewhere: another iteration's element.
+            let writes_owned_at = (0..rank).find(|&k| {
+                writes.iter().all(|w| {
+                    w.idx
+                        .as_ref()
+                        .is_some_and(|ix| ix.get(k).and_then(|e| name_of(e)) == Some(var.as_str()))
+                })
+            });
+            if let Some(k) = writes_owned_at {
+                if let Some(r) = uses.iter().find(|w| {
+                    w.idx
+                        .as_ref()
+                        .is_none_or(|ix| ix.get(k).and_then(|e| name_of(e)) != Some(var.as_str()))
+                }) {
+                    return Err(self.e(
+                        PortErrorKind::Race,
+                        r.line,
+                        "read of another iteration's element",
+                        Some(a),
+                        format!(
+                            "reads '{a}' at an index other than '{var}' in position {k}, while each iteration writes '{a}' at '{var}' (line {}): it may read what another iteration writes",
+                            first_write.line
+                        ),
+                    ));
+                }
             }
             if let Some(w) = writes
                 .iter()
@@ -693,7 +718,9 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, &Json>, e: &Json, depth: usize) -> 
         }
         "Attribute" => {
             let base = name_of(e.get("value"))?;
-            f.params.contains(base).then(|| format!("{base}.{}", e.get("attr").as_str().unwrap_or("")))
+            f.params
+                .contains(base)
+                .then(|| format!("{base}.{}", e.get("attr").as_str().unwrap_or("")))
         }
         "Call" if name_of(e.get("func")) == Some("len") => {
             Some(format!("len({})", sub(e.get("args").as_list().first()?)?))

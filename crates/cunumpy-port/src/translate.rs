@@ -451,7 +451,10 @@ impl<'a> Translator<'a> {
                     e.line(),
                     "subscript",
                     Some(&key),
-                    format!("'{key}' is a 1-D pointer field but is indexed with {}", idx.len()),
+                    format!(
+                        "'{key}' is a 1-D pointer field but is indexed with {}",
+                        idx.len()
+                    ),
                 ));
             }
             let (x, ti) = self.expr(f, idx[0])?;
@@ -1477,7 +1480,11 @@ pub(crate) fn key_type(f: &FnCx, key: &str) -> (usize, Scalar) {
                 .unwrap_or((1, Scalar::F64)),
             _ => (1, Scalar::F64),
         },
-        None => f.vars.get(key).map(|t| (t.rank(), t.scalar())).unwrap_or((0, Scalar::F64)),
+        None => f
+            .vars
+            .get(key)
+            .map(|t| (t.rank(), t.scalar()))
+            .unwrap_or((0, Scalar::F64)),
     }
 }
 

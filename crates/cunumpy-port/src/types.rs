@@ -136,14 +136,23 @@ pub fn parse_annotation(text: &str) -> Result<Ty, String> {
 /// `Particles {x: float64[:]; n: int}`: a struct argument's C name and fields (as given by the
 /// Python side from a `CudaStructArguments` class; array fields are 1-D pointers).
 fn parse_struct(text: &str) -> Result<Ty, String> {
-    let (name, rest) = text.split_once('{').ok_or_else(|| format!("struct '{text}'"))?;
-    let body = rest.trim_end().strip_suffix('}').ok_or_else(|| format!("struct '{text}'"))?;
+    let (name, rest) = text
+        .split_once('{')
+        .ok_or_else(|| format!("struct '{text}'"))?;
+    let body = rest
+        .trim_end()
+        .strip_suffix('}')
+        .ok_or_else(|| format!("struct '{text}'"))?;
     let mut fields = Vec::new();
     for f in body.split(';').map(str::trim).filter(|f| !f.is_empty()) {
-        let (n, t) = f.split_once(':').ok_or_else(|| format!("struct field '{f}'"))?;
+        let (n, t) = f
+            .split_once(':')
+            .ok_or_else(|| format!("struct field '{f}'"))?;
         let ty = parse_annotation(t)?;
         if ty.rank() > 1 || matches!(ty, Ty::Struct(..)) {
-            return Err(format!("struct field '{f}' (fields are scalars or 1-D pointers)"));
+            return Err(format!(
+                "struct field '{f}' (fields are scalars or 1-D pointers)"
+            ));
         }
         fields.push((n.trim().to_string(), ty));
     }
@@ -179,7 +188,10 @@ mod tests {
             parse_annotation("struct P {x: float64[:]; n: int}").unwrap(),
             Ty::Struct(
                 "P".into(),
-                vec![("x".into(), Ty::Array(Scalar::F64, 1)), ("n".into(), Ty::Scalar(Scalar::I64))]
+                vec![
+                    ("x".into(), Ty::Array(Scalar::F64, 1)),
+                    ("n".into(), Ty::Scalar(Scalar::I64))
+                ]
             )
         );
         assert_eq!(Scalar::Bool.join(Scalar::I32), Scalar::I64);

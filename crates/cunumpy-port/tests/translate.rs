@@ -57,7 +57,12 @@ fn owned_writes_and_helpers() {
 #[test]
 fn refusals_name_line_construct_and_array() {
     let cases = [
-        ("shift_left", 116, Some("a"), "unprovable write"),
+        (
+            "shift_left",
+            116,
+            Some("a"),
+            "read of another iteration's element",
+        ),
         ("scatter_assign", 121, Some("out"), "unprovable write"),
         ("total_charge", 127, None, "scalar update"),
         (

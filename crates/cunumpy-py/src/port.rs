@@ -17,7 +17,11 @@ fn _port_translate<'py>(
     arg_types: Vec<(String, String)>,
     parallel_loop: Option<u32>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = Options { kernel: kernel.to_string(), arg_types, parallel_loop };
+    let opts = Options {
+        kernel: kernel.to_string(),
+        arg_types,
+        parallel_loop,
+    };
     let t = match cunumpy_port::translate(tree_json, source, &opts) {
         Ok(t) => t,
         Err(e) => {
@@ -42,7 +46,11 @@ fn _port_translate<'py>(
     d.set_item("loop_line", t.loop_line)?;
     d.set_item("loop_var", t.loop_var)?;
     d.set_item("n_threads", t.n_threads)?;
-    let writes: Vec<(String, u32, &str)> = t.writes.into_iter().map(|w| (w.array, w.line, w.how)).collect();
+    let writes: Vec<(String, u32, &str)> = t
+        .writes
+        .into_iter()
+        .map(|w| (w.array, w.line, w.how))
+        .collect();
     d.set_item("writes", writes)?;
     d.set_item("helpers", t.helpers)?;
     Ok(d)
