@@ -16,7 +16,7 @@ from typing import Any
 from .. import _core
 from ..exceptions import CudaPortInputError
 
-__all__ = ["GeneratedCuda", "generate_cuda"]
+__all__ = ["GeneratedCuda", "generate_cuda", "translate_source"]
 
 
 class GeneratedCuda(str):
@@ -194,7 +194,6 @@ def generate_cuda(
         raise CudaPortInputError(
             f"{name}: the source of module {module.__name__!r} cannot be read ({exc})"
         ) from None
-    tree = ast.parse(source)
     arg_types: list[tuple[str, str]] = []
     structs: list[Any] = []
     if sample_args is not None:
@@ -211,8 +210,28 @@ def generate_cuda(
             if getattr(type(v), "struct_name", None)
             and getattr(type(v), "struct", None) is not None
         ]
+    out = translate_source(source, name, arg_types=arg_types, parallel_loop=parallel_loop)
+    out.structs = tuple(dict.fromkeys(structs))
+    return out
+
+
+def translate_source(
+    source: str,
+    name: str,
+    *,
+    arg_types: Sequence[tuple[str, str]] = (),
+    parallel_loop: int | None = None,
+) -> GeneratedCuda:
+    """Translates function ``name`` of a module's ``source`` (without importing it):
+    ``generate_cuda`` without the function object. ``arg_types`` are ``(parameter, type)``
+    pairs as annotations spell them (``"float64[:,:]"``, ``"int"``)."""
+    tree = ast.parse(source)
     info = _core._port_translate(
-        json.dumps(_dump(tree)), source, name, arg_types=arg_types, parallel_loop=parallel_loop
+        json.dumps(_dump(tree)),
+        source,
+        name,
+        arg_types=list(arg_types),
+        parallel_loop=parallel_loop,
     )
     out = GeneratedCuda(info["source"])
     out.kernel = info["kernel"]
@@ -222,5 +241,5 @@ def generate_cuda(
     out.n_threads = info["n_threads"]
     out.writes = tuple(tuple(w) for w in info["writes"])
     out.helpers = tuple(info["helpers"])
-    out.structs = tuple(dict.fromkeys(structs))
+    out.structs = ()
     return out
