@@ -59,6 +59,11 @@ def args_int(backend, seed):
     return (xp.asarray(rng.integers(-50, 50, 41)), xp.zeros((41, 3), dtype=np.int64), 7)
 
 
+def args_stencil_rows(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=40)), xp.zeros(35), 3, 30, 2)
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -66,4 +71,5 @@ CASES = {
     "eval_field": (pk.eval_field, args_eval_field, "owned"),
     "cell_update": (pk.cell_update, args_cell_update, "owned"),
     "python_int_semantics": (pk.python_int_semantics, args_int, "owned"),
+    "stencil_rows": (pk.stencil_rows, args_stencil_rows, "owned"),
 }

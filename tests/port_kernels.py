@@ -132,3 +132,13 @@ def deposit_then_read(x: "float[:]", grid: "float[:]", out: "float[:]"):
     for i in range(x.shape[0]):
         grid[int(x[i])] += 1.0
         out[i] = grid[int(x[i])]
+
+
+def stencil_rows(x: "float[:]", out: "float[:]", s: int, e: int, p: int):
+    """Rows s..e of a 3-point stencil, written at an offset (struphy's stencil_dot style)."""
+    for i1 in range(s, e + 1):
+        i1_loc = i1 - s
+        val = 0.0
+        for d in range(3):
+            val += x[i1 + d]
+        out[p + i1_loc] = val

@@ -261,6 +261,7 @@ impl<'a> Translator<'a> {
         for s in body {
             self.accesses_stmt(f, s, &mut seen);
         }
+        let owner = Owner::new(&var, body, &inner);
         let mut arrays: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
         for w in &seen {
             arrays.entry(w.array.as_str()).or_default().push(w);
@@ -279,28 +280,50 @@ impl<'a> Translator<'a> {
             // Positions where every access indexes with the bare loop variable.
             let (rank, s) = key_type(f, a);
             let owned_at = (0..rank).find(|&k| {
-                uses.iter().all(|w| {
-                    w.idx
-                        .as_ref()
-                        .is_some_and(|ix| ix.get(k).and_then(|e| name_of(e)) == Some(var.as_str()))
-                })
+                let first = uses[0]
+                    .idx
+                    .as_ref()
+                    .and_then(|ix| ix.get(k))
+                    .and_then(|e| owner.key(e));
+                first.is_some()
+                    && uses.iter().all(|w| {
+                        w.idx
+                            .as_ref()
+                            .and_then(|ix| ix.get(k))
+                            .and_then(|e| owner.key(e))
+                            == first
+                    })
             });
             if owned_at.is_some() {
                 continue;
             }
             // Every write owned at position k, but a read elsewhere: another iteration's element.
-            let writes_owned_at = (0..rank).find(|&k| {
-                writes.iter().all(|w| {
-                    w.idx
-                        .as_ref()
-                        .is_some_and(|ix| ix.get(k).and_then(|e| name_of(e)) == Some(var.as_str()))
-                })
+            let writes_owned_at = (0..rank).find_map(|k| {
+                let first = writes[0]
+                    .idx
+                    .as_ref()
+                    .and_then(|ix| ix.get(k))
+                    .and_then(|e| owner.key(e))?;
+                writes
+                    .iter()
+                    .all(|w| {
+                        w.idx
+                            .as_ref()
+                            .and_then(|ix| ix.get(k))
+                            .and_then(|e| owner.key(e))
+                            .as_ref()
+                            == Some(&first)
+                    })
+                    .then_some((k, first))
             });
-            if let Some(k) = writes_owned_at {
+            if let Some((k, first)) = writes_owned_at {
                 if let Some(r) = uses.iter().find(|w| {
                     w.idx
                         .as_ref()
-                        .is_none_or(|ix| ix.get(k).and_then(|e| name_of(e)) != Some(var.as_str()))
+                        .and_then(|ix| ix.get(k))
+                        .and_then(|e| owner.key(e))
+                        .as_ref()
+                        != Some(&first)
                 }) {
                     return Err(self.e(
                         PortErrorKind::Race,
@@ -308,7 +331,7 @@ impl<'a> Translator<'a> {
                         "read of another iteration's element",
                         Some(a),
                         format!(
-                            "reads '{a}' at an index other than '{var}' in position {k}, while each iteration writes '{a}' at '{var}' (line {}): it may read what another iteration writes",
+                            "reads '{a}' at an index other than '{first}' in position {k}, while each iteration writes '{a}' at '{first}' (line {}): it may read what another iteration writes",
                             first_write.line
                         ),
                     ));
@@ -729,5 +752,113 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, &Json>, e: &Json, depth: usize) -> 
             Some(format!("int({})", sub(e.get("args").as_list().first()?)?))
         }
         _ => None,
+    }
+}
+
+/// Which index expressions give every iteration its own element: the loop variable plus or minus
+/// a loop-invariant offset (`i`, `p_out + i - s_out`), also through a local set once at the top
+/// of the loop body (`i_loc = i - s_out`). `key` is the expression's canonical text (locals
+/// replaced), so two accesses hit the same element exactly when their keys are equal.
+struct Owner<'j> {
+    var: String,
+    updated: BTreeSet<String>,
+    defs: BTreeMap<String, &'j Json>,
+}
+
+impl<'j> Owner<'j> {
+    fn new(var: &str, body: &'j [Json], updates: &[(String, u32)]) -> Self {
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for (n, _) in updates {
+            *count.entry(n.as_str()).or_default() += 1;
+        }
+        let mut defs = BTreeMap::new();
+        for s in body {
+            if s.kind() == "Assign" {
+                if let [t] = s.get("targets").as_list() {
+                    if let Some(n) = name_of(t).filter(|n| count.get(n) == Some(&1)) {
+                        defs.insert(n.to_string(), s.get("value"));
+                    }
+                }
+            }
+        }
+        Owner {
+            var: var.to_string(),
+            updated: updates.iter().map(|(n, _)| n.clone()).collect(),
+            defs,
+        }
+    }
+
+    fn key(&self, e: &Json) -> Option<String> {
+        self.affine(e, 0)
+    }
+
+    /// The canonical text of `e` when it is the loop variable plus an invariant offset.
+    fn affine(&self, e: &Json, depth: usize) -> Option<String> {
+        if depth > 8 {
+            return None;
+        }
+        match e.kind() {
+            "Name" => {
+                let n = name_of(e)?;
+                if n == self.var {
+                    Some(n.to_string())
+                } else {
+                    self.affine(self.defs.get(n)?, depth + 1)
+                }
+            }
+            "BinOp" => {
+                let (l, r) = (e.get("left"), e.get("right"));
+                match e.get("op").kind() {
+                    "Add" => match (self.affine(l, depth + 1), self.affine(r, depth + 1)) {
+                        (Some(a), None) => Some(format!("({a} + {})", self.invariant(r)?)),
+                        (None, Some(b)) => Some(format!("({} + {b})", self.invariant(l)?)),
+                        _ => None,
+                    },
+                    "Sub" => Some(format!(
+                        "({} - {})",
+                        self.affine(l, depth + 1)?,
+                        self.invariant(r)?
+                    )),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The canonical text of `e` when nothing in it changes during the loop.
+    fn invariant(&self, e: &Json) -> Option<String> {
+        match e.kind() {
+            "Constant" => match e.get("value") {
+                Json::Num(n) => Some(n.clone()),
+                _ => None,
+            },
+            "Name" => name_of(e)
+                .filter(|n| !self.updated.contains(*n) && *n != self.var)
+                .map(str::to_string),
+            "Attribute" => Some(format!(
+                "{}.{}",
+                self.invariant(e.get("value"))?,
+                e.get("attr").as_str()?
+            )),
+            "BinOp" => {
+                let o = match e.get("op").kind() {
+                    "Add" => "+",
+                    "Sub" => "-",
+                    "Mult" => "*",
+                    "FloorDiv" => "//",
+                    _ => return None,
+                };
+                Some(format!(
+                    "({} {o} {})",
+                    self.invariant(e.get("left"))?,
+                    self.invariant(e.get("right"))?
+                ))
+            }
+            "UnaryOp" if e.get("op").kind() == "USub" => {
+                Some(format!("-{}", self.invariant(e.get("operand"))?))
+            }
+            _ => None,
+        }
     }
 }

@@ -103,3 +103,14 @@ fn sample_call_types_win_over_annotations() {
     let t = translate(TREE, SOURCE, &opts).unwrap();
     assert!(t.source.contains("CArray1D<float> xs, CArray1D<double> ys"));
 }
+
+#[test]
+fn loop_variable_plus_invariant_offset_is_owned() {
+    let t = run("stencil_rows").unwrap();
+    assert!(t
+        .writes
+        .iter()
+        .all(|w| w.how == "owned" && w.array == "out"));
+    assert_eq!(t.n_threads.as_deref(), Some("max(0, ((e + 1)) - (s))"));
+    assert!(t.source.contains("i1 = s + cunumpy_t;"));
+}
