@@ -142,3 +142,11 @@ def stencil_rows(x: "float[:]", out: "float[:]", s: int, e: int, p: int):
         for d in range(3):
             val += x[i1 + d]
         out[p + i1_loc] = val
+
+
+def local_offset(out: "float[:]", n: int):
+    """Refused: the offset k[0] is a local array element that changes every iteration."""
+    k = np.zeros(1, dtype=int)
+    for i in range(n):
+        k[0] = i % 3
+        out[i + k[0]] = 1.0

@@ -261,7 +261,20 @@ impl<'a> Translator<'a> {
         for s in body {
             self.accesses_stmt(f, s, &mut seen);
         }
-        let owner = Owner::new(&var, body, &inner);
+        // Arrays an invariant index may read: array arguments the loop does not write (local
+        // arrays change per iteration).
+        let writes: BTreeSet<&String> = seen
+            .iter()
+            .filter(|w| w.access != Access::Read)
+            .map(|w| &w.array)
+            .collect();
+        let written: BTreeSet<String> = f
+            .vars
+            .iter()
+            .filter(|(n, t)| !matches!(t, Ty::Array(..)) || writes.contains(n))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let owner = Owner::new(&var, body, &inner, written);
         let mut arrays: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
         for w in &seen {
             arrays.entry(w.array.as_str()).or_default().push(w);
@@ -762,11 +775,18 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, &Json>, e: &Json, depth: usize) -> 
 struct Owner<'j> {
     var: String,
     updated: BTreeSet<String>,
+    /// Names whose elements are not invariant: arrays written in the loop, local arrays, scalars.
+    written: BTreeSet<String>,
     defs: BTreeMap<String, &'j Json>,
 }
 
 impl<'j> Owner<'j> {
-    fn new(var: &str, body: &'j [Json], updates: &[(String, u32)]) -> Self {
+    fn new(
+        var: &str,
+        body: &'j [Json],
+        updates: &[(String, u32)],
+        written: BTreeSet<String>,
+    ) -> Self {
         let mut count: BTreeMap<&str, usize> = BTreeMap::new();
         for (n, _) in updates {
             *count.entry(n.as_str()).or_default() += 1;
@@ -784,6 +804,7 @@ impl<'j> Owner<'j> {
         Owner {
             var: var.to_string(),
             updated: updates.iter().map(|(n, _)| n.clone()).collect(),
+            written,
             defs,
         }
     }
@@ -854,6 +875,15 @@ impl<'j> Owner<'j> {
                     self.invariant(e.get("left"))?,
                     self.invariant(e.get("right"))?
                 ))
+            }
+            // An element of an array the loop does not write, at an invariant index (`p_out[0]`).
+            "Subscript" => {
+                let a = name_of(e.get("value")).filter(|a| !self.written.contains(*a))?;
+                let mut ix = Vec::new();
+                for i in indices(e) {
+                    ix.push(self.invariant(i)?);
+                }
+                Some(format!("{a}[{}]", ix.join(", ")))
             }
             "UnaryOp" if e.get("op").kind() == "USub" => {
                 Some(format!("-{}", self.invariant(e.get("operand"))?))

@@ -114,3 +114,12 @@ fn loop_variable_plus_invariant_offset_is_owned() {
     assert_eq!(t.n_threads.as_deref(), Some("max(0, ((e + 1)) - (s))"));
     assert!(t.source.contains("i1 = s + cunumpy_t;"));
 }
+
+#[test]
+fn an_offset_read_from_a_local_array_is_not_invariant() {
+    let e = run("local_offset").unwrap_err();
+    assert_eq!(
+        (e.kind, e.line, e.array.as_deref()),
+        (PortErrorKind::Race, 152, Some("out"))
+    );
+}
