@@ -28,3 +28,26 @@ def test_generated_kernel_matches_the_host_kernel_on_the_gpu(name):
     src = generate_cuda(host)
     out = assert_kernels_agree(Kernel(host, src.cuda_kernel()), make_args, rtol=1e-12, atol=1e-12)
     assert any(np.any(a != 0) for a in out.values())
+
+
+@pytest.mark.parametrize("name", ["boris_push", "deposit_charge"])
+def test_walkthrough_kernels_generated_agree_on_the_gpu(name, monkeypatch):
+    import importlib
+
+    import cunumpy as xp
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    monkeypatch.syspath_prepend(str(TESTS.parent / "examples" / "particle_pusher"))
+    host = importlib.import_module(f"pusher.{name}.{name}_kernels")
+    test_args = importlib.import_module(f"pusher.{name}.{name}_test_args")
+    with xp.use_backend("cupy"):
+        sample = test_args.make_args("cupy", 0)
+    src = generate_cuda(getattr(host, name), sample_args=sample)
+    assert_kernels_agree(
+        Kernel(getattr(host, name), src.cuda_kernel()),
+        test_args.make_args,
+        rtol=test_args.RTOL,
+        atol=test_args.ATOL,
+        outputs=test_args.OUTPUTS,
+    )
