@@ -57,6 +57,10 @@ __all__ = [
     "TransferRuleError",
     "PetscUnavailableError",
     "RandomStreamsError",
+    "CudaPortError",
+    "CudaPortUnsupportedError",
+    "CudaPortRaceError",
+    "CudaPortInputError",
 ]
 
 
@@ -295,3 +299,28 @@ class RandomStreamsError(CunumpyError, ValueError):
 
 class PetscUnavailableError(CunumpyError, ImportError):
     """``xp.petsc.petsc_vec`` needs petsc4py, which is not installed."""
+
+
+class CudaPortError(CunumpyError, ValueError):
+    """``xp.kernels.generate_cuda`` did not translate a host kernel. ``function``, ``line``,
+    ``construct`` and ``array`` (or ``None``) say where and what."""
+
+    function: str
+    line: int
+    construct: str
+    array: str | None
+
+
+class CudaPortUnsupportedError(CudaPortError):
+    """The host kernel uses a construct the translator does not handle (yet)."""
+
+
+class CudaPortRaceError(CudaPortError):
+    """The translator cannot prove the parallel loop race-free (a write not indexed by the loop
+    variable and not a ``+=``/``-=``, a scalar carried between iterations, ...): it refuses
+    rather than generate a kernel that might race."""
+
+
+class CudaPortInputError(CudaPortError):
+    """``generate_cuda`` was given something it cannot use: no such function, an argument
+    without a type, a parallel-loop line that is not a top-level loop."""

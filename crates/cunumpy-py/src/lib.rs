@@ -20,6 +20,7 @@ mod kernel_config;
 mod layout;
 mod ledger;
 mod probes;
+mod port;
 mod source;
 mod vectorcall;
 
@@ -40,5 +41,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     host_loops::register(m)?;
     vectorcall::register(m)?;
     cupy_stream::register(m)?;
+    port::register(m)?;
     Ok(())
 }

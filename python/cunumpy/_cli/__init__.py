@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Sequence
 
 # Add a subcommand by writing its module and naming it here.
-SUBCOMMANDS: tuple[str, ...] = ("info", "check", "catalog", "cache")
+SUBCOMMANDS: tuple[str, ...] = ("info", "check", "catalog", "cache", "port")
 
 
 def build_parser() -> argparse.ArgumentParser:

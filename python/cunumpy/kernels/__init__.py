@@ -7,6 +7,7 @@ from ._cuda_kernel import CudaKernel, CudaKernelVariants
 from ._discovery import FORTRAN_NAME_LIMIT
 from ._dispatch import Kernel
 from ._fusion import FusedFunction, fuse
+from ._generate import GeneratedCuda, generate_cuda
 from ._host_impl import (
     DEVICE_IMPLEMENTATIONS,
     HOST_IMPLEMENTATIONS,
@@ -53,6 +54,8 @@ __all__ = [
     "kernel_outputs",
     "outputs_from_annotations",
     "fuse",
+    "generate_cuda",
+    "GeneratedCuda",
     "FusedFunction",
     "host_memory_pool",
     "set_host_loops",

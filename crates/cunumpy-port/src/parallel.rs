@@ -1,0 +1,894 @@
+//! The kernel itself: which loop runs in parallel, and the proof that it may. Every array write
+//! in the loop is indexed by the loop variable (each iteration owns its elements), or a
+//! `+=`/`-=` that becomes an atomic add, or the kernel is refused with the line and the array.
+
+use crate::error::PortErrorKind;
+use crate::json::Json;
+use crate::translate::{
+    array_key, collect_assigns, const_int, indices, key_type, name_of, FnCx, Options, Par,
+    Translation, Translator, WriteDecision, PRELUDE, R,
+};
+use crate::types::{parse_annotation, Scalar, Ty};
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Store,
+    AddSub,
+    OtherAug,
+}
+
+struct Seen<'j> {
+    array: String,
+    idx: Option<Vec<&'j Json>>, // None: passed whole to a helper
+    access: Access,
+    line: u32,
+    helper: Option<String>,
+}
+
+impl<'a> Translator<'a> {
+    /// Translates kernel `opts.kernel` of the module.
+    pub fn kernel(&mut self, opts: &Options) -> R<Translation> {
+        let name = opts.kernel.clone();
+        self.current = name.clone();
+        let def = *self.funcs.get(&name).ok_or_else(|| {
+            self.e(
+                PortErrorKind::Input,
+                0,
+                "function",
+                None,
+                format!("no top-level function '{name}' in the module"),
+            )
+        })?;
+        let mut given: BTreeMap<String, Ty> = BTreeMap::new();
+        for (n, t) in &opts.arg_types {
+            let ty = parse_annotation(t).map_err(|m| {
+                self.e(
+                    PortErrorKind::Input,
+                    def.line(),
+                    "argument type",
+                    Some(n),
+                    format!("argument '{n}': {m}"),
+                )
+            })?;
+            given.insert(n.clone(), ty);
+        }
+        let params = self.params(def, &|_, n| given.get(n).cloned())?;
+        let body: Vec<&Json> = def.get("body").as_list().iter().collect();
+        let loops: Vec<usize> = (0..body.len())
+            .filter(|&k| body[k].kind() == "For")
+            .collect();
+        let at = match opts.parallel_loop {
+            Some(line) => *loops.iter().find(|&&k| body[k].line() == line).ok_or_else(|| {
+                self.e(PortErrorKind::Input, line, "parallel loop", None,
+                    format!("line {line} is not a for loop at the top level of {name}"))
+            })?,
+            None => match loops.as_slice() {
+                [one] => *one,
+                [] => return Err(self.e(PortErrorKind::Unsupported, def.line(), "parallel loop", None,
+                    "no for loop at the top level of the kernel to run in parallel".into())),
+                [_, second, ..] => return Err(self.e(PortErrorKind::Unsupported, body[*second].line(), "parallel loop", None,
+                    "several top-level loops: a kernel runs one loop in parallel (split it into one kernel per loop)".into())),
+            },
+        };
+        let lp = body[at];
+        let preamble: Vec<Json> = body[..at].iter().map(|s| (*s).clone()).collect();
+        let all: Vec<Json> = body.iter().map(|s| (*s).clone()).collect();
+        let mut f = self.function(&name, &params, &all)?;
+        for (k, s) in preamble.iter().enumerate() {
+            if k == 0 && s.kind() == "Expr" && s.get("value").kind() == "Constant" {
+                continue;
+            }
+            let mut seen = Vec::new();
+            self.accesses_stmt(&f, s, &mut seen);
+            if let Some(w) = seen.iter().find(|w| w.access != Access::Read) {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    w.line,
+                    "write before the parallel loop",
+                    Some(&w.array),
+                    format!(
+                        "writes '{}' before the parallel loop (every thread would do it)",
+                        w.array
+                    ),
+                ));
+            }
+        }
+        let par = self.prove(&f, &preamble, lp)?;
+        for s in &body[at + 1..] {
+            let docstring = s.kind() == "Expr" && s.get("value").kind() == "Constant";
+            let bare_return = s.kind() == "Return" && s.get("value") == &Json::Null;
+            if !(docstring || bare_return || s.kind() == "Pass") {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    s.line(),
+                    s.kind(),
+                    None,
+                    "a statement after the parallel loop (it would run once per thread, not once)"
+                        .into(),
+                ));
+            }
+        }
+        // The code.
+        let (var, start, stop, step) = self.range(&f, lp)?;
+        let step_n: i64 = step.parse().unwrap_or(1);
+        let trip = match (start.as_str(), step_n) {
+            ("0", 1) => stop.clone(),
+            (_, 1) => format!("{stop} - {start}"),
+            (_, s) if s > 0 => format!("({stop} - {start} + {}) / {s}", s - 1),
+            (_, s) => format!("({start} - {stop} + {}) / {}", -s - 1, -s),
+        };
+        let first = match (start.as_str(), step_n) {
+            ("0", 1) => "cunumpy_t".to_string(),
+            (_, 1) => format!("{start} + cunumpy_t"),
+            (_, s) => format!("{start} + cunumpy_t * {s}"),
+        };
+        let mut code = String::new();
+        code.push_str(&self.decls(&f, "    "));
+        code.push_str(&self.block(&mut f, &preamble, 1, None)?);
+        code.push_str(&self.comment(lp.line(), "    "));
+        code.push_str("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n");
+        code.push_str(&format!("    const long long cunumpy_n = {trip};\n"));
+        code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
+        code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
+        code.push_str(&format!("        {var} = {first};\n"));
+        code.push_str(&self.block(&mut f, lp.get("body").as_list(), 2, Some(&par))?);
+        code.push_str("    }\n");
+
+        let mut writes = Vec::new();
+        let mut seen = Vec::new();
+        for s in lp.get("body").as_list() {
+            self.accesses_stmt(&f, s, &mut seen);
+        }
+        for w in &seen {
+            if w.access != Access::Read {
+                let how = if par.atomic.contains(&w.array) {
+                    "atomic"
+                } else {
+                    "owned"
+                };
+                writes.push(WriteDecision {
+                    array: w.array.clone(),
+                    line: w.line,
+                    how,
+                });
+            }
+        }
+        let mut src = String::new();
+        src.push_str(&format!("// CUDA version of {name}, generated by cunumpy from the host kernel (edit it: it is yours).\n"));
+        src.push_str(&format!(
+            "// Parallel loop: line {}, `for {var} in range(...)`: one iteration per thread.\n",
+            lp.line()
+        ));
+        let atomics: BTreeSet<&str> = par.atomic.iter().map(String::as_str).collect();
+        if !atomics.is_empty() {
+            src.push_str(&format!(
+                "// Atomic adds (+= into elements other iterations may hit): {}.\n",
+                atomics.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        src.push_str("#include <cunumpy/array_view.cuh>\n");
+        if self.atomic_used {
+            src.push_str("#include <cunumpy/atomic.cuh>\n");
+        }
+        src.push('\n');
+        for (pname, t) in &params {
+            if let Ty::Struct(sname, fields) = t {
+                src.push_str(&format!(
+                    "// The struct argument '{pname}' (the layout of its CudaStructArguments class).\nstruct {sname} {{\n"
+                ));
+                for (n, ft) in fields {
+                    let c = ft.scalar().c();
+                    let star = if ft.rank() > 0 { "*" } else { "" };
+                    src.push_str(&format!("    {c}{star} {n};\n"));
+                }
+                src.push_str("};\n\n");
+            }
+        }
+        for (key, text) in PRELUDE {
+            if self.prelude.contains(key) {
+                src.push_str(text);
+                src.push('\n');
+            }
+        }
+        for h in &self.helper_src {
+            src.push_str(h);
+            src.push('\n');
+        }
+        let ps: Vec<String> = params.iter().map(|(n, t)| t.c_param(n)).collect();
+        src.push_str(&self.comment(def.line(), ""));
+        src.push_str(&format!(
+            "extern \"C\" __global__ void {name}({}) {{\n",
+            ps.join(", ")
+        ));
+        src.push_str(&code);
+        src.push_str("}\n");
+        let n_threads = self.py_trip(&f, &preamble, lp);
+        Ok(Translation {
+            source: src,
+            kernel: name,
+            params: params.iter().map(|(n, _)| n.clone()).collect(),
+            loop_line: lp.line(),
+            loop_var: var,
+            n_threads,
+            writes,
+            helpers: self.helpers_done.keys().cloned().collect(),
+        })
+    }
+
+    /// The proof: classifies every array access and scalar update of the loop body.
+    fn prove(&mut self, f: &FnCx, preamble: &[Json], lp: &Json) -> R<Par> {
+        let var = name_of(lp.get("target")).unwrap_or("").to_string();
+        let body = lp.get("body").as_list();
+        // Control flow that ties iterations together.
+        check_flow(self, body, 0)?;
+        // Scalars: nothing assigned before the loop (or a parameter) may be updated in it.
+        let mut before = Vec::new();
+        collect_assigns(preamble, &mut before);
+        let outer: BTreeSet<&str> = before
+            .iter()
+            .filter_map(|(t, _, _)| name_of(t))
+            .chain(f.params.iter().map(String::as_str))
+            .collect();
+        let mut inner = Vec::new();
+        collect_updates(body, &mut inner);
+        for (n, line) in &inner {
+            if *n == var {
+                return Err(self.e(
+                    PortErrorKind::Race,
+                    *line,
+                    "loop variable",
+                    None,
+                    format!("assigns the loop variable '{var}' inside the parallel loop"),
+                ));
+            }
+            if outer.contains(n.as_str()) && f.vars.get(n).is_some_and(|t| t.rank() == 0) {
+                return Err(self.e(PortErrorKind::Race, *line, "scalar update", None,
+                    format!("updates '{n}', which is set before the parallel loop: each iteration would depend on the previous one (a scalar reduction; accumulate into an array element with += instead, which becomes an atomic add)")));
+            }
+        }
+        // Body locals must be assigned before they are read in each iteration.
+        let locals: BTreeSet<String> = inner.iter().map(|(n, _)| n.clone()).collect();
+        let mut assigned: BTreeSet<String> = BTreeSet::new();
+        assigned.insert(var.clone());
+        if let Some((n, line)) = first_carried(body, &locals, &mut assigned) {
+            return Err(self.e(PortErrorKind::Race, line, "carried scalar", None,
+                format!("reads '{n}' before assigning it in the iteration: it carries a value from the previous iteration")));
+        }
+        // Arrays.
+        let mut seen = Vec::new();
+        for s in body {
+            self.accesses_stmt(f, s, &mut seen);
+        }
+        // Arrays an invariant index may read: array arguments the loop does not write (local
+        // arrays change per iteration).
+        let writes: BTreeSet<&String> = seen
+            .iter()
+            .filter(|w| w.access != Access::Read)
+            .map(|w| &w.array)
+            .collect();
+        let written: BTreeSet<String> = f
+            .vars
+            .iter()
+            .filter(|(n, t)| !matches!(t, Ty::Array(..)) || writes.contains(n))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let owner = Owner::new(&var, body, &inner, written);
+        let mut arrays: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
+        for w in &seen {
+            arrays.entry(w.array.as_str()).or_default().push(w);
+        }
+        let mut atomic = BTreeSet::new();
+        for (a, uses) in arrays {
+            let writes: Vec<&&Seen> = uses.iter().filter(|w| w.access != Access::Read).collect();
+            let Some(first_write) = writes.first() else {
+                continue;
+            };
+            if let Some(w) = writes.iter().find(|w| w.idx.is_none()) {
+                let h = w.helper.clone().unwrap_or_default();
+                return Err(self.e(PortErrorKind::Race, w.line, "helper writes array", Some(a),
+                    format!("passes '{a}' to {h}(), which writes it: the translator cannot see which elements (index it in the kernel instead)")));
+            }
+            // Positions where every access indexes with the bare loop variable.
+            let (rank, s) = key_type(f, a);
+            let owned_at = (0..rank).find(|&k| {
+                let first = uses[0]
+                    .idx
+                    .as_ref()
+                    .and_then(|ix| ix.get(k))
+                    .and_then(|e| owner.key(e));
+                first.is_some()
+                    && uses.iter().all(|w| {
+                        w.idx
+                            .as_ref()
+                            .and_then(|ix| ix.get(k))
+                            .and_then(|e| owner.key(e))
+                            == first
+                    })
+            });
+            if owned_at.is_some() {
+                continue;
+            }
+            // Every write owned at position k, but a read elsewhere: another iteration's element.
+            let writes_owned_at = (0..rank).find_map(|k| {
+                let first = writes[0]
+                    .idx
+                    .as_ref()
+                    .and_then(|ix| ix.get(k))
+                    .and_then(|e| owner.key(e))?;
+                writes
+                    .iter()
+                    .all(|w| {
+                        w.idx
+                            .as_ref()
+                            .and_then(|ix| ix.get(k))
+                            .and_then(|e| owner.key(e))
+                            .as_ref()
+                            == Some(&first)
+                    })
+                    .then_some((k, first))
+            });
+            if let Some((k, first)) = writes_owned_at {
+                if let Some(r) = uses.iter().find(|w| {
+                    w.idx
+                        .as_ref()
+                        .and_then(|ix| ix.get(k))
+                        .and_then(|e| owner.key(e))
+                        .as_ref()
+                        != Some(&first)
+                }) {
+                    return Err(self.e(
+                        PortErrorKind::Race,
+                        r.line,
+                        "read of another iteration's element",
+                        Some(a),
+                        format!(
+                            "reads '{a}' at an index other than '{first}' in position {k}, while each iteration writes '{a}' at '{first}' (line {}): it may read what another iteration writes",
+                            first_write.line
+                        ),
+                    ));
+                }
+            }
+            if let Some(w) = writes
+                .iter()
+                .find(|w| matches!(w.access, Access::Store | Access::OtherAug))
+            {
+                let what = if w.access == Access::Store {
+                    "="
+                } else {
+                    "an augmented assignment other than += / -="
+                };
+                return Err(self.e(PortErrorKind::Race, w.line, "unprovable write", Some(a),
+                    format!("writes '{a}' with {what} at an index that is not the loop variable '{var}' (in the same position in every access of '{a}'): iterations may write the same element, so it is refused rather than left to race")));
+            }
+            if let Some(r) = uses.iter().find(|w| w.access == Access::Read) {
+                return Err(self.e(PortErrorKind::Race, r.line, "read of accumulated array", Some(a),
+                    format!("reads '{a}', into which other iterations add (line {}): the value would depend on the thread order", first_write.line)));
+            }
+            if s == Scalar::Bool {
+                return Err(self.e(
+                    PortErrorKind::Race,
+                    first_write.line,
+                    "atomic add",
+                    Some(a),
+                    format!("+= into the bool array '{a}' has no atomic add"),
+                ));
+            }
+            atomic.insert(a.to_string());
+        }
+        Ok(Par { atomic })
+    }
+
+    /// Every access of an array argument in a statement (helper arguments included).
+    fn accesses_stmt<'j>(&self, f: &FnCx, s: &'j Json, out: &mut Vec<Seen<'j>>) {
+        match s.kind() {
+            "Assign" | "AugAssign" => {
+                let targets: Vec<&Json> = if s.kind() == "Assign" {
+                    s.get("targets").as_list().iter().collect()
+                } else {
+                    vec![s.get("target")]
+                };
+                for t in targets {
+                    if t.kind() == "Subscript" {
+                        if let Some(a) = array_key(f, t.get("value")) {
+                            let access = match (s.kind(), s.get("op").kind()) {
+                                ("Assign", _) => Access::Store,
+                                (_, "Add" | "Sub") => Access::AddSub,
+                                _ => Access::OtherAug,
+                            };
+                            out.push(Seen {
+                                array: a.to_string(),
+                                idx: Some(indices(t)),
+                                access,
+                                line: s.line(),
+                                helper: None,
+                            });
+                        }
+                        for i in indices(t) {
+                            self.accesses_expr(f, i, s.line(), out);
+                        }
+                    }
+                }
+                self.accesses_expr(f, s.get("value"), s.line(), out);
+            }
+            _ => {
+                for key in ["test", "iter", "value"] {
+                    self.accesses_expr(f, s.get(key), s.line(), out);
+                }
+                for key in ["body", "orelse"] {
+                    for c in s.get(key).as_list() {
+                        self.accesses_stmt(f, c, out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn accesses_expr<'j>(&self, f: &FnCx, e: &'j Json, line: u32, out: &mut Vec<Seen<'j>>) {
+        let line = if e.line() > 0 { e.line() } else { line };
+        match e {
+            Json::Obj(m) => {
+                if e.kind() == "Subscript" {
+                    if let Some(a) = array_key(f, e.get("value")) {
+                        out.push(Seen {
+                            array: a,
+                            idx: Some(indices(e)),
+                            access: Access::Read,
+                            line,
+                            helper: None,
+                        });
+                    }
+                }
+                if e.kind() == "Call" {
+                    if let Some(h) = name_of(e.get("func")).filter(|h| self.funcs.contains_key(*h))
+                    {
+                        for (k, a) in e.get("args").as_list().iter().enumerate() {
+                            if let Some(n) =
+                                name_of(a).filter(|n| matches!(f.vars.get(*n), Some(Ty::Array(..))))
+                            {
+                                let writes = self.helper_writes(h, k, &mut BTreeSet::new());
+                                let access = if writes { Access::Store } else { Access::Read };
+                                out.push(Seen {
+                                    array: n.to_string(),
+                                    idx: None,
+                                    access,
+                                    line,
+                                    helper: Some(h.to_string()),
+                                });
+                            }
+                        }
+                    }
+                }
+                for (k, v) in m {
+                    if k != "_t" && k != "_line" {
+                        self.accesses_expr(f, v, line, out);
+                    }
+                }
+            }
+            Json::List(v) => {
+                for x in v {
+                    self.accesses_expr(f, x, line, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether helper `h` writes (directly or through its own calls) its parameter number `k`.
+    fn helper_writes(&self, h: &str, k: usize, busy: &mut BTreeSet<(String, usize)>) -> bool {
+        if !busy.insert((h.to_string(), k)) {
+            return false;
+        }
+        let Some(def) = self.funcs.get(h) else {
+            return true;
+        };
+        let Some(p) = def
+            .get("args")
+            .get("args")
+            .as_list()
+            .get(k)
+            .and_then(|a| a.get("arg").as_str())
+        else {
+            return true;
+        };
+        writes_name(self, def.get("body"), p, busy)
+    }
+
+    /// The trip count as Python text (for `n_threads`), with locals set once before the loop
+    /// replaced by their value.
+    fn py_trip(&self, f: &FnCx, preamble: &[Json], lp: &Json) -> Option<String> {
+        let mut defs: BTreeMap<String, &Json> = BTreeMap::new();
+        for s in preamble {
+            if s.kind() == "Assign" {
+                if let [t] = s.get("targets").as_list() {
+                    if let Some(n) = name_of(t) {
+                        if defs.insert(n.to_string(), s.get("value")).is_some() {
+                            defs.remove(n);
+                        }
+                    }
+                }
+            }
+        }
+        let args = lp.get("iter").get("args").as_list();
+        let stop = py_expr(f, &defs, args.get(if args.len() == 1 { 0 } else { 1 })?, 0)?;
+        match args.len() {
+            1 => Some(stop),
+            2 => Some(format!(
+                "max(0, ({stop}) - ({}))",
+                py_expr(f, &defs, &args[0], 0)?
+            )),
+            _ => {
+                let start = py_expr(f, &defs, &args[0], 0)?;
+                let step = const_int(&args[2])?;
+                Some(format!("len(range({start}, {stop}, {step}))"))
+            }
+        }
+    }
+}
+
+fn writes_name(t: &Translator, node: &Json, p: &str, busy: &mut BTreeSet<(String, usize)>) -> bool {
+    match node {
+        Json::Obj(m) => {
+            if matches!(node.kind(), "Assign" | "AugAssign") {
+                let targets: Vec<&Json> = if node.kind() == "Assign" {
+                    node.get("targets").as_list().iter().collect()
+                } else {
+                    vec![node.get("target")]
+                };
+                if targets
+                    .iter()
+                    .any(|t| t.kind() == "Subscript" && name_of(t.get("value")) == Some(p))
+                {
+                    return true;
+                }
+            }
+            if node.kind() == "Call" {
+                if let Some(h) = name_of(node.get("func")).filter(|h| t.funcs.contains_key(*h)) {
+                    for (k, a) in node.get("args").as_list().iter().enumerate() {
+                        if name_of(a) == Some(p) && t.helper_writes(h, k, busy) {
+                            return true;
+                        }
+                    }
+                }
+            }
+            m.values().any(|v| writes_name(t, v, p, busy))
+        }
+        Json::List(v) => v.iter().any(|x| writes_name(t, x, p, busy)),
+        _ => false,
+    }
+}
+
+/// `break` of the parallel loop itself and `return` anywhere in it end other iterations in
+/// Python but only one thread in CUDA.
+fn check_flow(t: &Translator, body: &[Json], loop_depth: usize) -> R<()> {
+    for s in body {
+        match s.kind() {
+            "Return" => {
+                return Err(t.e(
+                    PortErrorKind::Unsupported,
+                    s.line(),
+                    "return",
+                    None,
+                    "return inside the parallel loop".into(),
+                ))
+            }
+            "Break" if loop_depth == 0 => {
+                return Err(t.e(
+                    PortErrorKind::Unsupported,
+                    s.line(),
+                    "break",
+                    None,
+                    "break out of the parallel loop (later iterations would still run)".into(),
+                ))
+            }
+            _ => {}
+        }
+        let deeper = if matches!(s.kind(), "For" | "While") {
+            loop_depth + 1
+        } else {
+            loop_depth
+        };
+        for key in ["body", "orelse"] {
+            check_flow(t, s.get(key).as_list(), deeper)?;
+        }
+    }
+    Ok(())
+}
+
+/// Names assigned (=, op=, for targets) anywhere in a block, with the line.
+fn collect_updates(body: &[Json], out: &mut Vec<(String, u32)>) {
+    for s in body {
+        let targets: Vec<&Json> = match s.kind() {
+            "Assign" => s.get("targets").as_list().iter().collect(),
+            "AugAssign" | "For" | "AnnAssign" => vec![s.get("target")],
+            _ => vec![],
+        };
+        for t in targets {
+            let names: Vec<&Json> = if t.kind() == "Tuple" {
+                t.get("elts").as_list().iter().collect()
+            } else {
+                vec![t]
+            };
+            for n in names.into_iter().filter_map(name_of) {
+                out.push((n.to_string(), s.line()));
+            }
+        }
+        for key in ["body", "orelse"] {
+            collect_updates(s.get(key).as_list(), out);
+        }
+    }
+}
+
+/// The first body local read before any assignment in source order (a value carried between
+/// iterations), as (name, line).
+fn first_carried(
+    body: &[Json],
+    locals: &BTreeSet<String>,
+    assigned: &mut BTreeSet<String>,
+) -> Option<(String, u32)> {
+    fn reads(
+        e: &Json,
+        locals: &BTreeSet<String>,
+        assigned: &BTreeSet<String>,
+        line: u32,
+    ) -> Option<(String, u32)> {
+        match e {
+            Json::Obj(m) => {
+                if let Some(n) = name_of(e) {
+                    if locals.contains(n) && !assigned.contains(n) {
+                        return Some((n.to_string(), line));
+                    }
+                }
+                m.values().find_map(|v| reads(v, locals, assigned, line))
+            }
+            Json::List(v) => v.iter().find_map(|x| reads(x, locals, assigned, line)),
+            _ => None,
+        }
+    }
+    for s in body {
+        let line = s.line();
+        match s.kind() {
+            "Assign" => {
+                if let Some(r) = reads(s.get("value"), locals, assigned, line) {
+                    return Some(r);
+                }
+                for t in s.get("targets").as_list() {
+                    if t.kind() == "Subscript" {
+                        if let Some(r) = reads(t, locals, assigned, line) {
+                            return Some(r);
+                        }
+                    }
+                    let names: Vec<&Json> = if t.kind() == "Tuple" {
+                        t.get("elts").as_list().iter().collect()
+                    } else {
+                        vec![t]
+                    };
+                    for n in names.into_iter().filter_map(name_of) {
+                        assigned.insert(n.to_string());
+                    }
+                }
+            }
+            "AugAssign" => {
+                if let Some(r) = reads(s.get("target"), locals, assigned, line)
+                    .or_else(|| reads(s.get("value"), locals, assigned, line))
+                {
+                    return Some(r);
+                }
+            }
+            "For" => {
+                if let Some(r) = reads(s.get("iter"), locals, assigned, line) {
+                    return Some(r);
+                }
+                if let Some(n) = name_of(s.get("target")) {
+                    assigned.insert(n.to_string());
+                }
+                if let Some(r) = first_carried(s.get("body").as_list(), locals, assigned) {
+                    return Some(r);
+                }
+            }
+            "If" | "While" => {
+                if let Some(r) = reads(s.get("test"), locals, assigned, line) {
+                    return Some(r);
+                }
+                for key in ["body", "orelse"] {
+                    if let Some(r) = first_carried(s.get(key).as_list(), locals, assigned) {
+                        return Some(r);
+                    }
+                }
+            }
+            _ => {
+                if let Some(r) = reads(s, locals, assigned, line) {
+                    return Some(r);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A Python expression of the kernel's parameters (None when it uses anything else).
+fn py_expr(f: &FnCx, defs: &BTreeMap<String, &Json>, e: &Json, depth: usize) -> Option<String> {
+    if depth > 8 {
+        return None;
+    }
+    let sub = |x: &Json| py_expr(f, defs, x, depth + 1);
+    match e.kind() {
+        "Constant" => match e.get("value") {
+            Json::Num(n) if n.parse::<i64>().is_ok() => Some(n.clone()),
+            _ => None,
+        },
+        "Name" => {
+            let n = name_of(e)?;
+            if f.params.contains(n) {
+                Some(n.to_string())
+            } else {
+                defs.get(n).and_then(|v| sub(v)).map(|v| format!("({v})"))
+            }
+        }
+        "Subscript" => {
+            let v = e.get("value");
+            if v.kind() == "Attribute" && v.get("attr").as_str() == Some("shape") {
+                Some(format!(
+                    "{}.shape[{}]",
+                    name_of(v.get("value"))?,
+                    const_int(e.get("slice"))?
+                ))
+            } else {
+                None
+            }
+        }
+        "BinOp" => {
+            let o = match e.get("op").kind() {
+                "Add" => "+",
+                "Sub" => "-",
+                "Mult" => "*",
+                "FloorDiv" => "//",
+                _ => return None,
+            };
+            Some(format!(
+                "({} {o} {})",
+                sub(e.get("left"))?,
+                sub(e.get("right"))?
+            ))
+        }
+        "Attribute" => {
+            let base = name_of(e.get("value"))?;
+            f.params
+                .contains(base)
+                .then(|| format!("{base}.{}", e.get("attr").as_str().unwrap_or("")))
+        }
+        "Call" if name_of(e.get("func")) == Some("len") => {
+            Some(format!("len({})", sub(e.get("args").as_list().first()?)?))
+        }
+        "Call" if name_of(e.get("func")) == Some("int") => {
+            Some(format!("int({})", sub(e.get("args").as_list().first()?)?))
+        }
+        _ => None,
+    }
+}
+
+/// Which index expressions give every iteration its own element: the loop variable plus or minus
+/// a loop-invariant offset (`i`, `p_out + i - s_out`), also through a local set once at the top
+/// of the loop body (`i_loc = i - s_out`). `key` is the expression's canonical text (locals
+/// replaced), so two accesses hit the same element exactly when their keys are equal.
+struct Owner<'j> {
+    var: String,
+    updated: BTreeSet<String>,
+    /// Names whose elements are not invariant: arrays written in the loop, local arrays, scalars.
+    written: BTreeSet<String>,
+    defs: BTreeMap<String, &'j Json>,
+}
+
+impl<'j> Owner<'j> {
+    fn new(
+        var: &str,
+        body: &'j [Json],
+        updates: &[(String, u32)],
+        written: BTreeSet<String>,
+    ) -> Self {
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for (n, _) in updates {
+            *count.entry(n.as_str()).or_default() += 1;
+        }
+        let mut defs = BTreeMap::new();
+        for s in body {
+            if s.kind() == "Assign" {
+                if let [t] = s.get("targets").as_list() {
+                    if let Some(n) = name_of(t).filter(|n| count.get(n) == Some(&1)) {
+                        defs.insert(n.to_string(), s.get("value"));
+                    }
+                }
+            }
+        }
+        Owner {
+            var: var.to_string(),
+            updated: updates.iter().map(|(n, _)| n.clone()).collect(),
+            written,
+            defs,
+        }
+    }
+
+    fn key(&self, e: &Json) -> Option<String> {
+        self.affine(e, 0)
+    }
+
+    /// The canonical text of `e` when it is the loop variable plus an invariant offset.
+    fn affine(&self, e: &Json, depth: usize) -> Option<String> {
+        if depth > 8 {
+            return None;
+        }
+        match e.kind() {
+            "Name" => {
+                let n = name_of(e)?;
+                if n == self.var {
+                    Some(n.to_string())
+                } else {
+                    self.affine(self.defs.get(n)?, depth + 1)
+                }
+            }
+            "BinOp" => {
+                let (l, r) = (e.get("left"), e.get("right"));
+                match e.get("op").kind() {
+                    "Add" => match (self.affine(l, depth + 1), self.affine(r, depth + 1)) {
+                        (Some(a), None) => Some(format!("({a} + {})", self.invariant(r)?)),
+                        (None, Some(b)) => Some(format!("({} + {b})", self.invariant(l)?)),
+                        _ => None,
+                    },
+                    "Sub" => Some(format!(
+                        "({} - {})",
+                        self.affine(l, depth + 1)?,
+                        self.invariant(r)?
+                    )),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The canonical text of `e` when nothing in it changes during the loop.
+    fn invariant(&self, e: &Json) -> Option<String> {
+        match e.kind() {
+            "Constant" => match e.get("value") {
+                Json::Num(n) => Some(n.clone()),
+                _ => None,
+            },
+            "Name" => name_of(e)
+                .filter(|n| !self.updated.contains(*n) && *n != self.var)
+                .map(str::to_string),
+            "Attribute" => Some(format!(
+                "{}.{}",
+                self.invariant(e.get("value"))?,
+                e.get("attr").as_str()?
+            )),
+            "BinOp" => {
+                let o = match e.get("op").kind() {
+                    "Add" => "+",
+                    "Sub" => "-",
+                    "Mult" => "*",
+                    "FloorDiv" => "//",
+                    _ => return None,
+                };
+                Some(format!(
+                    "({} {o} {})",
+                    self.invariant(e.get("left"))?,
+                    self.invariant(e.get("right"))?
+                ))
+            }
+            // An element of an array the loop does not write, at an invariant index (`p_out[0]`).
+            "Subscript" => {
+                let a = name_of(e.get("value")).filter(|a| !self.written.contains(*a))?;
+                let mut ix = Vec::new();
+                for i in indices(e) {
+                    ix.push(self.invariant(i)?);
+                }
+                Some(format!("{a}[{}]", ix.join(", ")))
+            }
+            "UnaryOp" if e.get("op").kind() == "USub" => {
+                Some(format!("-{}", self.invariant(e.get("operand"))?))
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,1494 @@
+//! The translation proper: one host kernel (a `def` of the module's syntax tree) and the
+//! helpers it calls become a CUDA C source. Statements are emitted one by one, each under a
+//! comment with the Python line it came from.
+
+use crate::error::{PortError, PortErrorKind};
+use crate::json::Json;
+use crate::types::{parse_annotation, scalar_named, Scalar, Ty};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What `translate` needs besides the module's syntax tree.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The host kernel's name (a top-level `def` of the module).
+    pub kernel: String,
+    /// Types of arguments taken from a sample call (`float64[:,:]`, `int`), winning over the
+    /// annotations; arguments without either are refused.
+    pub arg_types: Vec<(String, String)>,
+    /// The source line of the loop to run in parallel (default: the kernel's one top-level
+    /// `for` loop).
+    pub parallel_loop: Option<u32>,
+}
+
+/// One array write of the parallel loop and how it was made safe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteDecision {
+    pub array: String,
+    pub line: u32,
+    /// "owned" (indexed by the loop variable) or "atomic" (`+=`/`-=` made an atomic add).
+    pub how: &'static str,
+}
+
+/// The generated source and what the translator decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Translation {
+    pub source: String,
+    pub kernel: String,
+    pub params: Vec<String>,
+    pub loop_line: u32,
+    pub loop_var: String,
+    /// The loop's trip count as a Python expression of the kernel's parameters (the launch
+    /// shape `n_threads`), when it can be written so.
+    pub n_threads: Option<String>,
+    pub writes: Vec<WriteDecision>,
+    pub helpers: Vec<String>,
+}
+
+pub(crate) type R<T> = Result<T, PortError>;
+
+/// Per-function state: the names and their types, in the order they are declared.
+#[derive(Default)]
+pub(crate) struct FnCx {
+    pub(crate) name: String,
+    pub(crate) vars: BTreeMap<String, Ty>,
+    pub(crate) order: Vec<String>,
+    pub(crate) params: BTreeSet<String>,
+}
+
+pub struct Translator<'a> {
+    pub(crate) funcs: BTreeMap<String, &'a Json>,
+    pub(crate) lines: Vec<&'a str>,
+    /// alias -> "math" | "numpy", for `import numpy as np`.
+    pub(crate) modules: BTreeMap<String, &'static str>,
+    /// name -> (module, function) for `from math import sqrt`.
+    pub(crate) from_imports: BTreeMap<String, (&'static str, String)>,
+    pub(crate) helpers_done: BTreeMap<String, Ty>,
+    pub(crate) helpers_busy: BTreeSet<String>,
+    pub(crate) helper_src: Vec<String>,
+    pub(crate) prelude: BTreeSet<&'static str>,
+    pub(crate) atomic_used: bool,
+    pub(crate) current: String,
+}
+
+const MATH: &[(&str, &str)] = &[
+    ("sqrt", "sqrt"),
+    ("exp", "exp"),
+    ("log", "log"),
+    ("log10", "log10"),
+    ("log2", "log2"),
+    ("sin", "sin"),
+    ("cos", "cos"),
+    ("tan", "tan"),
+    ("asin", "asin"),
+    ("arcsin", "asin"),
+    ("acos", "acos"),
+    ("arccos", "acos"),
+    ("atan", "atan"),
+    ("arctan", "atan"),
+    ("atan2", "atan2"),
+    ("arctan2", "atan2"),
+    ("sinh", "sinh"),
+    ("cosh", "cosh"),
+    ("tanh", "tanh"),
+    ("fabs", "fabs"),
+    ("hypot", "hypot"),
+    ("erf", "erf"),
+    ("pow", "pow"),
+    ("power", "pow"),
+    ("floor", "floor"),
+    ("ceil", "ceil"),
+    ("fmod", "fmod"),
+];
+
+pub(crate) const PRELUDE: &[(&str, &str)] = &[
+    (
+        "mod",
+        "// Python's % on integers: the result takes the sign of the divisor.\n\
+         __device__ __forceinline__ long long cunumpy_port_mod(long long a, long long b) {\n    \
+         long long r = a % b;\n    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n",
+    ),
+    (
+        "fmod",
+        "// Python's % on floats: the result takes the sign of the divisor.\n\
+         __device__ __forceinline__ double cunumpy_port_fmod(double a, double b) {\n    \
+         double r = fmod(a, b);\n    return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;\n}\n",
+    ),
+    (
+        "floordiv",
+        "// Python's // on integers: rounds toward minus infinity.\n\
+         __device__ __forceinline__ long long cunumpy_port_floordiv(long long a, long long b) {\n    \
+         long long q = a / b;\n    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}\n",
+    ),
+    (
+        "ffloordiv",
+        "// Python's // on floats (exactly as CPython computes it).\n\
+         __device__ __forceinline__ double cunumpy_port_ffloordiv(double a, double b) {\n    \
+         double m = fmod(a, b);\n    double d = (a - m) / b;\n    \
+         if (m != 0.0 && ((b < 0.0) != (m < 0.0))) d -= 1.0;\n    \
+         double f = floor(d);\n    if (d - f > 0.5) f += 1.0;\n    return f;\n}\n",
+    ),
+    (
+        "minmax",
+        "template <class T> __device__ __forceinline__ T cunumpy_port_min(T a, T b) { return b < a ? b : a; }\n\
+         template <class T> __device__ __forceinline__ T cunumpy_port_max(T a, T b) { return a < b ? b : a; }\n",
+    ),
+    (
+        "ipow",
+        "// Python's ** on integers (a non-negative exponent).\n\
+         __device__ __forceinline__ long long cunumpy_port_ipow(long long a, long long b) {\n    \
+         long long r = 1;\n    while (b-- > 0) r *= a;\n    return r;\n}\n",
+    ),
+];
+
+pub(crate) fn err(
+    kind: PortErrorKind,
+    f: &str,
+    line: u32,
+    construct: &str,
+    array: Option<&str>,
+    msg: String,
+) -> PortError {
+    PortError {
+        kind,
+        function: f.to_string(),
+        line,
+        construct: construct.to_string(),
+        array: array.map(str::to_string),
+        message: msg,
+    }
+}
+
+pub(crate) fn name_of(e: &Json) -> Option<&str> {
+    if e.kind() == "Name" {
+        e.get("id").as_str()
+    } else {
+        None
+    }
+}
+
+pub(crate) fn const_int(e: &Json) -> Option<i64> {
+    match (e.kind(), e.get("value")) {
+        ("Constant", Json::Num(n)) => n.parse().ok(),
+        ("UnaryOp", _) if e.get("op").kind() == "USub" => const_int(e.get("operand")).map(|v| -v),
+        _ => None,
+    }
+}
+
+/// The index expressions of a subscript (`a[i, j]` -> [i, j]).
+pub(crate) fn indices(e: &Json) -> Vec<&Json> {
+    let s = e.get("slice");
+    if s.kind() == "Tuple" {
+        s.get("elts").as_list().iter().collect()
+    } else {
+        vec![s]
+    }
+}
+
+impl<'a> Translator<'a> {
+    pub fn new(module: &'a Json, source: &'a str) -> Self {
+        let mut t = Translator {
+            funcs: BTreeMap::new(),
+            lines: source.lines().collect(),
+            modules: BTreeMap::new(),
+            from_imports: BTreeMap::new(),
+            helpers_done: BTreeMap::new(),
+            helpers_busy: BTreeSet::new(),
+            helper_src: Vec::new(),
+            prelude: BTreeSet::new(),
+            atomic_used: false,
+            current: String::new(),
+        };
+        for node in module.get("body").as_list() {
+            match node.kind() {
+                "FunctionDef" => {
+                    if let Some(n) = node.get("name").as_str() {
+                        t.funcs.insert(n.to_string(), node);
+                    }
+                }
+                "Import" => {
+                    for a in node.get("names").as_list() {
+                        let full = a.get("name").as_str().unwrap_or("");
+                        let alias = a.get("asname").as_str().unwrap_or(full);
+                        if let Some(m) = module_kind(full) {
+                            t.modules.insert(alias.to_string(), m);
+                        }
+                    }
+                }
+                "ImportFrom" => {
+                    if let Some(m) = module_kind(node.get("module").as_str().unwrap_or("")) {
+                        for a in node.get("names").as_list() {
+                            let n = a.get("name").as_str().unwrap_or("");
+                            let alias = a.get("asname").as_str().unwrap_or(n);
+                            t.from_imports.insert(alias.to_string(), (m, n.to_string()));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        t
+    }
+
+    pub(crate) fn e(
+        &self,
+        kind: PortErrorKind,
+        line: u32,
+        construct: &str,
+        array: Option<&str>,
+        msg: String,
+    ) -> PortError {
+        err(kind, &self.current, line, construct, array, msg)
+    }
+
+    pub(crate) fn unsupported(&self, node: &Json, construct: &str, msg: String) -> PortError {
+        self.e(
+            PortErrorKind::Unsupported,
+            node.line(),
+            construct,
+            None,
+            msg,
+        )
+    }
+
+    pub(crate) fn comment(&self, line: u32, pad: &str) -> String {
+        let text = self
+            .lines
+            .get((line as usize).wrapping_sub(1))
+            .map(|l| l.trim())
+            .unwrap_or("");
+        format!("{pad}// L{line}: {text}\n")
+    }
+
+    // ---------------------------------------------------------------- types of expressions
+
+    pub(crate) fn ty(&mut self, f: &FnCx, e: &Json) -> R<Ty> {
+        Ok(self.expr(f, e)?.1)
+    }
+
+    /// The C text and type of an expression.
+    pub(crate) fn expr(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
+        let sc = |s: Scalar| Ty::Scalar(s);
+        match e.kind() {
+            "Constant" => match e.get("value") {
+                Json::Bool(b) => Ok((b.to_string(), sc(Scalar::Bool))),
+                Json::Num(n) => {
+                    if n.parse::<i64>().is_ok() {
+                        Ok((n.clone(), sc(Scalar::I64)))
+                    } else if n == "Infinity" {
+                        Ok(("INFINITY".into(), sc(Scalar::F64)))
+                    } else {
+                        let t = if n.contains(['.', 'e', 'E']) {
+                            n.clone()
+                        } else {
+                            format!("{n}.0")
+                        };
+                        Ok((t, sc(Scalar::F64)))
+                    }
+                }
+                _ => Err(self.unsupported(
+                    e,
+                    "constant",
+                    "only int, float and bool constants are translated".into(),
+                )),
+            },
+            "Name" => {
+                let n = name_of(e).unwrap_or("");
+                match f.vars.get(n) {
+                    Some(Ty::Struct(..)) => Err(self.unsupported(
+                        e,
+                        "struct argument",
+                        format!("the struct argument '{n}' used as a value (only its fields are translated)"),
+                    )),
+                    Some(t) => Ok((n.to_string(), t.clone())),
+                    None => Err(self.unsupported(
+                        e,
+                        "name",
+                        format!("'{n}' is not a parameter or a local variable of {}", f.name),
+                    )),
+                }
+            }
+            "Attribute" => {
+                let attr = e.get("attr").as_str().unwrap_or("");
+                let base = name_of(e.get("value")).unwrap_or("");
+                if self.modules.contains_key(base) {
+                    return match attr {
+                        "pi" => Ok(("M_PI".into(), sc(Scalar::F64))),
+                        "e" => Ok(("M_E".into(), sc(Scalar::F64))),
+                        "inf" => Ok(("INFINITY".into(), sc(Scalar::F64))),
+                        _ => Err(self.unsupported(
+                            e,
+                            "attribute",
+                            format!("{base}.{attr} is not translated"),
+                        )),
+                    };
+                }
+                if let Some(Ty::Struct(sname, fields)) = f.vars.get(base) {
+                    return match fields.iter().find(|(n, _)| n == attr) {
+                        Some((_, Ty::Scalar(s))) => Ok((format!("{base}.{attr}"), sc(*s))),
+                        Some(_) => Err(self.unsupported(
+                            e,
+                            "struct field",
+                            format!("the array field '{base}.{attr}' used whole (index it)"),
+                        )),
+                        None => Err(self.unsupported(
+                            e,
+                            "struct field",
+                            format!("struct {sname} ('{base}') has no field '{attr}'"),
+                        )),
+                    };
+                }
+                match (f.vars.get(base), attr) {
+                    (Some(t), "size") if t.rank() > 0 => Ok((format!("{base}.size()"), sc(Scalar::I64))),
+                    (Some(t), "ndim") if t.rank() > 0 => Ok((t.rank().to_string(), sc(Scalar::I64))),
+                    _ => Err(self.unsupported(
+                        e,
+                        "attribute",
+                        format!("attribute '.{attr}' of '{base}' (struct arguments are not translated yet)"),
+                    )),
+                }
+            }
+            "Subscript" => self.subscript(f, e),
+            "BinOp" => self.binop(f, e),
+            "UnaryOp" => {
+                let (x, t) = self.expr(f, e.get("operand"))?;
+                match e.get("op").kind() {
+                    "USub" => Ok((
+                        format!("-{x}"),
+                        if t == sc(Scalar::Bool) {
+                            sc(Scalar::I64)
+                        } else {
+                            t
+                        },
+                    )),
+                    "UAdd" => Ok((x, t)),
+                    "Not" => Ok((format!("!{x}"), sc(Scalar::Bool))),
+                    other => {
+                        Err(self.unsupported(e, "operator", format!("unary operator {other}")))
+                    }
+                }
+            }
+            "BoolOp" => {
+                let op = if e.get("op").kind() == "And" {
+                    " && "
+                } else {
+                    " || "
+                };
+                let mut parts = Vec::new();
+                for v in e.get("values").as_list() {
+                    parts.push(self.expr(f, v)?.0);
+                }
+                Ok((format!("({})", parts.join(op)), sc(Scalar::Bool)))
+            }
+            "Compare" => {
+                let mut left = self.expr(f, e.get("left"))?.0;
+                let mut parts = Vec::new();
+                for (op, right) in e
+                    .get("ops")
+                    .as_list()
+                    .iter()
+                    .zip(e.get("comparators").as_list())
+                {
+                    let r = self.expr(f, right)?.0;
+                    let o = match op.kind() {
+                        "Lt" => "<",
+                        "LtE" => "<=",
+                        "Gt" => ">",
+                        "GtE" => ">=",
+                        "Eq" => "==",
+                        "NotEq" => "!=",
+                        other => {
+                            return Err(self.unsupported(
+                                e,
+                                "comparison",
+                                format!("comparison {other}"),
+                            ))
+                        }
+                    };
+                    parts.push(format!("{left} {o} {r}"));
+                    left = r;
+                }
+                Ok((format!("({})", parts.join(" && ")), sc(Scalar::Bool)))
+            }
+            "IfExp" => {
+                let c = self.expr(f, e.get("test"))?.0;
+                let (a, ta) = self.expr(f, e.get("body"))?;
+                let (b, tb) = self.expr(f, e.get("orelse"))?;
+                let t = ta.scalar().join(tb.scalar());
+                let t = if ta == tb { ta.scalar() } else { t };
+                Ok((format!("({c} ? ({}){a} : ({}){b})", t.c(), t.c()), sc(t)))
+            }
+            "Call" => self.call(f, e),
+            other => Err(self.unsupported(
+                e,
+                other,
+                format!("the expression {other} is not translated"),
+            )),
+        }
+    }
+
+    pub(crate) fn subscript(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
+        let value = e.get("value");
+        // a.shape[k]
+        if value.kind() == "Attribute" && value.get("attr").as_str() == Some("shape") {
+            let base = name_of(value.get("value")).unwrap_or("");
+            let rank = f.vars.get(base).map(Ty::rank).unwrap_or(0);
+            return match const_int(e.get("slice")) {
+                Some(k) if rank > 0 && (k as usize) < rank && k >= 0 => {
+                    Ok((format!("{base}.shape[{k}]"), Ty::Scalar(Scalar::I64)))
+                }
+                _ => Err(self.unsupported(
+                    e,
+                    "shape",
+                    format!("'{base}.shape[...]' needs a constant axis of an array"),
+                )),
+            };
+        }
+        if let Some((key, s)) = struct_field_array(f, value) {
+            let idx = indices(e);
+            if idx.len() != 1 {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "subscript",
+                    Some(&key),
+                    format!(
+                        "'{key}' is a 1-D pointer field but is indexed with {}",
+                        idx.len()
+                    ),
+                ));
+            }
+            let (x, ti) = self.expr(f, idx[0])?;
+            if !ti.scalar().is_int() || ti.rank() > 0 {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "index",
+                    Some(&key),
+                    format!("index of '{key}' is not an integer"),
+                ));
+            }
+            return Ok((format!("{key}[{}]", strip_parens(&x)), Ty::Scalar(s)));
+        }
+        let base = name_of(value).ok_or_else(|| {
+            self.unsupported(
+                e,
+                "subscript",
+                "only arrays named by a variable can be indexed".into(),
+            )
+        })?;
+        let t = f
+            .vars
+            .get(base)
+            .cloned()
+            .ok_or_else(|| self.unsupported(e, "name", format!("'{base}' is not defined")))?;
+        let idx = indices(e);
+        if t.rank() == 0 {
+            return Err(self.unsupported(
+                e,
+                "subscript",
+                format!("'{base}' is a scalar, not an array"),
+            ));
+        }
+        if idx.len() != t.rank() {
+            return Err(self.e(PortErrorKind::Unsupported, e.line(), "subscript", Some(base),
+                format!("'{base}' has {} dimensions but is indexed with {} (array views and slices are not translated)", t.rank(), idx.len())));
+        }
+        let mut parts = Vec::new();
+        for i in idx {
+            if i.kind() == "Slice" {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "slice",
+                    Some(base),
+                    format!("slice of '{base}' (write the loop out)"),
+                ));
+            }
+            if const_int(i).is_some_and(|v| v < 0) {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "negative index",
+                    Some(base),
+                    format!("negative index into '{base}'"),
+                ));
+            }
+            let (x, ti) = self.expr(f, i)?;
+            if !ti.scalar().is_int() || ti.rank() > 0 {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "index",
+                    Some(base),
+                    format!("index of '{base}' is not an integer"),
+                ));
+            }
+            parts.push(x);
+        }
+        Ok((
+            format!("{base}({})", parts.join(", ")),
+            Ty::Scalar(t.scalar()),
+        ))
+    }
+
+    pub(crate) fn binop(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
+        let (a, ta) = self.expr(f, e.get("left"))?;
+        let (b, tb) = self.expr(f, e.get("right"))?;
+        if ta.rank() > 0 || tb.rank() > 0 {
+            return Err(self.unsupported(
+                e,
+                "array arithmetic",
+                "whole-array arithmetic (write the loop out)".into(),
+            ));
+        }
+        let (sa, sb) = (ta.scalar(), tb.scalar());
+        let j = sa.join(sb);
+        let sc = Ty::Scalar;
+        let op = e.get("op").kind();
+        Ok(match op {
+            "Add" | "Sub" | "Mult" => {
+                let o = match op {
+                    "Add" => "+",
+                    "Sub" => "-",
+                    _ => "*",
+                };
+                (format!("({a} {o} {b})"), sc(j))
+            }
+            "Div" => {
+                if j.is_int() {
+                    (format!("((double){a} / (double){b})"), sc(Scalar::F64))
+                } else {
+                    (format!("({a} / {b})"), sc(j))
+                }
+            }
+            "FloorDiv" => {
+                if j.is_int() {
+                    self.prelude.insert("floordiv");
+                    (format!("cunumpy_port_floordiv({a}, {b})"), sc(Scalar::I64))
+                } else {
+                    self.prelude.insert("ffloordiv");
+                    (format!("cunumpy_port_ffloordiv({a}, {b})"), sc(Scalar::F64))
+                }
+            }
+            "Mod" => {
+                if j.is_int() {
+                    self.prelude.insert("mod");
+                    (format!("cunumpy_port_mod({a}, {b})"), sc(Scalar::I64))
+                } else {
+                    self.prelude.insert("fmod");
+                    (format!("cunumpy_port_fmod({a}, {b})"), sc(Scalar::F64))
+                }
+            }
+            "Pow" => {
+                if j.is_int() {
+                    if const_int(e.get("right")).is_some_and(|v| v < 0) {
+                        return Err(self.unsupported(
+                            e,
+                            "power",
+                            "integer ** negative integer".into(),
+                        ));
+                    }
+                    self.prelude.insert("ipow");
+                    (format!("cunumpy_port_ipow({a}, {b})"), sc(Scalar::I64))
+                } else if const_int(e.get("right")) == Some(2) {
+                    (format!("({a} * {a})"), sc(j))
+                } else {
+                    (format!("pow((double){a}, (double){b})"), sc(Scalar::F64))
+                }
+            }
+            other => {
+                return Err(self.unsupported(e, "operator", format!("binary operator {other}")))
+            }
+        })
+    }
+
+    pub(crate) fn call(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
+        let func = e.get("func");
+        let args = e.get("args").as_list();
+        if !e.get("keywords").as_list().is_empty() {
+            return Err(self.unsupported(
+                e,
+                "call",
+                "keyword arguments in calls are not translated".into(),
+            ));
+        }
+        let (module, name): (Option<&'static str>, String) = match func.kind() {
+            "Name" => {
+                let n = name_of(func).unwrap_or("").to_string();
+                match self.from_imports.get(&n) {
+                    Some((m, real)) => (Some(*m), real.clone()),
+                    None => (None, n),
+                }
+            }
+            "Attribute" => {
+                let base = name_of(func.get("value")).unwrap_or("");
+                match self.modules.get(base) {
+                    Some(m) => (
+                        Some(*m),
+                        func.get("attr").as_str().unwrap_or("").to_string(),
+                    ),
+                    None => {
+                        return Err(self.unsupported(
+                            e,
+                            "call",
+                            format!("method call .{}()", func.get("attr").as_str().unwrap_or("")),
+                        ))
+                    }
+                }
+            }
+            _ => return Err(self.unsupported(e, "call", "this call".into())),
+        };
+        let mut xs = Vec::new();
+        for a in args {
+            xs.push(self.expr(f, a)?);
+        }
+        let scalar_args = |t: &Translator, xs: &[(String, Ty)]| -> R<()> {
+            if xs.iter().any(|(_, t)| t.rank() > 0) {
+                return Err(t.unsupported(
+                    e,
+                    "call",
+                    format!("{name}() of an array (write the loop out)"),
+                ));
+            }
+            Ok(())
+        };
+        if module.is_none() && !self.funcs.contains_key(&name) {
+            match name.as_str() {
+                "int" | "float" if xs.len() == 1 => {
+                    scalar_args(self, &xs)?;
+                    let s = if name == "int" { Scalar::I64 } else { Scalar::F64 };
+                    return Ok((format!("(({})({}))", s.c(), xs[0].0), Ty::Scalar(s)));
+                }
+                "abs" if xs.len() == 1 => {
+                    scalar_args(self, &xs)?;
+                    let s = xs[0].1.scalar();
+                    let c = if s.is_int() { "llabs" } else { "fabs" };
+                    return Ok((format!("{c}({})", xs[0].0), Ty::Scalar(if s.is_int() { Scalar::I64 } else { s })));
+                }
+                "min" | "max" if xs.len() == 2 => {
+                    scalar_args(self, &xs)?;
+                    self.prelude.insert("minmax");
+                    let s = xs[0].1.scalar().join(xs[1].1.scalar());
+                    return Ok((format!("cunumpy_port_{name}<{}>({}, {})", s.c(), xs[0].0, xs[1].0), Ty::Scalar(s)));
+                }
+                "len" if xs.len() == 1 && xs[0].1.rank() > 0 => {
+                    return Ok((format!("{}.shape[0]", xs[0].0), Ty::Scalar(Scalar::I64)));
+                }
+                _ => return Err(self.unsupported(e, "call", format!("{name}() is not a function of this module nor a math/numpy scalar function"))),
+            }
+        }
+        if let Some(m) = module {
+            scalar_args(self, &xs)?;
+            let c = match (m, name.as_str()) {
+                (_, "abs" | "absolute") => "fabs",
+                _ => MATH
+                    .iter()
+                    .find(|(p, _)| *p == name)
+                    .map(|(_, c)| *c)
+                    .ok_or_else(|| {
+                        self.unsupported(e, "call", format!("{m}.{name}() is not translated"))
+                    })?,
+            };
+            if matches!(name.as_str(), "min" | "max" | "minimum" | "maximum") {
+                return Err(self.unsupported(e, "call", format!("{m}.{name}()")));
+            }
+            let text = format!(
+                "{c}({})",
+                xs.iter()
+                    .map(|(x, _)| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            // math.floor/ceil return Python ints; numpy's return floats.
+            if m == "math" && matches!(name.as_str(), "floor" | "ceil") {
+                return Ok((format!("((long long){text})"), Ty::Scalar(Scalar::I64)));
+            }
+            let all_f32 = xs.iter().all(|(_, t)| t.scalar() == Scalar::F32);
+            return Ok((
+                text,
+                Ty::Scalar(if all_f32 { Scalar::F32 } else { Scalar::F64 }),
+            ));
+        }
+        // A function of this module: a __device__ function.
+        let tys: Vec<Ty> = xs.iter().map(|(_, t)| t.clone()).collect();
+        let ret = self.helper(&name, &tys, e.line())?;
+        let text = format!(
+            "{name}({})",
+            xs.iter()
+                .map(|(x, _)| x.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok((text, ret))
+    }
+
+    // ---------------------------------------------------------------- functions
+
+    /// The parameters of `def` with their types: annotation, else `given` (a sample call or
+    /// the call site).
+    pub(crate) fn params(
+        &self,
+        def: &Json,
+        given: &dyn Fn(usize, &str) -> Option<Ty>,
+    ) -> R<Vec<(String, Ty)>> {
+        let fname = def.get("name").as_str().unwrap_or("");
+        let a = def.get("args");
+        if !a.get("vararg").eq(&Json::Null)
+            || !a.get("kwarg").eq(&Json::Null)
+            || !a.get("kwonlyargs").as_list().is_empty()
+        {
+            return Err(err(
+                PortErrorKind::Unsupported,
+                fname,
+                def.line(),
+                "parameters",
+                None,
+                "*args, **kwargs and keyword-only parameters are not translated".into(),
+            ));
+        }
+        let mut out = Vec::new();
+        for (k, p) in a.get("args").as_list().iter().enumerate() {
+            let n = p.get("arg").as_str().unwrap_or("").to_string();
+            let t = match given(k, &n) {
+                Some(t) => t,
+                None => {
+                    let ann = p.get("annotation");
+                    let text = match ann.kind() {
+                        "Constant" => ann.get("value").as_str().unwrap_or("").to_string(),
+                        "Name" => name_of(ann).unwrap_or("").to_string(),
+                        "" => {
+                            return Err(err(PortErrorKind::Input, fname, def.line(), "parameter", Some(&n),
+                                format!("parameter '{n}' has no type: annotate it ('float[:,:]', 'int', ...) or give a sample call")))
+                        }
+                        _ => return Err(err(PortErrorKind::Unsupported, fname, def.line(), "annotation", Some(&n), format!("the annotation of '{n}'"))),
+                    };
+                    parse_annotation(&text).map_err(|m| {
+                        err(
+                            PortErrorKind::Unsupported,
+                            fname,
+                            def.line(),
+                            "annotation",
+                            Some(&n),
+                            format!("parameter '{n}': {m}"),
+                        )
+                    })?
+                }
+            };
+            out.push((n, t));
+        }
+        Ok(out)
+    }
+
+    /// Translates helper `name` for arguments of types `tys` (once), returning its return type.
+    pub(crate) fn helper(&mut self, name: &str, tys: &[Ty], line: u32) -> R<Ty> {
+        if let Some(t) = self.helpers_done.get(name) {
+            return Ok(t.clone());
+        }
+        if self.helpers_busy.contains(name) {
+            return Err(self.e(
+                PortErrorKind::Unsupported,
+                line,
+                "recursion",
+                None,
+                format!("recursive call of {name}()"),
+            ));
+        }
+        let def = *self.funcs.get(name).ok_or_else(|| {
+            self.e(
+                PortErrorKind::Unsupported,
+                line,
+                "call",
+                None,
+                format!("{name}()"),
+            )
+        })?;
+        self.helpers_busy.insert(name.to_string());
+        let outer = std::mem::replace(&mut self.current, name.to_string());
+        let params = self.params(def, &|k, _| tys.get(k).cloned())?;
+        if params.len() != tys.len() {
+            return Err(self.e(
+                PortErrorKind::Input,
+                line,
+                "call",
+                None,
+                format!(
+                    "{name}() takes {} arguments, called with {}",
+                    params.len(),
+                    tys.len()
+                ),
+            ));
+        }
+        let mut f = self.function(name, &params, def.get("body").as_list())?;
+        // The return type: the annotation, else the type of the first `return value`.
+        let ret = match def.get("returns").kind() {
+            "" => None,
+            "Constant" | "Name" => {
+                let r = def.get("returns");
+                let text = r.get("value").as_str().or_else(|| name_of(r)).unwrap_or("");
+                if text == "None" {
+                    None
+                } else {
+                    Some(parse_annotation(text).map_err(|m| {
+                        self.e(
+                            PortErrorKind::Unsupported,
+                            def.line(),
+                            "annotation",
+                            None,
+                            format!("return type: {m}"),
+                        )
+                    })?)
+                }
+            }
+            _ => {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    def.line(),
+                    "annotation",
+                    None,
+                    "return annotation".into(),
+                ))
+            }
+        };
+        let ret = match ret {
+            Some(t) => Some(t),
+            None => self.first_return(&f, def.get("body").as_list())?,
+        };
+        if ret.as_ref().is_some_and(|t| t.rank() > 0) {
+            return Err(self.e(
+                PortErrorKind::Unsupported,
+                def.line(),
+                "return",
+                None,
+                "returning an array".into(),
+            ));
+        }
+        let body = self.block(&mut f, def.get("body").as_list(), 1, None)?;
+        let ret_c = ret.as_ref().map(|t| t.scalar().c()).unwrap_or("void");
+        let ps: Vec<String> = params.iter().map(|(n, t)| t.c_param(n)).collect();
+        let mut src = self.comment(def.line(), "");
+        src.push_str(&format!(
+            "__device__ {ret_c} {name}({}) {{\n",
+            ps.join(", ")
+        ));
+        src.push_str(&self.decls(&f, "    "));
+        src.push_str(&body);
+        src.push_str("}\n");
+        self.helper_src.push(src);
+        let ret = ret.unwrap_or(Ty::Scalar(Scalar::Bool));
+        self.current = outer;
+        self.helpers_busy.remove(name);
+        self.helpers_done.insert(name.to_string(), ret.clone());
+        Ok(ret)
+    }
+
+    pub(crate) fn first_return(&mut self, f: &FnCx, body: &[Json]) -> R<Option<Ty>> {
+        for s in body {
+            if s.kind() == "Return" && s.get("value") != &Json::Null {
+                return Ok(Some(self.ty(f, s.get("value"))?));
+            }
+            for key in ["body", "orelse"] {
+                if let Some(t) = self.first_return(f, s.get(key).as_list())? {
+                    return Ok(Some(t));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// A function's names and types: the parameters, then every local, typed by its
+    /// assignments (repeated until nothing changes, so `x = 0` then `x = x + 0.5` is a double).
+    pub(crate) fn function(
+        &mut self,
+        name: &str,
+        params: &[(String, Ty)],
+        body: &[Json],
+    ) -> R<FnCx> {
+        let mut f = FnCx {
+            name: name.to_string(),
+            ..FnCx::default()
+        };
+        for (n, t) in params {
+            f.vars.insert(n.clone(), t.clone());
+            f.params.insert(n.clone());
+        }
+        let helpers_before = self.helper_src.len();
+        for _ in 0..8 {
+            let before = f.vars.clone();
+            let mut assigns = Vec::new();
+            collect_assigns(body, &mut assigns);
+            for (target, value, for_loop) in assigns {
+                self.infer(&mut f, target, value, for_loop)?;
+            }
+            if before == f.vars {
+                break;
+            }
+        }
+        // Inference may have translated helpers with provisional types; they are kept (types
+        // of helper arguments are fixed by their first call).
+        let _ = helpers_before;
+        Ok(f)
+    }
+
+    pub(crate) fn infer(
+        &mut self,
+        f: &mut FnCx,
+        target: &Json,
+        value: Option<&Json>,
+        for_loop: bool,
+    ) -> R<()> {
+        let bind = |f: &mut FnCx, n: &str, t: Ty| {
+            if f.params.contains(n) {
+                return;
+            }
+            match f.vars.get(n) {
+                None => {
+                    f.vars.insert(n.to_string(), t);
+                    f.order.push(n.to_string());
+                }
+                Some(Ty::Scalar(old)) if t.rank() == 0 => {
+                    let j = if *old == t.scalar() {
+                        *old
+                    } else {
+                        old.join(t.scalar())
+                    };
+                    f.vars.insert(n.to_string(), Ty::Scalar(j));
+                }
+                Some(_) => {}
+            }
+        };
+        if for_loop {
+            if let Some(n) = name_of(target) {
+                bind(f, n, Ty::Scalar(Scalar::I64));
+            }
+            return Ok(());
+        }
+        let Some(value) = value else { return Ok(()) };
+        match target.kind() {
+            "Name" => {
+                let n = name_of(target).unwrap_or("");
+                if let Some(t) = self.local_array(value)? {
+                    bind(f, n, t);
+                } else if let Ok(t) = self.ty(f, value) {
+                    bind(f, n, t);
+                }
+            }
+            "Tuple" => {
+                let elts = target.get("elts").as_list();
+                if value.kind() == "Tuple" {
+                    for (t, v) in elts.iter().zip(value.get("elts").as_list()) {
+                        if let (Some(n), Ok(ty)) = (name_of(t), self.ty(f, v)) {
+                            bind(f, n, ty);
+                        }
+                    }
+                } else if value.kind() == "Attribute" && value.get("attr").as_str() == Some("shape")
+                {
+                    for t in elts {
+                        if let Some(n) = name_of(t) {
+                            bind(f, n, Ty::Scalar(Scalar::I64));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `np.empty((3, 3))`, `np.zeros(3, dtype=int)`: a small fixed-size local array.
+    pub(crate) fn local_array(&self, v: &Json) -> R<Option<Ty>> {
+        if v.kind() != "Call" || v.get("func").kind() != "Attribute" {
+            return Ok(None);
+        }
+        let base = name_of(v.get("func").get("value")).unwrap_or("");
+        let fname = v.get("func").get("attr").as_str().unwrap_or("");
+        if self.modules.get(base) != Some(&"numpy") || !matches!(fname, "empty" | "zeros" | "ones")
+        {
+            return Ok(None);
+        }
+        let args = v.get("args").as_list();
+        let shape = args.first().ok_or_else(|| {
+            self.unsupported(v, "local array", "np.empty() without a shape".into())
+        })?;
+        let dims: Vec<Option<i64>> = if shape.kind() == "Tuple" {
+            shape.get("elts").as_list().iter().map(const_int).collect()
+        } else {
+            vec![const_int(shape)]
+        };
+        if dims.iter().any(|d| d.is_none_or(|d| d <= 0)) {
+            return Err(self.unsupported(
+                v,
+                "local array",
+                format!("np.{fname}() with a shape that is not made of positive integer constants"),
+            ));
+        }
+        let mut s = Scalar::F64;
+        let dtype_arg = args.get(1).or_else(|| {
+            v.get("keywords")
+                .as_list()
+                .iter()
+                .find(|k| k.get("arg").as_str() == Some("dtype"))
+                .map(|k| k.get("value"))
+        });
+        if let Some(d) = dtype_arg {
+            let text = match d.kind() {
+                "Name" => name_of(d).unwrap_or("").to_string(),
+                "Attribute" => d.get("attr").as_str().unwrap_or("").to_string(),
+                "Constant" => d.get("value").as_str().unwrap_or("").to_string(),
+                _ => String::new(),
+            };
+            s = scalar_named(&text)
+                .map_err(|m| self.unsupported(v, "local array", format!("dtype: {m}")))?;
+        }
+        Ok(Some(Ty::Local(
+            s,
+            dims.into_iter().map(|d| d.unwrap_or(1) as usize).collect(),
+        )))
+    }
+
+    /// Declarations of a function's locals (C needs them before any block uses them).
+    pub(crate) fn decls(&self, f: &FnCx, pad: &str) -> String {
+        let mut out = String::new();
+        for n in &f.order {
+            match &f.vars[n] {
+                Ty::Scalar(s) => out.push_str(&format!("{pad}{} {n};\n", s.c())),
+                Ty::Local(s, dims) => {
+                    let total: usize = dims.iter().product();
+                    let ext: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                    out.push_str(&format!(
+                        "{pad}{} {n}_data[{total}];\n{pad}CArray{}D<{}> {n} = {{{n}_data, {{{}}}}};\n",
+                        s.c(), dims.len(), s.c(), ext.join(", ")
+                    ));
+                }
+                Ty::Array(..) | Ty::Struct(..) => {}
+            }
+        }
+        out
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    /// Statements at indentation `depth`; `par` is the parallel loop's context when inside it.
+    pub(crate) fn block(
+        &mut self,
+        f: &mut FnCx,
+        body: &[Json],
+        depth: usize,
+        par: Option<&Par>,
+    ) -> R<String> {
+        let mut out = String::new();
+        for s in body {
+            out.push_str(&self.stmt(f, s, depth, par)?);
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn stmt(
+        &mut self,
+        f: &mut FnCx,
+        s: &Json,
+        depth: usize,
+        par: Option<&Par>,
+    ) -> R<String> {
+        let pad = "    ".repeat(depth);
+        let kind = s.kind();
+        // Docstrings and `pass` make no code.
+        if kind == "Pass" || (kind == "Expr" && s.get("value").kind() == "Constant") {
+            return Ok(String::new());
+        }
+        let mut out = if matches!(kind, "If" | "For" | "While") {
+            String::new()
+        } else {
+            self.comment(s.line(), &pad)
+        };
+        match kind {
+            "Assign" => {
+                let targets = s.get("targets").as_list();
+                if targets.len() != 1 {
+                    return Err(self.unsupported(
+                        s,
+                        "assignment",
+                        "chained assignment a = b = ...".into(),
+                    ));
+                }
+                let (target, value) = (&targets[0], s.get("value"));
+                match target.kind() {
+                    "Name" => {
+                        let n = name_of(target).unwrap_or("");
+                        if let Some(Ty::Local(sc, dims)) = self.local_array(value)?.as_ref() {
+                            let total: usize = dims.iter().product();
+                            let fname = value.get("func").get("attr").as_str().unwrap_or("");
+                            if fname != "empty" {
+                                let fill = if fname == "zeros" { "0" } else { "1" };
+                                out.push_str(&format!("{pad}for (int k = 0; k < {total}; ++k) {n}_data[k] = ({}){fill};\n", sc.c()));
+                            } else {
+                                out.truncate(0);
+                            }
+                            return Ok(out);
+                        }
+                        if f.params.contains(n) && f.vars.get(n).is_some_and(|t| t.rank() > 0) {
+                            return Err(self.unsupported(
+                                s,
+                                "assignment",
+                                format!("rebinding array parameter '{n}'"),
+                            ));
+                        }
+                        let (x, t) = self.expr(f, value)?;
+                        if t.rank() > 0 {
+                            return Err(self.unsupported(
+                                s,
+                                "assignment",
+                                format!("'{n}' would be an array view (not translated)"),
+                            ));
+                        }
+                        out.push_str(&format!("{pad}{n} = {};\n", strip_parens(&x)));
+                    }
+                    "Subscript" => {
+                        let (lhs, _) = self.subscript(f, target)?;
+                        let (x, _) = self.expr(f, value)?;
+                        out.push_str(&format!("{pad}{lhs} = {};\n", strip_parens(&x)));
+                    }
+                    "Tuple" => {
+                        let elts = target.get("elts").as_list();
+                        if value.kind() == "Attribute"
+                            && value.get("attr").as_str() == Some("shape")
+                        {
+                            let base = name_of(value.get("value")).unwrap_or("");
+                            for (k, t) in elts.iter().enumerate() {
+                                let n = name_of(t).unwrap_or("");
+                                out.push_str(&format!("{pad}{n} = {base}.shape[{k}];\n"));
+                            }
+                        } else if value.kind() == "Tuple"
+                            && value.get("elts").as_list().len() == elts.len()
+                        {
+                            // Python evaluates every right-hand side first.
+                            let mut vals = Vec::new();
+                            for v in value.get("elts").as_list() {
+                                vals.push(self.expr(f, v)?);
+                            }
+                            let inner = format!("{pad}    ");
+                            out.push_str(&format!("{pad}{{\n"));
+                            for (k, (x, t)) in vals.iter().enumerate() {
+                                out.push_str(&format!(
+                                    "{inner}{} cunumpy_tmp{k} = {x};\n",
+                                    t.scalar().c()
+                                ));
+                            }
+                            for (k, t) in elts.iter().enumerate() {
+                                let n = name_of(t).ok_or_else(|| {
+                                    self.unsupported(s, "assignment", "tuple target".into())
+                                })?;
+                                out.push_str(&format!("{inner}{n} = cunumpy_tmp{k};\n"));
+                            }
+                            out.push_str(&format!("{pad}}}\n"));
+                        } else {
+                            return Err(self.unsupported(
+                                s,
+                                "assignment",
+                                "tuple assignment from something other than a tuple or .shape"
+                                    .into(),
+                            ));
+                        }
+                    }
+                    _ => {
+                        return Err(self.unsupported(
+                            s,
+                            "assignment",
+                            "this assignment target".into(),
+                        ))
+                    }
+                }
+            }
+            "AugAssign" => {
+                let target = s.get("target");
+                let op = s.get("op").kind();
+                let (lhs, lt) = match target.kind() {
+                    "Name" => self.expr(f, target)?,
+                    "Subscript" => self.subscript(f, target)?,
+                    _ => {
+                        return Err(self.unsupported(
+                            s,
+                            "assignment",
+                            "this assignment target".into(),
+                        ))
+                    }
+                };
+                let (x, _) = self.expr(f, s.get("value"))?;
+                let x = strip_parens(&x).to_string();
+                let array = if target.kind() == "Subscript" {
+                    array_key(f, target.get("value"))
+                } else {
+                    None
+                };
+                let atomic = array.is_some_and(|a| par.is_some_and(|p| p.atomic.contains(&a)));
+                if atomic {
+                    let v = if op == "Sub" { format!("-({x})") } else { x };
+                    self.atomic_used = true;
+                    out.push_str(&format!(
+                        "{pad}cunumpy_atomic_add(&{lhs}, ({})({v}));\n",
+                        lt.scalar().c()
+                    ));
+                } else {
+                    let rhs = match op {
+                        "Add" | "Sub" | "Mult" | "Div" => {
+                            let o = match op {
+                                "Add" => "+",
+                                "Sub" => "-",
+                                "Mult" => "*",
+                                _ => "/",
+                            };
+                            if op == "Div" && lt.scalar().is_int() {
+                                return Err(self.unsupported(
+                                    s,
+                                    "assignment",
+                                    "integer /= (the result would be a float)".into(),
+                                ));
+                            }
+                            format!("{lhs} {o}= {x};")
+                        }
+                        "Mod" | "FloorDiv" => {
+                            let fake = Json::Obj(BTreeMap::from([
+                                ("_t".to_string(), Json::Str("BinOp".into())),
+                                ("_line".to_string(), Json::Num(s.line().to_string())),
+                                ("left".to_string(), target.clone()),
+                                ("op".to_string(), s.get("op").clone()),
+                                ("right".to_string(), s.get("value").clone()),
+                            ]));
+                            format!("{lhs} = {};", self.binop(f, &fake)?.0)
+                        }
+                        other => {
+                            return Err(self.unsupported(
+                                s,
+                                "operator",
+                                format!("augmented operator {other}"),
+                            ))
+                        }
+                    };
+                    out.push_str(&format!("{pad}{rhs}\n"));
+                }
+            }
+            "If" => {
+                out.push_str(&self.comment(s.line(), &pad));
+                let c = self.expr(f, s.get("test"))?.0;
+                out.push_str(&format!("{pad}if ({}) {{\n", strip_parens(&c)));
+                out.push_str(&self.block(f, s.get("body").as_list(), depth + 1, par)?);
+                let orelse = s.get("orelse").as_list();
+                if !orelse.is_empty() {
+                    out.push_str(&format!("{pad}}} else {{\n"));
+                    out.push_str(&self.block(f, orelse, depth + 1, par)?);
+                }
+                out.push_str(&format!("{pad}}}\n"));
+            }
+            "While" => {
+                out.push_str(&self.comment(s.line(), &pad));
+                if !s.get("orelse").as_list().is_empty() {
+                    return Err(self.unsupported(s, "while/else", "while ... else".into()));
+                }
+                let c = self.expr(f, s.get("test"))?.0;
+                out.push_str(&format!("{pad}while ({}) {{\n", strip_parens(&c)));
+                out.push_str(&self.block(f, s.get("body").as_list(), depth + 1, par)?);
+                out.push_str(&format!("{pad}}}\n"));
+            }
+            "For" => {
+                out.push_str(&self.comment(s.line(), &pad));
+                let (var, start, stop, step) = self.range(f, s)?;
+                let cmp = if step.starts_with('-') { ">" } else { "<" };
+                out.push_str(&format!(
+                    "{pad}for ({var} = {start}; {var} {cmp} {stop}; {var} += {step}) {{\n"
+                ));
+                out.push_str(&self.block(f, s.get("body").as_list(), depth + 1, par)?);
+                out.push_str(&format!("{pad}}}\n"));
+            }
+            "Break" | "Continue" => out.push_str(&format!("{pad}{};\n", kind.to_lowercase())),
+            "Return" => {
+                if s.get("value") == &Json::Null {
+                    out.push_str(&format!("{pad}return;\n"));
+                } else {
+                    let x = self.expr(f, s.get("value"))?.0;
+                    out.push_str(&format!("{pad}return {x};\n"));
+                }
+            }
+            "Expr" => {
+                let v = s.get("value");
+                if v.kind() != "Call" {
+                    return Err(self.unsupported(
+                        s,
+                        "expression",
+                        "an expression statement that is not a call".into(),
+                    ));
+                }
+                let x = self.expr(f, v)?.0;
+                out.push_str(&format!("{pad}{x};\n"));
+            }
+            other => {
+                return Err(self.unsupported(
+                    s,
+                    other,
+                    format!("the statement {other} is not translated"),
+                ))
+            }
+        }
+        Ok(out)
+    }
+
+    /// `for v in range(...)`: (variable, start, stop, step) as C text; the step must be a
+    /// constant so the loop's direction is known.
+    pub(crate) fn range(&mut self, f: &FnCx, s: &Json) -> R<(String, String, String, String)> {
+        let var = name_of(s.get("target"))
+            .ok_or_else(|| {
+                self.unsupported(
+                    s,
+                    "for",
+                    "a for loop over something other than one variable".into(),
+                )
+            })?
+            .to_string();
+        let it = s.get("iter");
+        if it.kind() != "Call"
+            || name_of(it.get("func")) != Some("range")
+            || !s.get("orelse").as_list().is_empty()
+        {
+            return Err(self.unsupported(
+                s,
+                "for",
+                "a for loop not over range(...) (or with an else)".into(),
+            ));
+        }
+        let args = it.get("args").as_list();
+        let mut xs = Vec::new();
+        for a in args {
+            let (x, t) = self.expr(f, a)?;
+            if !t.scalar().is_int() || t.rank() > 0 {
+                return Err(self.unsupported(s, "for", "range() of a non-integer".into()));
+            }
+            xs.push(x);
+        }
+        let (start, stop, step) = match xs.len() {
+            1 => ("0".to_string(), xs[0].clone(), "1".to_string()),
+            2 => (xs[0].clone(), xs[1].clone(), "1".to_string()),
+            3 => {
+                let c = const_int(&args[2]).filter(|c| *c != 0).ok_or_else(|| {
+                    self.unsupported(
+                        s,
+                        "for",
+                        "range() with a step that is not a non-zero integer constant".into(),
+                    )
+                })?;
+                (xs[0].clone(), xs[1].clone(), c.to_string())
+            }
+            _ => {
+                return Err(self.unsupported(
+                    s,
+                    "for",
+                    "range() with no or too many arguments".into(),
+                ))
+            }
+        };
+        Ok((var, start, stop, step))
+    }
+}
+
+/// `(a < b)` -> `a < b` (the condition of an `if` has its own parentheses).
+pub(crate) fn strip_parens(c: &str) -> &str {
+    match c.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+        Some(inner) if balanced(inner) => inner,
+        _ => c,
+    }
+}
+
+/// Whether `s` has balanced parentheses (so outer ones may be dropped).
+fn balanced(s: &str) -> bool {
+    let mut depth = 0i32;
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth == 0
+}
+
+fn module_kind(name: &str) -> Option<&'static str> {
+    match name {
+        "math" => Some("math"),
+        "numpy" => Some("numpy"),
+        _ => None,
+    }
+}
+
+/// Every (target, value, is-for-loop-target) of a block, in source order.
+pub(crate) fn collect_assigns<'j>(
+    body: &'j [Json],
+    out: &mut Vec<(&'j Json, Option<&'j Json>, bool)>,
+) {
+    for s in body {
+        match s.kind() {
+            "Assign" => {
+                for t in s.get("targets").as_list() {
+                    out.push((t, Some(s.get("value")), false));
+                }
+            }
+            "AnnAssign" => out.push((s.get("target"), Some(s.get("value")), false)),
+            "For" => out.push((s.get("target"), None, true)),
+            _ => {}
+        }
+        for key in ["body", "orelse"] {
+            collect_assigns(s.get(key).as_list(), out);
+        }
+    }
+}
+
+/// `p.x` where `p` is a struct argument and `x` one of its array fields: ("p.x", element type).
+pub(crate) fn struct_field_array(f: &FnCx, value: &Json) -> Option<(String, Scalar)> {
+    if value.kind() != "Attribute" {
+        return None;
+    }
+    let base = name_of(value.get("value"))?;
+    let attr = value.get("attr").as_str()?;
+    match f.vars.get(base) {
+        Some(Ty::Struct(_, fields)) => fields.iter().find_map(|(n, t)| match t {
+            Ty::Array(s, _) if n == attr => Some((format!("{base}.{attr}"), *s)),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// The array a subscript's base names, as the proof keys it: an array argument (`rho`) or an
+/// array field of a struct argument (`p.x`); None for local arrays and anything else.
+pub(crate) fn array_key(f: &FnCx, value: &Json) -> Option<String> {
+    if let Some((key, _)) = struct_field_array(f, value) {
+        return Some(key);
+    }
+    let n = name_of(value)?;
+    matches!(f.vars.get(n), Some(Ty::Array(..))).then(|| n.to_string())
+}
+
+/// The rank and element type of an array key (see `array_key`).
+pub(crate) fn key_type(f: &FnCx, key: &str) -> (usize, Scalar) {
+    match key.split_once('.') {
+        Some((base, field)) => match f.vars.get(base) {
+            Some(Ty::Struct(_, fields)) => fields
+                .iter()
+                .find(|(n, _)| n == field)
+                .map(|(_, t)| (1, t.scalar()))
+                .unwrap_or((1, Scalar::F64)),
+            _ => (1, Scalar::F64),
+        },
+        None => f
+            .vars
+            .get(key)
+            .map(|t| (t.rank(), t.scalar()))
+            .unwrap_or((0, Scalar::F64)),
+    }
+}
+
+/// The parallel loop: the arrays whose `+=`/`-=` became atomic adds.
+pub struct Par {
+    pub atomic: BTreeSet<String>,
+}

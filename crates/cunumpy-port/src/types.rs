@@ -1,0 +1,199 @@
+//! The element and argument types a host kernel may use, read from Pyccel/Python annotations
+//! (`'float[:,:]'`, `float`, `'Final[int32[:]]'`) or from the types of a sample call.
+
+/// A scalar kind Pyccel knows (complex is not supported yet: refused by name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scalar {
+    Bool,
+    I32,
+    I64,
+    F32,
+    F64,
+}
+
+impl Scalar {
+    /// The C spelling.
+    pub fn c(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I32 => "int",
+            Scalar::I64 => "long long",
+            Scalar::F32 => "float",
+            Scalar::F64 => "double",
+        }
+    }
+
+    pub fn is_int(self) -> bool {
+        matches!(self, Scalar::Bool | Scalar::I32 | Scalar::I64)
+    }
+
+    /// The type of `a op b` for + - * (Python/NumPy promotion, C types).
+    pub fn join(self, other: Scalar) -> Scalar {
+        let (a, b) = (self.max(other), self.min(other));
+        match (a, b) {
+            (Scalar::F32, b) if b.is_int() => Scalar::F64,
+            (Scalar::Bool, Scalar::Bool) => Scalar::I64,
+            (a, _) if a.is_int() => Scalar::I64,
+            (a, _) => a,
+        }
+    }
+}
+
+/// The type of a value in a kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    Scalar(Scalar),
+    /// An array argument: element type and rank (C order).
+    Array(Scalar, usize),
+    /// A small fixed-size local array (`np.empty((3, 3))`): element type and extents.
+    Local(Scalar, Vec<usize>),
+    /// A struct argument (a `CudaStructArguments` class): its C name and fields, arrays being
+    /// 1-D pointers (`p.x[i]`).
+    Struct(String, Vec<(String, Ty)>),
+}
+
+impl Ty {
+    pub fn scalar(&self) -> Scalar {
+        match self {
+            Ty::Scalar(s) | Ty::Array(s, _) | Ty::Local(s, _) => *s,
+            Ty::Struct(..) => Scalar::I64,
+        }
+    }
+
+    pub fn rank(&self) -> usize {
+        match self {
+            Ty::Scalar(_) => 0,
+            Ty::Array(_, n) => *n,
+            Ty::Local(_, d) => d.len(),
+            Ty::Struct(..) => 0,
+        }
+    }
+
+    /// The C parameter declaration of `name` with this type.
+    pub fn c_param(&self, name: &str) -> String {
+        match self {
+            Ty::Scalar(s) => format!("{} {name}", s.c()),
+            Ty::Struct(s, _) => format!("{s} {name}"),
+            _ => format!("CArray{}D<{}> {name}", self.rank(), self.scalar().c()),
+        }
+    }
+}
+
+/// The scalar named `base` (`float`, `float64`, `int32`, `bool`, ...).
+pub fn scalar_named(base: &str) -> Result<Scalar, String> {
+    Ok(match base {
+        "float" | "float64" | "double" | "real" | "f8" => Scalar::F64,
+        "float32" | "f4" => Scalar::F32,
+        "int" | "int64" | "i8" => Scalar::I64,
+        "int32" | "i4" => Scalar::I32,
+        "bool" | "bool_" => Scalar::Bool,
+        "complex" | "complex128" | "complex64" | "cfloat" | "cdouble" => {
+            return Err(format!(
+                "complex type '{base}' (complex kernels are not translated yet)"
+            ))
+        }
+        other => return Err(format!("type '{other}'")),
+    })
+}
+
+/// Reads an annotation: `float`, `'float[:,:]'`, `'Final[float[:]]'`, `'const int[:]'`,
+/// `'float[:,:](order=C)'`.
+pub fn parse_annotation(text: &str) -> Result<Ty, String> {
+    if let Some(rest) = text.trim().strip_prefix("struct ") {
+        return parse_struct(rest);
+    }
+    let mut t = text.trim().trim_matches(|c| c == '\'' || c == '"').trim();
+    if let Some(inner) = t.strip_prefix("Final[").and_then(|r| r.strip_suffix(']')) {
+        t = inner.trim();
+    }
+    if let Some(inner) = t.strip_prefix("const ") {
+        t = inner.trim();
+    }
+    if let Some(pos) = t.find("(order=") {
+        let order = &t[pos..];
+        if !order.contains('C') {
+            return Err(format!("'{text}' (only C-ordered arrays are translated)"));
+        }
+        t = t[..pos].trim();
+    }
+    match t.find('[') {
+        None => Ok(Ty::Scalar(scalar_named(t)?)),
+        Some(open) => {
+            let dims = t[open..].trim_start_matches('[').trim_end_matches(']');
+            if dims.split(',').any(|d| d.trim() != ":") {
+                return Err(format!(
+                    "'{text}' (array annotations look like 'float[:,:]')"
+                ));
+            }
+            Ok(Ty::Array(
+                scalar_named(t[..open].trim())?,
+                dims.split(',').count(),
+            ))
+        }
+    }
+}
+
+/// `Particles {x: float64[:]; n: int}`: a struct argument's C name and fields (as given by the
+/// Python side from a `CudaStructArguments` class; array fields are 1-D pointers).
+fn parse_struct(text: &str) -> Result<Ty, String> {
+    let (name, rest) = text
+        .split_once('{')
+        .ok_or_else(|| format!("struct '{text}'"))?;
+    let body = rest
+        .trim_end()
+        .strip_suffix('}')
+        .ok_or_else(|| format!("struct '{text}'"))?;
+    let mut fields = Vec::new();
+    for f in body.split(';').map(str::trim).filter(|f| !f.is_empty()) {
+        let (n, t) = f
+            .split_once(':')
+            .ok_or_else(|| format!("struct field '{f}'"))?;
+        let ty = parse_annotation(t)?;
+        if ty.rank() > 1 || matches!(ty, Ty::Struct(..)) {
+            return Err(format!(
+                "struct field '{f}' (fields are scalars or 1-D pointers)"
+            ));
+        }
+        fields.push((n.trim().to_string(), ty));
+    }
+    Ok(Ty::Struct(name.trim().to_string(), fields))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_pyccel_annotations() {
+        assert_eq!(parse_annotation("float").unwrap(), Ty::Scalar(Scalar::F64));
+        assert_eq!(
+            parse_annotation("'float[:,:]'").unwrap(),
+            Ty::Array(Scalar::F64, 2)
+        );
+        assert_eq!(
+            parse_annotation("Final[int32[:]]").unwrap(),
+            Ty::Array(Scalar::I32, 1)
+        );
+        assert_eq!(
+            parse_annotation("const float[:,:,:]").unwrap(),
+            Ty::Array(Scalar::F64, 3)
+        );
+        assert!(parse_annotation("float[:,:](order=F)").is_err());
+        assert!(parse_annotation("complex[:]")
+            .unwrap_err()
+            .contains("complex"));
+        assert_eq!(Scalar::I64.join(Scalar::F64), Scalar::F64);
+        assert_eq!(
+            parse_annotation("struct P {x: float64[:]; n: int}").unwrap(),
+            Ty::Struct(
+                "P".into(),
+                vec![
+                    ("x".into(), Ty::Array(Scalar::F64, 1)),
+                    ("n".into(), Ty::Scalar(Scalar::I64))
+                ]
+            )
+        );
+        assert_eq!(Scalar::Bool.join(Scalar::I32), Scalar::I64);
+    }
+}

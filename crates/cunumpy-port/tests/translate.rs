@@ -1,0 +1,125 @@
+//! The translator on the struphy-style kernels of tests/port_kernels.py (copied, with Python's
+//! syntax tree of it, into tests/fixtures): what it accepts, how it classifies writes, and what it
+//! refuses with which line and array.
+
+#![allow(clippy::unwrap_used)]
+use cunumpy_port::{translate, Options, PortErrorKind};
+
+const TREE: &str = include_str!("fixtures/port_kernels.json");
+const SOURCE: &str = include_str!("fixtures/port_kernels.py");
+
+fn run(kernel: &str) -> Result<cunumpy_port::Translation, cunumpy_port::PortError> {
+    translate(
+        TREE,
+        SOURCE,
+        &Options {
+            kernel: kernel.into(),
+            ..Options::default()
+        },
+    )
+}
+
+#[test]
+fn deposit_plus_equals_becomes_atomic() {
+    let t = run("deposit_1d").unwrap();
+    assert_eq!(t.params, ["markers", "n_markers", "grid", "dx"]);
+    assert_eq!(t.loop_var, "ip");
+    assert_eq!(t.n_threads.as_deref(), Some("n_markers"));
+    assert!(t
+        .writes
+        .iter()
+        .all(|w| w.how == "atomic" && w.array == "grid"));
+    assert!(t.source.contains("#include <cunumpy/atomic.cuh>"));
+    assert!(t.source.contains("cunumpy_atomic_add(&grid(cunumpy_port_mod(i0, nx)), (double)(markers(ip, 6) * (1.0 - f)));"));
+    // -= of a negative becomes an atomic add of its negation
+    assert!(
+        t.source.contains("(double)(-(-markers(ip, 6) * f))"),
+        "{}",
+        t.source
+    );
+}
+
+#[test]
+fn owned_writes_and_helpers() {
+    let t = run("push_v_rotation").unwrap();
+    assert!(t
+        .writes
+        .iter()
+        .all(|w| w.how == "owned" && w.array == "markers"));
+    assert_eq!(t.helpers, ["cross", "norm3"]);
+    assert_eq!(t.source.matches("__device__ void cross(").count(), 1);
+    assert!(t.source.contains("double v_data[3];"));
+    assert!(!t.source.contains("atomic"));
+    let cells = run("cell_update").unwrap();
+    assert_eq!(cells.n_threads.as_deref(), Some("(a.shape[0])"));
+}
+
+#[test]
+fn refusals_name_line_construct_and_array() {
+    let cases = [
+        (
+            "shift_left",
+            116,
+            Some("a"),
+            "read of another iteration's element",
+        ),
+        ("scatter_assign", 121, Some("out"), "unprovable write"),
+        ("total_charge", 127, None, "scalar update"),
+        (
+            "deposit_then_read",
+            134,
+            Some("grid"),
+            "read of accumulated array",
+        ),
+    ];
+    for (kernel, line, array, construct) in cases {
+        let e = run(kernel).unwrap_err();
+        assert_eq!(e.kind, PortErrorKind::Race, "{kernel}");
+        assert_eq!(
+            (e.line, e.array.as_deref(), e.construct.as_str()),
+            (line, array, construct),
+            "{kernel}"
+        );
+        assert!(e
+            .to_string()
+            .starts_with(&format!("{kernel}, line {line}: ")));
+    }
+    let e = run("cross").unwrap_err();
+    assert_eq!(
+        (e.kind, e.construct.as_str()),
+        (PortErrorKind::Unsupported, "parallel loop")
+    );
+    let e = run("nope").unwrap_err();
+    assert_eq!(e.kind, PortErrorKind::Input);
+}
+
+#[test]
+fn sample_call_types_win_over_annotations() {
+    let opts = Options {
+        kernel: "deposit_2d".into(),
+        arg_types: vec![("xs".into(), "float32[:]".into())],
+        parallel_loop: None,
+    };
+    let t = translate(TREE, SOURCE, &opts).unwrap();
+    assert!(t.source.contains("CArray1D<float> xs, CArray1D<double> ys"));
+}
+
+#[test]
+fn loop_variable_plus_invariant_offset_is_owned() {
+    let t = run("stencil_rows").unwrap();
+    assert!(t
+        .writes
+        .iter()
+        .all(|w| w.how == "owned" && w.array == "out"));
+    assert_eq!(t.n_threads.as_deref(), Some("max(0, ((e + 1)) - (s))"));
+    assert!(t.source.contains("i1 = s + cunumpy_t;"));
+}
+
+#[test]
+fn an_offset_read_from_a_local_array_is_not_invariant() {
+    let e = run("local_offset").unwrap_err();
+    assert_eq!(
+        (e.kind, e.line, e.array.as_deref()),
+        (PortErrorKind::Race, 152, Some("out"))
+    );
+}

@@ -1,0 +1,245 @@
+"""``generate_cuda``: the first CUDA version of a host kernel, written by cunumpy.
+
+The translation is done in Rust (``cunumpy-port``); this module only reads the function's module
+source, dumps Python's own syntax tree of it as JSON (so the grammar is exactly the running
+Python's) and collects argument types from a sample call.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import _core
+from ..exceptions import CudaPortInputError
+
+__all__ = ["GeneratedCuda", "generate_cuda", "translate_source"]
+
+
+class GeneratedCuda(str):
+    """The generated CUDA source (a ``str``), with what the translator decided.
+
+    ``kernel`` and ``params`` (the host kernel's name and argument order), ``loop_line`` and
+    ``loop_var`` (the loop run in parallel, one iteration per thread), ``n_threads`` (the
+    loop's trip count as a Python expression of the arguments, or ``None``), ``writes`` (one
+    ``(array, line, how)`` per array write in the loop, ``how`` being ``"owned"``: indexed by
+    the loop variable, or ``"atomic"``: a ``+=``/``-=`` made an atomic add), ``atomics`` (the
+    arrays updated atomically) and ``helpers`` (functions of the module made ``__device__``).
+    """
+
+    kernel: str
+    params: tuple[str, ...]
+    loop_line: int
+    loop_var: str
+    n_threads: str | None
+    writes: tuple[tuple[str, int, str], ...]
+    helpers: tuple[str, ...]
+    structs: tuple[Any, ...]
+
+    @property
+    def atomics(self) -> tuple[str, ...]:
+        return tuple(sorted({a for a, _, how in self.writes if how == "atomic"}))
+
+    def n_threads_of(self, args: Sequence[Any]) -> int | None:
+        """The launch shape for a call with positional ``args`` (the loop's trip count)."""
+        if self.n_threads is None:
+            return None
+        names = dict(zip(self.params, args, strict=False))
+        value = eval(
+            self.n_threads,
+            {"__builtins__": {}, "len": len, "max": max, "range": range, "int": int},
+            names,
+        )  # noqa: S307
+        return max(int(value), 0)
+
+    def cuda_kernel(self, **options: Any) -> Any:
+        """A :class:`~cunumpy.kernels.CudaKernel` of this source whose default launch shape is
+        the parallel loop's trip count."""
+        from ._cuda_kernel import CudaKernel
+
+        if self.n_threads is not None:
+            options.setdefault("n_threads_from", lambda args: self.n_threads_of(args))
+        if self.structs:
+            options.setdefault("structs", list(self.structs))
+        return CudaKernel(str(self), self.kernel, **options)
+
+    def describe(self) -> str:
+        """What was decided, one line each: the parallel loop, the atomics, the helpers."""
+        lines = [
+            f"{self.kernel}: parallel loop `for {self.loop_var} in range(...)` "
+            f"at line {self.loop_line}"
+        ]
+        lines.append(f"  launch shape: n_threads = {self.n_threads or '(pass n_threads=)'}")
+        for array, line, how in self.writes:
+            what = (
+                "atomic add (other iterations may hit the same element)"
+                if how == "atomic"
+                else f"indexed by {self.loop_var}: safe"
+            )
+            lines.append(f"  line {line}: write to {array}: {what}")
+        if self.helpers:
+            lines.append(f"  __device__ helpers: {', '.join(self.helpers)}")
+        return "\n".join(lines)
+
+
+def _dump(node: Any) -> Any:
+    """Python's syntax tree as plain JSON data: ``{"_t": class, "_line": n, field: ...}``."""
+    if isinstance(node, ast.AST):
+        out: dict[str, Any] = {"_t": type(node).__name__}
+        line = getattr(node, "lineno", None)
+        if line is not None:
+            out["_line"] = line
+        for field, value in ast.iter_fields(node):
+            out[field] = _dump(value)
+        return out
+    if isinstance(node, list):
+        return [_dump(v) for v in node]
+    if node is None or isinstance(node, bool | int | float | str):
+        return node
+    return {"_t": "Unsupported", "repr": repr(node)}
+
+
+# C field types of a CudaStructArguments class -> the translator's type names.
+_C_FIELD_TYPES = {
+    "double": "float64",
+    "float": "float32",
+    "long long": "int64",
+    "int64_t": "int64",
+    "long": "int64",
+    "int": "int32",
+    "int32_t": "int32",
+    "bool": "bool",
+}
+
+
+def _struct_type(name: str, cls: Any, kernel: str) -> str:
+    fields = []
+    for field, ctype in cls.fields:
+        text = " ".join(str(ctype).replace("const ", "").split())
+        pointer = text.endswith("*")
+        base = _C_FIELD_TYPES.get(text.rstrip("*").strip())
+        if base is None:
+            raise CudaPortInputError(
+                f"{kernel}: field {field!r} of struct {cls.struct_name} (argument {name!r}) "
+                f"has C type {ctype!r}; the translator knows {sorted(_C_FIELD_TYPES)} "
+                "and pointers to them"
+            )
+        fields.append(f"{field}: {base}[:]" if pointer else f"{field}: {base}")
+    return f"struct {cls.struct_name} {{{'; '.join(fields)}}}"
+
+
+def _type_of(name: str, value: Any, kernel: str) -> str:
+    cls = type(value)
+    if getattr(cls, "struct_name", None) and getattr(cls, "fields", None):
+        return _struct_type(name, cls, kernel)
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, complex):
+        return "complex"
+    dtype, ndim = getattr(value, "dtype", None), getattr(value, "ndim", None)
+    if dtype is None or ndim is None:
+        raise CudaPortInputError(
+            f"{kernel}: sample argument {name!r} is a {type(value).__name__}; "
+            "expected an array, int, float, bool or complex"
+        )
+    if ndim == 0:
+        return str(dtype)
+    flags = getattr(value, "flags", None)
+    if flags is not None and not flags.c_contiguous:
+        raise CudaPortInputError(
+            f"{kernel}: sample argument {name!r} is not C-contiguous; "
+            "the generated kernel takes C-ordered arrays"
+        )
+    return f"{dtype}[{','.join(':' * ndim)}]"
+
+
+def generate_cuda(
+    host_function: Callable[..., Any],
+    *,
+    sample_args: Sequence[Any] | None = None,
+    parallel_loop: int | None = None,
+) -> GeneratedCuda:
+    """Translates a host kernel (a typed Python/Pyccel function) into a CUDA C kernel with the
+    same name and argument order, and returns its source (a :class:`GeneratedCuda`).
+
+    Argument types come from the annotations (``float``, ``'float[:,:]'``,
+    ``'Final[int32[:]]'``) or from ``sample_args`` (a sample call's positional arguments,
+    which win; a :class:`~cunumpy.arguments.CudaStructArguments` instance makes a struct
+    argument whose array fields the kernel indexes as ``p.x[i]``). The kernel's one top-level
+    ``for ... in range(...)`` loop runs in parallel (``parallel_loop=LINE`` picks another
+    top-level loop); every array write in it must be indexed by the loop variable, or be a
+    ``+=``/``-=`` (made an atomic add). Anything else is refused with
+    :class:`~cunumpy.exceptions.CudaPortRaceError`; constructs the translator does not handle
+    raise :class:`~cunumpy.exceptions.CudaPortUnsupportedError`. Both name the function, the
+    line, the construct and the array. Functions of the same module that the
+    kernel calls become ``__device__`` functions.
+    """
+    fn = inspect.unwrap(getattr(host_function, "python_function", None) or host_function)
+    name = getattr(fn, "__name__", None)
+    module = inspect.getmodule(fn)
+    if name is None or module is None:
+        raise CudaPortInputError(
+            f"generate_cuda needs a function defined in a module, got {host_function!r}"
+        )
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError) as exc:
+        raise CudaPortInputError(
+            f"{name}: the source of module {module.__name__!r} cannot be read ({exc})"
+        ) from None
+    arg_types: list[tuple[str, str]] = []
+    structs: list[Any] = []
+    if sample_args is not None:
+        try:
+            bound = inspect.signature(fn).bind(*sample_args)
+        except TypeError as exc:
+            raise CudaPortInputError(
+                f"{name}: sample_args do not fit its parameters ({exc})"
+            ) from None
+        arg_types = [(n, _type_of(n, v, name)) for n, v in bound.arguments.items()]
+        structs = [
+            type(v).struct
+            for v in bound.arguments.values()
+            if getattr(type(v), "struct_name", None)
+            and getattr(type(v), "struct", None) is not None
+        ]
+    out = translate_source(source, name, arg_types=arg_types, parallel_loop=parallel_loop)
+    out.structs = tuple(dict.fromkeys(structs))
+    return out
+
+
+def translate_source(
+    source: str,
+    name: str,
+    *,
+    arg_types: Sequence[tuple[str, str]] = (),
+    parallel_loop: int | None = None,
+) -> GeneratedCuda:
+    """Translates function ``name`` of a module's ``source`` (without importing it):
+    ``generate_cuda`` without the function object. ``arg_types`` are ``(parameter, type)``
+    pairs as annotations spell them (``"float64[:,:]"``, ``"int"``)."""
+    tree = ast.parse(source)
+    info = _core._port_translate(
+        json.dumps(_dump(tree)),
+        source,
+        name,
+        arg_types=list(arg_types),
+        parallel_loop=parallel_loop,
+    )
+    out = GeneratedCuda(info["source"])
+    out.kernel = info["kernel"]
+    out.params = tuple(info["params"])
+    out.loop_line = info["loop_line"]
+    out.loop_var = info["loop_var"]
+    out.n_threads = info["n_threads"]
+    out.writes = tuple(tuple(w) for w in info["writes"])
+    out.helpers = tuple(info["helpers"])
+    out.structs = ()
+    return out

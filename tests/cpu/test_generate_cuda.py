@@ -1,0 +1,243 @@
+"""``xp.kernels.generate_cuda``: host kernels in struphy's style translated to CUDA C, run on the
+emulated device and compared with the host kernel (the reference); kernels whose parallel loop
+cannot be proven race-free are refused with the line and the array."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cunumpy as xp
+from cunumpy.exceptions import CudaPortInputError, CudaPortRaceError, CudaPortUnsupportedError
+from cunumpy.kernel_testing import (
+    assert_kernels_agree,
+    emulation_compiler,
+    install_fake_cupy,
+    uninstall_fake_cupy,
+)
+from cunumpy.kernels import Kernel, KernelCatalog, generate_cuda
+
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+import port_kernels as pk  # noqa: E402
+from port_cases import CASES, args_deposit_2d  # noqa: E402
+
+needs_compiler = pytest.mark.skipif(
+    emulation_compiler() is None, reason="no host C++ compiler for the emulator"
+)
+
+
+@pytest.fixture
+def emulated():
+    install_fake_cupy()
+    try:
+        yield
+    finally:
+        uninstall_fake_cupy()
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generated_kernel_matches_the_host_kernel(name, emulated):
+    host, make_args, how = CASES[name]
+    src = generate_cuda(host)
+    assert src.kernel == name
+    assert {w[2] for w in src.writes} == {how}
+    kernel = Kernel(host, src.cuda_kernel())
+    KernelCatalog([kernel]).check_signatures()  # host and CUDA parameter names agree
+    out = assert_kernels_agree(kernel, make_args, rtol=1e-12, atol=1e-12)
+    assert any(np.any(a != 0) for a in out.values())  # the kernel did something
+
+
+def test_source_is_readable_and_mirrors_the_host_kernel():
+    src = generate_cuda(pk.deposit_1d)
+    assert (
+        'extern "C" __global__ void deposit_1d(CArray2D<double> markers, long long n_markers, '
+        "CArray1D<double> grid, double dx)" in src
+    )
+    assert "// L45: grid[i0 % nx] += markers[ip, 6] * (1.0 - f)" in src
+    assert "cunumpy_atomic_add(&grid(cunumpy_port_mod(i0, nx))" in src
+    assert src.atomics == ("grid",)
+    assert (src.loop_line, src.loop_var, src.n_threads) == (41, "ip", "n_markers")
+    assert "line 45: write to grid: atomic add" in src.describe()
+    push = generate_cuda(pk.push_v_rotation)
+    # helpers become __device__ functions, once each, before the kernel
+    assert push.count("__device__ void cross(") == 1
+    assert push.count("__device__ double norm3(") == 1
+    assert push.index("norm3(") < push.index("__global__")
+    assert push.atomics == ()
+
+
+def test_sample_call_types_replace_missing_annotations():
+    def untyped(a, b, n):  # noqa: ARG001 - found through its module's source
+        pass
+
+    src = generate_cuda(pk.deposit_2d, sample_args=args_deposit_2d("numpy", 0))
+    assert "CArray2D<double> rho" in src
+    f32 = generate_cuda(
+        pk.deposit_2d,
+        sample_args=(np.zeros(3, np.float32), np.zeros(3), np.zeros(3), np.zeros((2, 2)), 1.0, 1.0),
+    )
+    assert "CArray1D<float> xs" in f32
+    with pytest.raises(CudaPortInputError, match="not C-contiguous"):
+        generate_cuda(
+            pk.deposit_2d,
+            sample_args=(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros((4, 4))[:, ::2], 1.0, 1.0),
+        )
+
+
+@pytest.mark.parametrize(
+    ("kernel", "line", "array", "construct"),
+    [
+        (pk.shift_left, 116, "a", "read of another iteration's element"),
+        (pk.scatter_assign, 121, "out", "unprovable write"),
+        (pk.total_charge, 127, None, "scalar update"),
+        (pk.deposit_then_read, 134, "grid", "read of accumulated array"),
+    ],
+)
+def test_unprovable_kernels_are_refused_with_line_and_array(kernel, line, array, construct):
+    with pytest.raises(CudaPortRaceError) as info:
+        generate_cuda(kernel)
+    err = info.value
+    assert (err.function, err.line, err.array, err.construct) == (
+        kernel.__name__,
+        line,
+        array,
+        construct,
+    )
+    assert f"{kernel.__name__}, line {line}" in str(err)
+
+
+def test_unsupported_constructs_name_the_construct():
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.cross)  # no loop to run in parallel
+    assert info.value.construct == "parallel loop"
+    with pytest.raises(CudaPortInputError, match="line 3 is not a for loop"):
+        generate_cuda(pk.deposit_1d, parallel_loop=3)
+
+
+WALKTHROUGH = TESTS.parent / "examples" / "particle_pusher"
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", ["boris_push", "deposit_charge"])
+def test_walkthrough_kernels_are_translated_and_agree(name, emulated, monkeypatch):
+    """The particle pusher walk-through's pusher and deposit (a Particles struct argument,
+    unannotated: typed by a sample call) generated and compared with their host versions."""
+    import importlib
+
+    monkeypatch.syspath_prepend(str(WALKTHROUGH))
+    host = importlib.import_module(f"pusher.{name}.{name}_kernels")
+    test_args = importlib.import_module(f"pusher.{name}.{name}_test_args")
+    with xp.use_backend("cupy"):
+        sample = test_args.make_args("cupy", 0)
+    src = generate_cuda(getattr(host, name), sample_args=sample)
+    assert "struct Particles {" in src
+    assert src.n_threads == "p.n"
+    if name == "deposit_charge":
+        assert src.atomics == ("rho",)
+    else:
+        assert {w[0] for w in src.writes} == {"p.vx", "p.vy", "p.x", "p.y"} and src.atomics == ()
+    kernel = Kernel(getattr(host, name), src.cuda_kernel())
+    assert_kernels_agree(
+        kernel,
+        test_args.make_args,
+        rtol=test_args.RTOL,
+        atol=test_args.ATOL,
+        outputs=test_args.OUTPUTS,
+    )
+
+
+def _run(args, env_extra=None, cwd=None):
+    import os
+    import subprocess
+
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run(
+        [sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+@needs_compiler
+@pytest.mark.parametrize("device", ["numpy", "emulated"])
+def test_example_runs(device):
+    env = {"CUNUMPY_FAKE_CUPY": "1", "CUNUMPY_BACKEND": "cupy"} if device == "emulated" else {}
+    result = _run([str(TESTS.parent / "examples" / "generate_cuda.py")], env)
+    assert result.returncode == 0, result.stderr
+    backend = "cupy" if device == "emulated" else "numpy"
+    # every particle deposits its whole weight (1.0): the total is the particle count
+    assert f"backend {backend}: total charge 1000.000000" in result.stdout
+    assert "rho: atomic add" in result.stdout
+    assert "cunumpy_atomic_add(&rho(" in result.stdout
+
+
+KERNEL = """
+import math
+
+
+def dep(x: "float[:]", rho: "float[:]", dx: float):
+    n = rho.shape[0]
+    for ip in range(x.shape[0]):
+        g = x[ip] / dx
+        i0 = int(math.floor(g))
+        rho[i0 % n] += 1.0 - (g - i0)
+        rho[(i0 + 1) % n] += g - i0
+
+
+def racy(x: "float[:]", n: int):
+    for i in range(1, n):
+        x[i] = x[i - 1] + 1.0
+"""
+
+TEST_ARGS = """
+import numpy as np
+
+import cunumpy as xp
+
+RTOL = 1e-12
+ATOL = 1e-12
+
+
+def make_args(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.uniform(0.0, 2.0, 300)), xp.zeros(10), 0.2)
+"""
+
+
+@needs_compiler
+def test_port_command_writes_next_to_the_kernel_and_checks_parity(tmp_path):
+    folder = tmp_path / "mypkg" / "dep"
+    folder.mkdir(parents=True)
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (folder / "__init__.py").write_text("")
+    (folder / "dep_kernels.py").write_text(KERNEL)
+    (folder / "dep_test_args.py").write_text(TEST_ARGS)
+    env = {"PYTHONPATH": str(tmp_path)}
+    result = _run(["-m", "cunumpy", "port", "mypkg.dep.dep_kernels:dep"], env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "parallel loop `for ip in range(...)` at line 7" in result.stdout
+    assert "line 10: write to rho: atomic add" in result.stdout
+    assert "parity: the generated kernel agrees with the host kernel" in result.stdout
+    written = (folder / "dep_cuda.cu").read_text()
+    assert 'extern "C" __global__ void dep(' in written
+    # the catalog picks the written file up as the kernel's CUDA version
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from cunumpy.kernels import KernelCatalog as Catalog
+
+        assert "1 of 1" in Catalog.from_package("mypkg").summary()
+    finally:
+        sys.path.remove(str(tmp_path))
+    # never over an existing file
+    again = _run(["-m", "cunumpy", "port", "mypkg.dep.dep_kernels:dep"], env)
+    assert again.returncode == 1 and "not overwritten" in again.stderr
+    assert (folder / "dep_cuda.cu").read_text() == written
+    refused = _run(["-m", "cunumpy", "port", "mypkg.dep.dep_kernels:racy"], env)
+    assert refused.returncode == 1
+    assert "refused: racy, line 16: reads 'x' at an index other than 'i'" in refused.stdout
+    assert not (folder / "racy_cuda.cu").exists()

@@ -1,0 +1,75 @@
+"""Arguments of the ``generate_cuda`` parity cases (tests/port_kernels.py), shared by the CPU
+tests (emulated device) and the GPU tests and benchmark."""
+
+import numpy as np
+import port_kernels as pk
+
+import cunumpy as xp
+
+
+def _markers(rng, n):
+    m = rng.uniform(0.0, 1.0, size=(n, 8))
+    m[:, 3:6] = rng.normal(size=(n, 3))
+    m[::7, 6] = -1.0  # holes
+    return m
+
+
+def args_push(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(_markers(rng, 300)), xp.asarray(rng.normal(size=3)), 0.05, 300)
+
+
+def args_deposit_1d(backend, seed):
+    rng = np.random.default_rng(seed)
+    m = _markers(rng, 500)
+    m[:, 0] *= 3.0
+    return (xp.asarray(m), 500, xp.zeros(16), 3.0 / 16)
+
+
+def args_deposit_2d(backend, seed):
+    rng = np.random.default_rng(seed)
+    n = 400
+    return (
+        xp.asarray(rng.uniform(-1.0, 2.0, n)),
+        xp.asarray(rng.uniform(0.0, 1.0, n)),
+        xp.asarray(rng.uniform(0.5, 1.5, n)),
+        xp.zeros((8, 6)),
+        1.0 / 8,
+        1.0 / 6,
+    )
+
+
+def args_eval_field(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (
+        xp.asarray(rng.uniform(0.0, 1.0, 200)),
+        xp.asarray(rng.normal(size=12)),
+        xp.zeros(200),
+        1.0 / 11,
+    )
+
+
+def args_cell_update(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=(9, 13))), xp.zeros((9, 13)), 0.7)
+
+
+def args_int(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.integers(-50, 50, 41)), xp.zeros((41, 3), dtype=np.int64), 7)
+
+
+def args_stencil_rows(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=40)), xp.zeros(35), 3, 30, 2)
+
+
+CASES = {
+    "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
+    "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
+    "deposit_2d": (pk.deposit_2d, args_deposit_2d, "atomic"),
+    "eval_field": (pk.eval_field, args_eval_field, "owned"),
+    "cell_update": (pk.cell_update, args_cell_update, "owned"),
+    "python_int_semantics": (pk.python_int_semantics, args_int, "owned"),
+    "stencil_rows": (pk.stencil_rows, args_stencil_rows, "owned"),
+}

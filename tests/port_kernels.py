@@ -1,0 +1,152 @@
+"""Host kernels in struphy's style (Pyccel annotations, a loop over markers or cells, helpers,
+small local arrays, ``+=`` into a grid) for the tests of ``xp.kernels.generate_cuda``. Plain
+Python: the host versions are the reference the generated CUDA is compared with."""
+
+import math
+
+import numpy as np
+
+
+def cross(a: "float[:]", b: "float[:]", out: "float[:]"):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+def norm3(v: "float[:]") -> float:
+    return math.sqrt(v[0] ** 2 + v[1] ** 2 + v[2] ** 2)
+
+
+def push_v_rotation(markers: "float[:,:]", b0: "float[:]", dt: float, n_markers: int):
+    """Rotates the velocity of every live marker about b0 and moves it along x."""
+    v = np.empty(3)
+    w = np.empty(3)
+    for ip in range(n_markers):
+        # holes in the marker array are flagged by a negative weight
+        if markers[ip, 6] < 0.0:
+            continue
+        for k in range(3):
+            v[k] = markers[ip, 3 + k]
+        cross(v, b0, w)
+        nb = norm3(b0)
+        s = dt / (1.0 + (dt * nb) ** 2)
+        for k in range(3):
+            markers[ip, 3 + k] = v[k] + s * w[k]
+        markers[ip, 0] = markers[ip, 0] + dt * markers[ip, 3]
+
+
+def deposit_1d(markers: "float[:,:]", n_markers: int, grid: "float[:]", dx: float):
+    """Linear (cloud-in-cell) deposit of the marker weights on a periodic 1-D grid."""
+    nx = grid.shape[0]
+    for ip in range(n_markers):
+        x = markers[ip, 0] / dx
+        i0 = int(math.floor(x))
+        f = x - i0
+        grid[i0 % nx] += markers[ip, 6] * (1.0 - f)
+        grid[(i0 + 1) % nx] -= -markers[ip, 6] * f
+
+
+def deposit_2d(
+    xs: "float[:]", ys: "float[:]", w: "float[:]", rho: "float[:,:]", dx: float, dy: float
+):
+    nx, ny = rho.shape
+    for ip in range(xs.shape[0]):
+        gx = xs[ip] / dx
+        gy = ys[ip] / dy
+        i0 = int(math.floor(gx))
+        j0 = int(math.floor(gy))
+        fx = gx - i0
+        fy = gy - j0
+        i0 %= nx
+        j0 %= ny
+        i1 = (i0 + 1) % nx
+        j1 = (j0 + 1) % ny
+        rho[i0, j0] += w[ip] * (1 - fx) * (1 - fy)
+        rho[i1, j0] += w[ip] * fx * (1 - fy)
+        rho[i0, j1] += w[ip] * (1 - fx) * fy
+        rho[i1, j1] += w[ip] * fx * fy
+
+
+def hat(x: float) -> float:
+    ax = abs(x)
+    if ax < 1.0:
+        return 1.0 - ax
+    return 0.0
+
+
+def eval_field(xs: "float[:]", coef: "float[:]", out: "float[:]", h: float):
+    """A field given by hat-function coefficients, evaluated at every point (a while loop)."""
+    m = coef.shape[0]
+    for i in range(xs.shape[0]):
+        acc = 0.0
+        j = 0
+        while j < m:
+            acc += coef[j] * hat(xs[i] / h - j)
+            j += 1
+        out[i] = acc if acc > 0.0 else 0.0
+
+
+def cell_update(a: "float[:,:]", b: "float[:,:]", c: float):
+    """Per-cell update of a 2-D grid (rows in parallel, columns in a loop)."""
+    nx = a.shape[0]
+    ny = a.shape[1]
+    for i in range(nx):
+        for j in range(ny):
+            if j % 2 == 0 and a[i, j] > 0.0:
+                b[i, j] = c * math.exp(-a[i, j]) + max(a[i, j], 0.5)
+            elif j % 3 == 1:
+                b[i, j] = min(a[i, j], c) - 2.0 ** a[i, j]
+            else:
+                b[i, j] = a[i, j] // 0.25 + a[i, j] % 0.3
+
+
+def python_int_semantics(k: "int[:]", out: "int[:,:]", d: int):
+    """% and // of negative integers round toward minus infinity in Python, not in C."""
+    for i in range(1, k.shape[0], 2):
+        out[i, 0] = k[i] % d
+        out[i, 1] = k[i] // d
+        out[i, 2] = (-k[i]) % d + abs(k[i]) ** 2
+
+
+# Kernels the translator must refuse.
+
+
+def shift_left(a: "float[:]", n: int):
+    for i in range(n - 1):
+        a[i] = a[i + 1]
+
+
+def scatter_assign(idx: "int[:]", vals: "float[:]", out: "float[:]", n: int):
+    for i in range(n):
+        out[idx[i]] = vals[i]
+
+
+def total_charge(w: "float[:]", out: "float[:]"):
+    s = 0.0
+    for i in range(w.shape[0]):
+        s += w[i]
+    out[0] = s
+
+
+def deposit_then_read(x: "float[:]", grid: "float[:]", out: "float[:]"):
+    for i in range(x.shape[0]):
+        grid[int(x[i])] += 1.0
+        out[i] = grid[int(x[i])]
+
+
+def stencil_rows(x: "float[:]", out: "float[:]", s: int, e: int, p: int):
+    """Rows s..e of a 3-point stencil, written at an offset (struphy's stencil_dot style)."""
+    for i1 in range(s, e + 1):
+        i1_loc = i1 - s
+        val = 0.0
+        for d in range(3):
+            val += x[i1 + d]
+        out[p + i1_loc] = val
+
+
+def local_offset(out: "float[:]", n: int):
+    """Refused: the offset k[0] is a local array element that changes every iteration."""
+    k = np.zeros(1, dtype=int)
+    for i in range(n):
+        k[0] = i % 3
+        out[i + k[0]] = 1.0
