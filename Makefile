@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEPS := $(VENV)/.deps-installed
 GPU_WHEEL_DIR := .gpu-wheel
+GPU_PYTHON_VERSION ?= 3.12
 # release for CI and wheels; `iter` (Cargo.toml) rebuilds in seconds while working
 PROFILE ?= release
 export CARGO_TERM_COLOR := never
@@ -46,7 +47,13 @@ gpu-wheel: $(DEPS)
 	$(BIN)/python -m pip install -q ziglang==0.17.1
 	rm -rf $(GPU_WHEEL_DIR) && mkdir -p $(GPU_WHEEL_DIR)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin build --release --zig --compatibility manylinux2014 -q --out $(GPU_WHEEL_DIR)
-	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEEL_DIR) array-api-compat==1.16.0
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEEL_DIR) array-api-compat==1.16.0 maybempi==0.1.2
+	# mpi4py and the MPICH wheel (mpiexec, libmpi) for the GPU machine's Python, in mpi/:
+	# scripts/gpu-check installs them with --prefix (libmpi and mpiexec are data files).
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --implementation cp \
+	  --python-version $(GPU_PYTHON_VERSION) --platform manylinux_2_28_x86_64 \
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  -d $(GPU_WHEEL_DIR)/mpi mpi4py==4.1.2 mpich==5.0.2
 
 # Runs the GPU check here (on a machine with a GPU and the wheel built by gpu-wheel).
 gpu-test:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import cunumpy as xp
 
-GPU_BENCHES = ["launch_overhead.py", "kernel_dispatch.py", "pyccel_roundtrip.py"]
+GPU_BENCHES = ["launch_overhead.py", "kernel_dispatch.py", "pyccel_roundtrip.py", "algorithms.py"]
 
 
 def main() -> int:

@@ -7,6 +7,7 @@ counted conversions between them and the kernel layer (``xp.kernels``).
 
 from __future__ import annotations
 
+import sys as _sys
 from typing import Any
 
 from . import _backend, _core
@@ -35,11 +36,28 @@ from ._conversions import (
 
 __version__: str = _core.__version__
 
-from . import arguments, cuda, exceptions, kernels, memory, profiling, rng  # noqa: E402  (public submodules)
+from . import (  # noqa: E402  (public submodules)
+    algorithms,
+    arguments,
+    cuda,
+    exceptions,
+    integrate,
+    kernels,
+    memory,
+    mpi,
+    optimize,
+    profiling,
+    rng,
+)
+from ._scipy import scipy  # noqa: E402  (SciPy or cupyx.scipy, per backend)
 from .kernels import fuse  # noqa: E402  (cunumpy's own fuse, not the backend's)
 
 __all__ = [
     "MIN_CUPY_VERSION",
+    "algorithms",
+    "integrate",
+    "optimize",
+    "scipy",
     "arguments",
     "as_device_array",
     "assert_same_backend",
@@ -56,6 +74,7 @@ __all__ = [
     "is_gpu",
     "kernels",
     "memory",
+    "mpi",
     "profiling",
     "rng",
     "same_backend",
@@ -83,7 +102,17 @@ def __getattr__(name: str) -> Any:
         return _backend.current_module()
     if name.startswith("__"):
         raise AttributeError(name)
-    return getattr(_backend.current_module(), name)
+    module = _backend.current_module()
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        # Name cunumpy, not the backend module the lookup fell through to.
+        raise AttributeError(
+            f"module 'cunumpy' has no attribute {name!r} (nor has the {get_backend()} "
+            f"backend's namespace, {module.__name__})",
+            name=name,
+            obj=_sys.modules[__name__],
+        ) from None
 
 
 _backend.install_namespace(globals(), _OWN_NAMES)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+from . import _counted_creation
 from .exceptions import BackendError, BackendUnavailableError
 
 BACKENDS = ("numpy", "cupy")
@@ -108,6 +109,10 @@ def _switch_namespace(module: ModuleType) -> None:
         _namespace.pop(stale, None)
     for name in new_names:
         _namespace[name] = getattr(module, name)
+    if module.__name__ == "array_api_compat.cupy":  # host data to the device: counted
+        for name in _counted_creation.COUNTED:
+            if name in new_names:
+                _namespace[name] = _counted_creation.counted(getattr(module, name), name)
     _exported.clear()
     _exported.update(new_names)
 

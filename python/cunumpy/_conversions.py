@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend
-from ._ledger import record
+from ._ledger import record, recorded_by_caller
 from .exceptions import CupyUnavailableError, MixedBackendError
 
 
@@ -43,7 +43,8 @@ def to_numpy(a: Any) -> np.ndarray:
     if type(a) is np.ndarray:
         return a
     if is_cupy_array(a):
-        out = a.get(order="A")
+        with recorded_by_caller():
+            out = a.get(order="A")
         record("to_host", f"to_numpy: {_describe(a)}", int(a.nbytes))
         return out
     return np.asarray(a)
@@ -59,7 +60,8 @@ def to_cupy(a: Any) -> Any:
         if out.data.ptr != a.data.ptr:
             record("device_copy", f"to_cupy: {_describe(a)} from another device", int(a.nbytes))
         return out
-    out = cupy.asarray(a)
+    with recorded_by_caller():
+        out = cupy.asarray(a)
     record("to_device", f"to_cupy: {_describe(out)}", int(out.nbytes))
     return out
 
@@ -96,7 +98,8 @@ def as_device_array(
         and (want is None or value.dtype == want)
     ):
         return value
-    out = cupy.ascontiguousarray(cupy.asarray(value, dtype=want))
+    with recorded_by_caller():
+        out = cupy.ascontiguousarray(cupy.asarray(value, dtype=want))
     kind = "device_copy" if isinstance(value, cupy.ndarray) else "to_device"
     record(kind, f"as_device_array: {label} {_describe(out)}", int(out.nbytes))
     return out

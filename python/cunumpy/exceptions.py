@@ -41,6 +41,18 @@ __all__ = [
     "EmulationCompileError",
     "EmulatedKernelFault",
     "EmulatedOutOfBoundsError",
+    "DeviceSelectionError",
+    "SharedDeviceWarning",
+    "MPIBufferError",
+    "MPIStagingError",
+    "MPIStagingBusyError",
+    "ScipyUnavailableError",
+    "AlgorithmValueError",
+    "AlgorithmTypeError",
+    "StagingError",
+    "StagingTypeError",
+    "TransferBudgetExceeded",
+    "RandomStreamsError",
 ]
 
 
@@ -209,3 +221,57 @@ class CudaStructError(CunumpyError, ValueError):
 
 class DeviceMirrorError(CunumpyError, ValueError):
     """A ``DeviceMirror`` was used after its host array was reallocated (call ``rebind``)."""
+
+
+class DeviceSelectionError(CunumpyError, ValueError):
+    """A rank or device count that cannot pick a device (``xp.cuda.set_device_for_rank``)."""
+
+
+class SharedDeviceWarning(UserWarning):
+    """More ranks than devices on a node: several ranks share one GPU (allowed, reported)."""
+
+
+class MPIBufferError(CunumpyError, RuntimeError):
+    """A device buffer cannot be handed to MPI as asked: MPI's CUDA-awareness is unknown, or
+    MPI is not CUDA-aware and nothing stages the buffer through the host."""
+
+
+class MPIStagingError(CunumpyError, ValueError):
+    """An ``xp.mpi.MPIStaging`` buffer used with an array of another shape, dtype or device."""
+
+
+class MPIStagingBusyError(CunumpyError, RuntimeError):
+    """An ``xp.mpi.MPIStaging`` buffer used by two ``mpi_buffer`` blocks at once."""
+
+
+class ScipyUnavailableError(CunumpyError, ImportError):
+    """``xp.scipy`` (or ``xp.optimize``/``xp.integrate``) needs SciPy on the NumPy backend, or
+    ``cupyx.scipy`` on the CuPy backend, and it cannot be imported."""
+
+
+class AlgorithmValueError(CunumpyError, ValueError):
+    """An ``xp.algorithms`` function got an array of the wrong shape or values out of range
+    (unsorted keys, a key past ``n_segments``, a level count outside the Morton range)."""
+
+
+class AlgorithmTypeError(CunumpyError, TypeError):
+    """An ``xp.algorithms`` function got an array of the wrong dtype (float keys, a non-bool
+    mask)."""
+
+
+class StagingError(CunumpyError, RuntimeError):
+    """A staged copy was read after its buffer was reused, or streams and events were mixed
+    wrongly (``to_host(stream=..., event=...)``)."""
+
+
+class StagingTypeError(CunumpyError, TypeError):
+    """A host stream or event (``HostStream``/``HostEvent``) was given where CuPy's is needed,
+    or an array of a dtype staging cannot hold."""
+
+
+class TransferBudgetExceeded(CunumpyError, AssertionError):
+    """``TransferBudget.check()`` found transfers that break a phase's rules."""
+
+
+class RandomStreamsError(CunumpyError, ValueError):
+    """``xp.rng.random_streams`` was given an unknown bit generator or backend."""

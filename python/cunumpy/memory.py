@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import get_backend
-from ._ledger import record
+from ._ledger import record, recorded_by_caller
 from .exceptions import DeviceMirrorError
 
 __all__ = ["DeviceMirror"]
@@ -139,7 +139,8 @@ class DeviceMirror:
         if self._device is None:
             self._device = cp.empty(self._shape, dtype=self._dtype)
             self._device_id = int(cp.cuda.runtime.getDevice())
-        self._device.set(self._host)
+        with recorded_by_caller():
+            self._device.set(self._host)
         record("to_device", f"{self._describe()}.to_device()", int(self._host.nbytes))
         return self
 
@@ -151,10 +152,11 @@ class DeviceMirror:
         if not self.on_device or self._device is None:
             return self
         host = self._host
-        if host.flags.c_contiguous:
-            self._device.get(out=host)
-        else:
-            host[...] = self._device.get()
+        with recorded_by_caller():
+            if host.flags.c_contiguous:
+                self._device.get(out=host)
+            else:
+                host[...] = self._device.get()
         self._cupy().cuda.get_current_stream().synchronize()
         record("to_host", f"{self._describe()}.to_host()", int(host.nbytes))
         return self

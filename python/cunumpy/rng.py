@@ -1,9 +1,15 @@
-"""Host twins of ``cunumpy/random.cuh``: counter-based Philox4x32-10 random numbers in NumPy.
+"""Random numbers: seeded generators per process and rank, and the host twins of ``random.cuh``.
 
-``philox_uniform(seed, stream, counter)`` returns exactly the doubles that
-``cunumpy_uniform(seed, stream, counter)`` returns in a kernel, so a host implementation and a
-CUDA kernel that draw by (seed, stream, counter) agree bit for bit. All functions broadcast
-their arguments (Python ints or integer arrays, taken modulo 2**64) and are vectorised.
+- :data:`random_streams` / :class:`RandomStreams`: one reproducible generator per process,
+  backend and MPI rank (``random_streams.seed(42, rank=rank)``); :func:`get_rng` a fresh NumPy
+  or CuPy ``Generator``; :data:`BIT_GENERATORS` the NumPy bit generators ``seed`` accepts.
+- ``philox_*``: counter-based Philox4x32-10 numbers for (seed, stream, counter), the values a
+  kernel draws with ``cunumpy/random.cuh``. Uniforms are bit-identical to the device ones (and
+  to cunumpy 0.7.1's); normals use the host's ``log``/``sqrt``/``sin``/``cos``, which can differ
+  from the device's in the last bit. Arguments broadcast; the results live on the backend of
+  the array arguments (NumPy for Python ints and NumPy arrays, CuPy for CuPy arrays).
+
+The module is called ``rng`` so that ``xp.random`` stays the backend's own ``random`` module.
 """
 
 from __future__ import annotations
@@ -12,109 +18,156 @@ from typing import Any
 
 import numpy as np
 
+from ._conversions import is_cupy_array, to_cupy
+from ._random_streams import BIT_GENERATORS, RandomStreams, get_rng, random_streams
+
 __all__ = [
+    "BIT_GENERATORS",
+    "RandomStreams",
+    "get_rng",
     "philox4x32_10",
     "philox_normal",
     "philox_normal2",
     "philox_uniform",
     "philox_uniform2",
     "random_bits",
+    "random_streams",
 ]
 
-_M0 = np.uint64(0xD2511F53)
-_M1 = np.uint64(0xCD9E8D57)
-_W0 = np.uint32(0x9E3779B9)
-_W1 = np.uint32(0xBB67AE85)
-_MASK32 = np.uint64(0xFFFFFFFF)
-_SHIFT32 = np.uint64(32)
+# Philox-4x32 multipliers and key increments (Salmon et al., SC'11), as in random.cuh.
+_M0 = 0xD2511F53
+_M1 = 0xCD9E8D57
+_W0 = 0x9E3779B9
+_W1 = 0xBB67AE85
+_MASK32 = 0xFFFFFFFF
+_TWO_PI = 6.283185307179586
+_TWO_POW_M53 = 1.0 / 9007199254740992.0
 
 
-def _u64(x: Any) -> np.ndarray:
-    """Integers (any sign, Python or NumPy) as uint64, wrapping modulo 2**64."""
-    a = np.asarray(x)
-    if a.dtype == np.uint64:
+def _namespace(*values: Any) -> Any:
+    """CuPy when any argument is a CuPy array (the results go where the data is), else NumPy."""
+    if any(is_cupy_array(v) for v in values):
+        import cupy
+
+        return cupy
+    return np
+
+
+def _u64(value: Any, xp: Any, name: str) -> Any:
+    """``value`` as uint64 on ``xp``; integers of any sign wrap modulo 2**64 (as C does)."""
+    if is_cupy_array(value):
+        if value.dtype.kind not in "iub":
+            raise TypeError(f"cunumpy.rng: {name} must be integers, got a {value.dtype} array")
+        return value.astype(xp.uint64, copy=False)
+    a = np.asarray(value)
+    if a.dtype == object:  # Python ints beyond int64
+        a = np.vectorize(lambda v: int(v) % (1 << 64), otypes=[np.uint64])(a)
+    elif a.dtype.kind == "i":
+        a = a.astype(np.int64).view(np.uint64)
+    elif a.dtype.kind in "ub":
+        a = a.astype(np.uint64)
+    else:
+        raise TypeError(f"cunumpy.rng: {name} must be integers, got dtype {a.dtype}")
+    if xp is np:
         return a
-    if a.dtype.kind in "iub":
-        return a.astype(np.int64).view(np.uint64) if a.dtype.kind == "i" else a.astype(np.uint64)
-    if a.dtype == object:
-        return np.vectorize(lambda v: int(v) % (1 << 64), otypes=[np.uint64])(a)
-    raise TypeError(f"seed, stream and counter must be integers, got dtype {a.dtype}")
+    if a.ndim == 0:
+        return np.uint64(a[()])  # a scalar operand: no copy to the device
+    return to_cupy(a)  # a host array beside device arrays: one counted copy
 
 
-def philox4x32_10(ctr: Any, k0: Any, k1: Any) -> np.ndarray:
-    """The Philox-4x32-10 bijection: ``ctr`` has a last axis of 4 uint32 words, ``k0`` and
-    ``k1`` are the key words; returns uint32 words of the same shape (broadcast)."""
-    c = np.asarray(ctr, dtype=np.uint32)
-    k0a = np.asarray(k0, dtype=np.uint32)
-    k1a = np.asarray(k1, dtype=np.uint32)
-    c0, c1, c2, c3 = (c[..., i] for i in range(4))
-    with np.errstate(over="ignore"):
-        for rnd in range(10):
-            if rnd:
-                k0a = k0a + _W0
-                k1a = k1a + _W1
-            p0 = _M0 * c0.astype(np.uint64)
-            p1 = _M1 * c2.astype(np.uint64)
-            hi0 = (p0 >> _SHIFT32).astype(np.uint32)
-            lo0 = (p0 & _MASK32).astype(np.uint32)
-            hi1 = (p1 >> _SHIFT32).astype(np.uint32)
-            lo1 = (p1 & _MASK32).astype(np.uint32)
-            c0, c1, c2, c3 = hi1 ^ c1 ^ k0a, lo1, hi0 ^ c3 ^ k1a, lo0
-    c0, c1, c2, c3 = np.broadcast_arrays(c0, c1, c2, c3)
-    return np.stack([c0, c1, c2, c3], axis=-1).astype(np.uint32)
+def philox4x32_10(counter: Any, key0: Any, key1: Any) -> Any:
+    """The Philox-4x32-10 bijection, as ``cunumpy_philox4x32_10`` in ``random.cuh``.
+
+    ``counter`` has a last axis of 4 uint32 words; ``key0`` and ``key1`` are the two 32-bit key
+    words (broadcast against ``counter[..., 0]``). Returns uint32 words of shape ``(..., 4)`` on
+    the backend of the inputs.
+    """
+    xp = _namespace(counter, key0, key1)
+    ctr = _u64(counter, xp, "counter") & xp.uint64(_MASK32)
+    words = [ctr[..., i] for i in range(4)]
+    k0 = _u64(key0, xp, "key0") & xp.uint64(_MASK32)
+    k1 = _u64(key1, xp, "key1") & xp.uint64(_MASK32)
+    mask, shift = xp.uint64(_MASK32), xp.uint64(32)
+    m0, m1, w0, w1 = xp.uint64(_M0), xp.uint64(_M1), xp.uint64(_W0), xp.uint64(_W1)
+    c0, c1, c2, c3 = words
+    for _ in range(10):
+        p0 = m0 * c0  # both factors < 2**32: the product is exact in uint64
+        p1 = m1 * c2
+        c0, c1, c2, c3 = (p1 >> shift) ^ c1 ^ k0, p1 & mask, (p0 >> shift) ^ c3 ^ k1, p0 & mask
+        k0 = (k0 + w0) & mask
+        k1 = (k1 + w1) & mask
+    return xp.stack(xp.broadcast_arrays(c0, c1, c2, c3), axis=-1).astype(xp.uint32)
 
 
-def random_bits(seed: Any, stream: Any, counter: Any) -> np.ndarray:
-    """``cunumpy_random_bits``: 4 uint32 words (last axis) per broadcast (seed, stream,
-    counter)."""
-    s, st, ct = np.broadcast_arrays(_u64(seed), _u64(stream), _u64(counter))
-    ctr = np.stack(
-        [
-            (ct & _MASK32).astype(np.uint32),
-            (ct >> _SHIFT32).astype(np.uint32),
-            (st & _MASK32).astype(np.uint32),
-            (st >> _SHIFT32).astype(np.uint32),
-        ],
-        axis=-1,
+def random_bits(seed: Any, stream: Any, counter: Any) -> Any:
+    """``cunumpy_random_bits``: the 4 uint32 words (last axis) for each broadcast (seed, stream,
+    counter). The Philox counter is (counter lo, counter hi, stream lo, stream hi), the key the
+    seed."""
+    xp = _namespace(seed, stream, counter)
+    s, st, ct = xp.broadcast_arrays(*_broadcast_u64(xp, seed, stream, counter))
+    mask, shift = xp.uint64(_MASK32), xp.uint64(32)
+    words = xp.stack([ct & mask, ct >> shift, st & mask, st >> shift], axis=-1)
+    return philox4x32_10(words, s & mask, s >> shift)
+
+
+def _broadcast_u64(xp: Any, seed: Any, stream: Any, counter: Any) -> list[Any]:
+    values = [_u64(seed, xp, "seed"), _u64(stream, xp, "stream"), _u64(counter, xp, "counter")]
+    if xp is np:
+        return values
+    # Device arrays broadcast against scalars; give the scalars the broadcast shape.
+    shape = np.broadcast_shapes(*(np.shape(v) for v in values))
+    return [xp.full(shape, v, dtype=xp.uint64) if np.ndim(v) == 0 else v for v in values]
+
+
+def _to_uniform(xp: Any, hi: Any, lo: Any) -> Any:
+    """The top 53 bits of the 64-bit word ``hi:lo`` times 2**-53 (``cunumpy_u64_to_uniform``)."""
+    word = (hi.astype(xp.uint64) << xp.uint64(32)) | lo.astype(xp.uint64)
+    return (word >> xp.uint64(11)).astype(xp.float64) * _TWO_POW_M53
+
+
+def _result(xp: Any, x: Any) -> Any:
+    return x[()] if xp is np and x.ndim == 0 else x
+
+
+def philox_uniform2(seed: Any, stream: Any, counter: Any) -> tuple[Any, Any]:
+    """Two uniform doubles in [0, 1) per (seed, stream, counter): ``(u0, u1)``.
+
+    Bit-identical to ``cunumpy_uniform2(seed, stream, counter, &u0, &u1)`` in a kernel, 53
+    random bits each (``u0`` from words 0-1 of the Philox output, ``u1`` from words 2-3).
+    ``stream`` is e.g. a particle id and ``counter`` the time step; use a new counter for every
+    random decision of a step.
+
+    >>> u0, u1 = xp.rng.philox_uniform2(42, np.arange(3, dtype=np.uint64), 0)
+    """
+    xp = _namespace(seed, stream, counter)
+    r = random_bits(seed, stream, counter)
+    return (
+        _result(xp, _to_uniform(xp, r[..., 0], r[..., 1])),
+        _result(xp, _to_uniform(xp, r[..., 2], r[..., 3])),
     )
-    return philox4x32_10(ctr, (s & _MASK32).astype(np.uint32), (s >> _SHIFT32).astype(np.uint32))
-
-
-def _to_uniform(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    m = ((a.astype(np.uint64) >> np.uint64(5)) << np.uint64(26)) | (
-        b.astype(np.uint64) >> np.uint64(6)
-    )
-    return m.astype(np.float64) * (1.0 / 9007199254740992.0)
-
-
-def _result(x: np.ndarray) -> Any:
-    return x[()] if x.ndim == 0 else x
 
 
 def philox_uniform(seed: Any, stream: Any, counter: Any) -> Any:
-    """Doubles in [0, 1) with 53 random bits, bit-identical to ``cunumpy_uniform``."""
-    r = random_bits(seed, stream, counter)
-    return _result(_to_uniform(r[..., 0], r[..., 1]))
+    """One uniform double in [0, 1) per (seed, stream, counter): the first of
+    :func:`philox_uniform2`, bit-identical to ``cunumpy_uniform``."""
+    return philox_uniform2(seed, stream, counter)[0]
 
 
-def philox_uniform2(seed: Any, stream: Any, counter: Any) -> Any:
-    """The second uniform of the same bits, bit-identical to ``cunumpy_uniform2``."""
-    r = random_bits(seed, stream, counter)
-    return _result(_to_uniform(r[..., 2], r[..., 3]))
+def philox_normal2(seed: Any, stream: Any, counter: Any) -> tuple[Any, Any]:
+    """Two standard normal doubles per (seed, stream, counter): ``(z0, z1)``.
 
-
-def _normal(seed: Any, stream: Any, counter: Any, branch: Any) -> Any:
-    r = random_bits(seed, stream, counter)
-    u1 = 1.0 - _to_uniform(r[..., 0], r[..., 1])
-    u2 = _to_uniform(r[..., 2], r[..., 3])
-    return _result(np.sqrt(-2.0 * np.log(u1)) * branch(2.0 * np.pi * u2))
+    The Box-Muller transform of :func:`philox_uniform2` (radius from ``1 - u0``, angle from
+    ``u1``), as ``cunumpy_normal2(seed, stream, counter, &z0, &z1)`` in a kernel; equal to the
+    device values up to the last bit of the math functions.
+    """
+    xp = _namespace(seed, stream, counter)
+    u0, u1 = philox_uniform2(seed, stream, counter)
+    radius = xp.sqrt(-2.0 * xp.log(1.0 - u0))
+    angle = _TWO_PI * u1
+    return radius * xp.cos(angle), radius * xp.sin(angle)
 
 
 def philox_normal(seed: Any, stream: Any, counter: Any) -> Any:
-    """Standard normals by Box-Muller (``cunumpy_normal``; may differ in the last bits)."""
-    return _normal(seed, stream, counter, np.cos)
-
-
-def philox_normal2(seed: Any, stream: Any, counter: Any) -> Any:
-    """The sine branch of the same pair (``cunumpy_normal2``)."""
-    return _normal(seed, stream, counter, np.sin)
+    """One standard normal double per (seed, stream, counter): the first of
+    :func:`philox_normal2` (``cunumpy_normal`` in a kernel)."""
+    return philox_normal2(seed, stream, counter)[0]

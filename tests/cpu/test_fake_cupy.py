@@ -59,7 +59,7 @@ def test_arrays_are_not_numpy_arrays_and_refuse_implicit_conversion():
         import numpy as np, cupy
         a = cupy.arange(6.0).reshape(2, 3)
         assert not isinstance(a, np.ndarray)
-        for convert in (np.asarray, np.array, lambda v: np.add(v, 1)):
+        for convert in (np.asarray, np.array, lambda v: np.add(v, np.ones(3))):
             try:
                 convert(a)
             except TypeError as e:
@@ -67,15 +67,21 @@ def test_arrays_are_not_numpy_arrays_and_refuse_implicit_conversion():
             else:
                 raise AssertionError("implicit conversion was allowed")
         for mix in (lambda: cupy.exp(np.ones(3)), lambda: a + np.ones((2, 3)),
-                    lambda: np.ones((2, 3)) * a, lambda: cupy.concatenate([a, np.ones((2, 3))]),
-                    lambda: a.__setitem__(0, np.ones(3))):
+                    lambda: np.ones((2, 3)) * a, lambda: cupy.concatenate([a, np.ones((2, 3))])):
             try:
                 mix()
             except TypeError as e:
                 assert "host/device mix-up" in str(e), e
             else:
                 raise AssertionError("a NumPy array was accepted by device code")
+        try:  # basic-index assignment of host data: CuPy raises ValueError
+            a[0] = np.ones(3)
+        except ValueError as e:
+            assert "cannot be used for fill" in str(e), e
+        else:
+            raise AssertionError("a NumPy array was assigned through basic indexing")
         assert float((a + np.float64(1.0)).sum()) == 21.0  # NumPy scalars are fine
+        assert type(np.add(a, 1)) is cupy.ndarray  # NumPy ufuncs run on the device, as in CuPy
         print("OK")
         """
     )

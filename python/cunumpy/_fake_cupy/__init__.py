@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from . import _functions, _runtime
+from . import _cupyx_scipy, _functions, _runtime
 from ._ndarray import ndarray
 
 VERSION = "0.0.0+cunumpy-fake"
@@ -78,6 +78,7 @@ def _build() -> dict[str, ModuleType]:
         get_current_stream=_runtime.get_current_stream,
         get_elapsed_time=_runtime.get_elapsed_time,
         runtime=_runtime.runtime,
+        driver=_runtime.driver,
         nvtx=_runtime.nvtx,
         device=device_module,
         stream=stream_module,
@@ -89,6 +90,8 @@ def _build() -> dict[str, ModuleType]:
     random = _numpy_submodule("cupy.random", np.random)
     random.default_rng = _functions.default_rng  # type: ignore[attr-defined]
     random.Generator = _functions.Generator  # type: ignore[attr-defined]
+    random.RandomState = _functions.RandomState  # type: ignore[attr-defined]
+    random.get_random_state = _functions.get_random_state  # type: ignore[attr-defined]
     testing = _module(
         "cupy.testing", "NumPy's assertions on fake arrays.", **_functions.testing_namespace()
     )
@@ -110,8 +113,13 @@ def _build() -> dict[str, ModuleType]:
     public = sorted(n for n in names if not n.startswith("_"))
     cupy = _module("cupy", "cunumpy's fake CuPy: device arrays in host memory.", **names)
     cupy.__version__ = VERSION  # type: ignore[attr-defined]
-    cupy.__all__ = [n for n in public if n not in {"cuda", "linalg", "fft", "random", "testing"}]  # type: ignore[attr-defined]
-    scipy = _module("cupyx.scipy", "The fake cupyx.scipy (empty).")
+    # Real CuPy has no __all__, so `from cupy import *` (array_api_compat.cupy does it) also
+    # brings the submodules: `xp.random`, `xp.cuda`... on the CuPy backend.
+    cupy.__all__ = public  # type: ignore[attr-defined]
+    scipy = _module(
+        "cupyx.scipy", "The fake cupyx.scipy: SciPy on the host buffers of fake arrays."
+    )
+    scipy_modules = _cupyx_scipy.build(scipy)
     cupyx = _module(
         "cupyx",
         "The fake cupyx: pinned host arrays are NumPy arrays.",
@@ -135,6 +143,15 @@ def _build() -> dict[str, ModuleType]:
                 if not n.startswith("_")
             },
         ),
+        "cupy.cuda.driver": _module(
+            "cupy.cuda.driver",
+            "driver",
+            **{
+                n: getattr(_runtime.driver, n)
+                for n in dir(_runtime.driver)
+                if not n.startswith("_")
+            },
+        ),
         "cupy.cuda.nvtx": _module(
             "cupy.cuda.nvtx",
             "nvtx",
@@ -149,6 +166,7 @@ def _build() -> dict[str, ModuleType]:
         "cupy.testing": testing,
         "cupyx": cupyx,
         "cupyx.scipy": scipy,
+        **scipy_modules,
     }
 
 

@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ._ndarray import IMPLICIT_CONVERSION, ndarray, unwrap, wrap
+from ._ndarray import (
+    IMPLICIT_CONVERSION,
+    count_to_device,
+    count_to_host,
+    host_to_device,
+    ndarray,
+    unwrap,
+    wrap,
+)
 
 # Functions that take host data (lists, NumPy arrays) and copy it to the "device".
 HOST_DATA = {"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray"}
@@ -44,22 +52,74 @@ SKIP = {
     "matrix",
     "memmap",
     "recarray",
-    "fromfile",
-    "load",
-    "save",
-    "savez",
-    "savez_compressed",
-    "loadtxt",
-    "savetxt",
-    "genfromtxt",
     "fromregex",
+}
+# NumPy functions CuPy exports as they are (``from numpy import ...`` in CuPy).
+FROM_NUMPY = {
     "set_printoptions",
     "get_printoptions",
     "printoptions",
-    "array2string",
-    "array_repr",
-    "array_str",
+    "promote_types",
+    "finfo",
+    "iinfo",
+    "issubdtype",
+    "isdtype",
+    "mintypecode",
+    "typename",
+    "ndindex",
+    "iterable",
+    "isscalar",
 }
+
+# Arguments (position, keyword) for which CuPy itself copies host data to the device
+# (``cupy.asarray`` inside the function); anywhere else a NumPy array is refused.
+HOST_ARGS: dict[str, tuple[tuple[int, str], ...]] = {
+    "diff": ((0, "a"), (3, "prepend"), (4, "append")),
+    "gradient": ((0, "f"),),
+    "isclose": ((0, "a"), (1, "b")),
+    "allclose": ((0, "a"), (1, "b")),
+    "tril": ((0, "m"),),
+    "triu": ((0, "m"),),
+    "vander": ((0, "x"),),
+    "linspace": ((0, "start"), (1, "stop")),
+    "logspace": ((0, "start"), (1, "stop")),
+    "place": ((1, "mask"), (2, "vals")),
+    "delete": ((1, "obj"),),
+    "append": ((0, "arr"), (1, "values")),
+    "resize": ((0, "a"),),
+    "unique": ((0, "ar"),),
+    "asarray_chkfinite": ((0, "a"),),
+    "require": ((0, "a"),),
+    "unwrap": ((0, "p"),),
+    "searchsorted": ((1, "v"),),
+    "histogram": ((1, "bins"),),
+    "average": ((0, "a"), (2, "weights")),
+    "percentile": ((1, "q"),),
+    "quantile": ((1, "q"),),
+    "put": ((1, "ind"), (2, "v")),
+}
+# Every positional argument is copied from the host when needed.
+HOST_VARARGS = {"atleast_1d", "atleast_2d", "atleast_3d"}
+# Functions that read only dtypes and shapes: host arrays are fine, nothing is copied.
+HOST_OK = {
+    "iscomplexobj",
+    "isrealobj",
+    "result_type",
+    "can_cast",
+    "min_scalar_type",
+    "common_type",
+    "ndim",
+    "shape",
+    "size",
+}
+# Host-side readers: NumPy reads, the result is copied to the device.
+HOST_READERS = {"fromfile", "fromfunction", "fromiter", "fromstring", "frombuffer", "loadtxt",
+                "genfromtxt", "load"}  # fmt: skip
+# Host-side writers and printers: device arguments are copied to the host first.
+HOST_WRITERS = {"save", "savez", "savez_compressed", "savetxt", "array2string", "array_repr",
+                "array_str", "format_float_positional", "format_float_scientific"}  # fmt: skip
+# CuPy returns a 0-d device array (NumPy a Python bool).
+BOOL_AS_ARRAY = {"array_equal", "array_equiv", "allclose"}
 
 
 def _host_copy(obj: Any, dtype: Any, copy: bool | None, order: str, ndmin: int = 0) -> ndarray:
@@ -72,6 +132,8 @@ def _host_copy(obj: Any, dtype: Any, copy: bool | None, order: str, ndmin: int =
         if copy is False:
             raise ValueError("copying host data to the device is unavoidable with copy=False")
     out = np.array(src, dtype=dtype, copy=need_copy or None, order=order, ndmin=ndmin)
+    if not isinstance(obj, ndarray) and not (isinstance(obj, list | tuple) and _holds_fake(obj)):
+        count_to_device("asarray of host data", out)
     if out is src and not need_copy:
         return obj if isinstance(obj, ndarray) else ndarray._from(out)
     return ndarray._from(out)
@@ -103,15 +165,23 @@ def asanyarray(a: Any, dtype: Any = None, order: str = "K", *, blocking: bool = 
     return _host_copy(a, dtype, None, order)
 
 
+def _same_or_wrapped(a: ndarray, out: np.ndarray) -> ndarray:
+    """``a`` itself when NumPy returned its buffer unchanged (CuPy returns the array itself)."""
+    return a if out is a._a else ndarray._from(out)
+
+
 def ascontiguousarray(a: Any, dtype: Any = None) -> ndarray:
+    """``a`` itself when it is already a C-contiguous fake array of that dtype, else a copy
+    (host data: a counted copy to the device)."""
     if isinstance(a, ndarray):
-        return wrap(np.ascontiguousarray(a._a, dtype=dtype))
+        return _same_or_wrapped(a, np.ascontiguousarray(a._a, dtype=dtype))
     return _host_copy(a, dtype, None, "C", 0)._contiguous("C")
 
 
 def asfortranarray(a: Any, dtype: Any = None) -> ndarray:
+    """``a`` itself when it is already an F-contiguous fake array of that dtype, else a copy."""
     if isinstance(a, ndarray):
-        return wrap(np.asfortranarray(a._a, dtype=dtype))
+        return _same_or_wrapped(a, np.asfortranarray(a._a, dtype=dtype))
     return _host_copy(a, dtype, None, "F", 0)._contiguous("F")
 
 
@@ -142,20 +212,104 @@ def get_array_module(*args: Any) -> ModuleType:
     return np
 
 
+def _host_function(func: Callable[..., Any], name: str) -> Callable[..., Any] | None:
+    """The fake of a function that works on the host in CuPy too (readers, writers, printers,
+    dtype and shape queries), or None for an ordinary device function."""
+    where = f"cupy.{name}"
+    if name in FROM_NUMPY:
+        return func
+    if name in HOST_OK:
+
+        def query(*args: Any, **kwargs: Any) -> Any:
+            def plain(v: Any) -> Any:
+                return v._a if isinstance(v, ndarray) else v
+
+            return func(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
+
+        return query
+    if name in HOST_READERS:
+
+        def reader(*args: Any, **kwargs: Any) -> Any:
+            out = func(*args, **kwargs)
+            if isinstance(out, np.ndarray):
+                count_to_device(f"{where} (read on the host)", out)
+                return ndarray._from(out)
+            return out
+
+        return reader
+    if name in HOST_WRITERS:
+
+        def to_host(v: Any) -> Any:
+            if isinstance(v, ndarray):
+                count_to_host(where, v, implicit=True)
+                return v._a
+            return v
+
+        def writer(*args: Any, **kwargs: Any) -> Any:
+            return func(*[to_host(a) for a in args], **{k: to_host(v) for k, v in kwargs.items()})
+
+        return writer
+    return None
+
+
+def _copy_host_args(name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Copies host data to the device (counted) for the arguments CuPy copies itself."""
+    where = f"cupy.{name}"
+    if name in HOST_VARARGS:
+        args[:] = [host_to_device(a, where) if isinstance(a, np.ndarray) else a for a in args]
+        return
+    for pos, key in HOST_ARGS.get(name, ()):
+        if pos < len(args) and isinstance(args[pos], np.ndarray | list | tuple):
+            if not isinstance(args[pos], list | tuple) or not _holds_fake(args[pos]):
+                args[pos] = host_to_device(args[pos], where)
+        elif key in kwargs and isinstance(kwargs[key], np.ndarray | list | tuple):
+            if not isinstance(kwargs[key], list | tuple) or not _holds_fake(kwargs[key]):
+                kwargs[key] = host_to_device(kwargs[key], where)
+
+
+def _is_host_values(value: Any) -> bool:
+    return (
+        isinstance(value, np.ndarray)
+        and value.ndim > 0
+        or (isinstance(value, list | tuple) and not _holds_fake(value))
+    )
+
+
+def _holds_fake(seq: Any) -> bool:
+    return any(
+        isinstance(v, ndarray) or isinstance(v, list | tuple) and _holds_fake(v) for v in seq
+    )
+
+
 def wrap_function(func: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """NumPy's ``func`` on fake arrays (host arrays refused, results wrapped)."""
+    """NumPy's ``func`` on fake arrays (host arrays refused unless CuPy copies them itself,
+    results wrapped)."""
+    host = _host_function(func, name)
+    if host is not None:
+        if host is not func:
+            functools.update_wrapper(host, func)
+        return host
     where = f"cupy.{name}"
     like = name in LIKE
+    copies_host_data = name in HOST_ARGS or name in HOST_VARARGS
+    as_array = name in BOOL_AS_ARRAY
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if copies_host_data:
+            args_list, kwargs = list(args), dict(kwargs)
+            _copy_host_args(name, args_list, kwargs)
+            args = tuple(args_list)
         plain = [unwrap(a, where) for a in args[1:]]
         if like and args and isinstance(args[0], np.ndarray):
             plain.insert(0, args[0])  # only its shape and dtype are read, as by CuPy
         elif args:
             plain.insert(0, unwrap(args[0], where))
         named = {k: unwrap(v, where) for k, v in kwargs.items()}
-        return wrap(func(*plain, **named))
+        out = func(*plain, **named)
+        if as_array and isinstance(out, bool | np.bool_):
+            return ndarray._from(np.asarray(out))
+        return wrap(out)
 
     wrapper.__module__ = "cupy"
     return wrapper
@@ -175,12 +329,14 @@ class ufunc:  # noqa: N801 - NumPy's name
 
     def _run(self, method: Callable[..., Any], what: str, args: Any, kwargs: Any) -> Any:
         where = f"cupy.{self.__name__}{what}"
-        return wrap(
-            method(
-                *[unwrap(a, where) for a in args],
-                **{k: unwrap(v, where) for k, v in kwargs.items()},
-            )
+        result = method(
+            *[unwrap(a, where) for a in args],
+            **{k: unwrap(v, where) for k, v in kwargs.items()},
         )
+        out = kwargs.get("out")
+        if isinstance(out, ndarray) and result is out._a:
+            return out  # out= returns the very array given, as in CuPy
+        return wrap(result)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._run(self._uf, "", args, kwargs)
@@ -197,8 +353,20 @@ class ufunc:  # noqa: N801 - NumPy's name
     def outer(self, *args: Any, **kwargs: Any) -> Any:
         return self._run(self._uf.outer, ".outer", args, kwargs)
 
-    def at(self, *args: Any, **kwargs: Any) -> Any:
-        return self._run(self._uf.at, ".at", args, kwargs)
+    def at(self, a: Any, indices: Any, b: Any = None) -> Any:
+        """``ufunc.at(a, indices, b)``: host indices and values are copied to the device
+        (counted), as CuPy's scatter does."""
+        where = f"cupy.{self.__name__}.at"
+        if isinstance(indices, np.ndarray | list):
+            indices = host_to_device(indices, where)
+        elif isinstance(indices, tuple):
+            indices = tuple(
+                host_to_device(i, where) if isinstance(i, np.ndarray | list) else i for i in indices
+            )
+        if _is_host_values(b):
+            b = host_to_device(b, where)
+        args = (a, indices) if b is None else (a, indices, b)
+        return self._run(self._uf.at, ".at", args, {})
 
     def __repr__(self) -> str:
         return f"<ufunc '{self.__name__}' (cunumpy fake CuPy)>"
@@ -269,7 +437,13 @@ def fuse(*args: Any, **kwargs: Any) -> Any:
 def _testing_wrapper(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        plain = [a._a if isinstance(a, ndarray) else a for a in args]
+        plain = []
+        for a in args:
+            if isinstance(a, ndarray):
+                count_to_host(f"cupy.testing.{func.__name__}", a, implicit=True)
+                plain.append(a._a)
+            else:
+                plain.append(a)
         return func(*plain, **kwargs)
 
     return wrapper
@@ -298,7 +472,23 @@ class Generator:
 
 
 def default_rng(seed: Any = None) -> Generator:
+    """``cupy.random.default_rng``: NumPy's generator for the same seed, drawing fake arrays."""
     return Generator(np.random.default_rng(unwrap(seed, "cupy.random.default_rng")))
+
+
+class RandomState(Generator):
+    """``cupy.random.RandomState`` over NumPy's legacy ``RandomState``: results are fake
+    arrays."""
+
+    def __init__(self, seed: Any = None) -> None:
+        super().__init__(np.random.RandomState(seed))  # type: ignore[arg-type]
+
+
+def get_random_state() -> RandomState:
+    """The global state behind ``cupy.random.rand`` etc.: NumPy's global ``RandomState``."""
+    state = RandomState()
+    state._gen = np.random.mtrand._rand  # type: ignore[assignment]
+    return state
 
 
 __all__ = ["IMPLICIT_CONVERSION"]

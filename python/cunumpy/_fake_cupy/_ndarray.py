@@ -7,12 +7,15 @@ host address of its buffer (what the CPU emulator of CUDA kernels dereferences).
 from __future__ import annotations
 
 import operator
+import os
+import pickle
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .._ledger import record
+from .._ledger import record_device_copy
 
 IMPLICIT_CONVERSION = (
     "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a "
@@ -61,13 +64,71 @@ def wrap(value: Any) -> Any:
 
 
 def _sync_event(what: str, a: ndarray) -> None:
-    record(
+    record_device_copy(
         "sync",
         f"{what} of a {a.dtype} array of shape {a.shape} (device to host)",
         int(a.nbytes),
-        blocking=True,
         implicit=True,
     )
+
+
+def count_to_host(what: str, a: Any, *, implicit: bool = False) -> None:
+    """Records a device-to-host copy the fake makes (``.get()``, ``tobytes()``, printing...)."""
+    record_device_copy(
+        "to_host",
+        f"cupy: {what} of a {a.dtype} array of shape {a.shape}",
+        int(a.nbytes),
+        implicit=implicit,
+    )
+
+
+def count_to_device(what: str, a: Any, *, implicit: bool = False) -> None:
+    """Records a host-to-device copy the fake makes (``cupy.asarray`` of host data, ``.set()``,
+    host data that a CuPy function copies to the device itself...)."""
+    record_device_copy(
+        "to_device",
+        f"cupy: {what}: a {a.dtype} array of shape {np.shape(a)}",
+        int(a.nbytes),
+        implicit=implicit,
+    )
+
+
+def host_to_device(value: Any, where: str, dtype: Any = None) -> ndarray:
+    """Host data (a NumPy array, a list, a scalar) copied to a new fake array, as CuPy copies
+    it implicitly in the places where it accepts host data; counted as ``to_device``."""
+    host = np.array(unwrap(value, where) if isinstance(value, list | tuple) else value, dtype=dtype)
+    count_to_device(where, host, implicit=True)
+    return ndarray._from(host)
+
+
+def _is_host_data(value: Any) -> bool:
+    """A NumPy array with elements, or a list/tuple holding no fake array: data CuPy would
+    have to copy from the host."""
+    if isinstance(value, np.ndarray):
+        return value.ndim > 0
+    if isinstance(value, list | tuple):
+        return not any(isinstance(v, ndarray) for v in value)
+    return False
+
+
+def _index_key(key: Any, where: str) -> tuple[Any, bool]:
+    """The NumPy index for ``key`` and whether it is advanced indexing. NumPy index arrays and
+    lists are copied to the device as CuPy does (counted); fake index arrays are unwrapped."""
+    parts = list(key) if isinstance(key, tuple) else [key]
+    advanced = False
+    for i, part in enumerate(parts):
+        if part is None or part is Ellipsis or isinstance(part, slice):
+            continue
+        if isinstance(part, ndarray):
+            parts[i] = part._a
+            advanced = True
+        elif isinstance(part, np.ndarray | list):
+            parts[i] = host_to_device(part, where)._a
+            advanced = True
+        elif isinstance(part, bool | np.bool_):
+            advanced = True
+    plain = tuple(parts) if isinstance(key, tuple) else parts[0]
+    return plain, advanced
 
 
 class _Memory:
@@ -145,8 +206,46 @@ class ndarray:  # noqa: N801 - CuPy's name
     """A fake device array backed by a NumPy array (``_a``) in host memory."""
 
     __slots__ = ("_a", "__weakref__")
-    __array_ufunc__ = None  # NumPy defers to us (and we refuse host arrays)
     __array_priority__ = 1000
+
+    # -- NumPy's protocols, as CuPy implements them ------------------------------------------
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """``np.sin(a)``, ``np.add.reduce(a)``...: run as the CuPy ufunc of the same name, which
+        refuses NumPy arrays of ndim > 0 (an implicit host-to-device copy) as CuPy does."""
+        cupy = sys.modules["cupy"]
+        func = getattr(cupy, ufunc.__name__, None)
+        if func is None or method not in _UFUNC_METHODS:
+            return NotImplemented
+        if method != "__call__":
+            func = getattr(func, method, None)
+            if func is None:
+                return NotImplemented
+        out = kwargs.get("out")
+        if isinstance(out, tuple):
+            if len(out) != 1:
+                raise ValueError("The 'out' parameter must have exactly one array value")
+            kwargs["out"] = out[0]
+        for x in (*inputs, *((kwargs["out"],) if out is not None else ())):
+            if not (
+                isinstance(x, ndarray | np.ndarray | np.generic | bool | int | float | complex)
+                or hasattr(x, "__cuda_array_interface__")
+            ):
+                return NotImplemented
+        return func(*inputs, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """``np.concatenate([a, b])``, ``np.array_equal(a, b)``...: run as the CuPy function of
+        the same name (``cupy.linalg.norm`` for ``np.linalg.norm``); NotImplemented, so that
+        NumPy raises ``TypeError``, when CuPy has none or other array types take part."""
+        module: Any = sys.modules["cupy"]
+        for part in func.__module__.split(".")[1:]:
+            module = getattr(module, part, None)
+        cupy_func = getattr(module, func.__name__, None)
+        if cupy_func is None or cupy_func is func:
+            return NotImplemented
+        if not all(issubclass(t, ndarray | np.ndarray) for t in types):
+            return NotImplemented
+        return cupy_func(*args, **kwargs)
 
     def __init__(
         self,
@@ -173,28 +272,54 @@ class ndarray:  # noqa: N801 - CuPy's name
     def get(
         self, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True
     ) -> np.ndarray:
-        """A host copy (NumPy array)."""
+        """A host copy (NumPy array); counted as ``to_host``."""
         if out is not None:
             if not isinstance(out, np.ndarray) or out.shape != self.shape:
                 raise ValueError("out must be a NumPy array of the same shape")
             np.copyto(out, self._a)
+            count_to_host("get()", self)
             return out
-        return np.array(self._a, order=order, copy=True)
+        host = np.array(self._a, order=order, copy=True)
+        count_to_host("get()", self)
+        return host
 
     def set(self, arr: Any, stream: Any = None) -> None:
-        """Copies host data into this array (shapes must match)."""
+        """Copies host data into this array (shapes must match); counted as ``to_device``."""
         src = np.asarray(arr)
         if src.shape != self.shape:
             raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {src.shape}")
         np.copyto(self._a, src, casting="unsafe")
+        count_to_device("set()", src)
 
     def item(self, *args: Any) -> Any:
         _sync_event("item()", self)
         return self._a.item(*args)
 
     def tolist(self) -> Any:
-        _sync_event("tolist()", self)
+        count_to_host("tolist()", self, implicit=True)
         return self._a.tolist()
+
+    def tobytes(self, order: str = "C") -> bytes:
+        """The bytes of a host copy (``to_host``), as ``self.get().tobytes(order)``."""
+        count_to_host("tobytes()", self)
+        return self._a.tobytes(order)
+
+    def tofile(self, fid: Any, sep: str = "", format: str = "%s") -> None:  # noqa: A002
+        """Writes a host copy (``to_host``) to a file, as ``self.get().tofile(...)``."""
+        count_to_host("tofile()", self)
+        self._a.tofile(fid, sep, format)
+
+    def dump(self, file: Any) -> None:
+        """Pickles the array to a file (a ``to_host`` copy; ``cupy.load`` reads it back)."""
+        if isinstance(file, str | os.PathLike):
+            with open(file, "wb") as f:
+                pickle.dump(self, f, -1)
+        else:
+            pickle.dump(self, file, -1)
+
+    def dumps(self) -> bytes:
+        """The pickle of the array (a ``to_host`` copy)."""
+        return pickle.dumps(self, -1)
 
     def __float__(self) -> float:
         _sync_event("float()", self)
@@ -217,6 +342,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         return operator.index(self._a)
 
     def __reduce__(self) -> Any:
+        count_to_host("pickling", self, implicit=True)
         return (_rebuild, (self._a.copy(),))
 
     # -- what device code and cunumpy read ---------------------------------------------------
@@ -311,10 +437,18 @@ class ndarray:  # noqa: N801 - CuPy's name
         return (wrap(v) for v in self._a)
 
     def __repr__(self) -> str:
+        count_to_host("repr()", self, implicit=True)  # CuPy prints a host copy
         return "array(" + repr(self._a)[6:] if repr(self._a).startswith("array(") else repr(self._a)
 
     def __str__(self) -> str:
+        count_to_host("str()", self, implicit=True)
         return str(self._a)
+
+    def __format__(self, spec: str) -> str:
+        if self._a.ndim == 0:
+            _sync_event("format()", self)
+            return format(self._a[()], spec)
+        return format(str(self), spec)
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(IMPLICIT_CONVERSION)
@@ -333,10 +467,48 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     # -- indexing ----------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
-        return wrap(self._a[unwrap(key, "cupy.ndarray.__getitem__")])
+        return wrap(self._a[_index_key(key, "cupy.ndarray.__getitem__")[0]])
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self._a[unwrap(key, "cupy.ndarray.__setitem__")] = unwrap(value, "cupy.ndarray.__setitem__")
+        """As CuPy: a fake array or a scalar goes anywhere; host data (a NumPy array or a list)
+        is copied to the device (counted) for advanced indexing, and refused for basic indexing
+        (``a[...] = host`` raises ``ValueError`` on a GPU too: use ``a.set(host)`` or
+        ``a[...] = cupy.asarray(host)``), except ``a[:] = host`` of the same shape and dtype
+        under ``CUPY_EXPERIMENTAL_SLICE_COPY=1``."""
+        where = "cupy.ndarray.__setitem__"
+        plain, advanced = _index_key(key, where)
+        if _is_host_data(value):
+            host = np.asarray(value)
+            if advanced:
+                value = host_to_device(host, where)
+            elif _slice_copy(key, host, self):
+                self.set(host)
+                return
+            else:
+                raise ValueError(
+                    "non-scalar numpy.ndarray cannot be used for fill (CuPy refuses assigning "
+                    f"host data of shape {host.shape} through basic indexing: copy it "
+                    "explicitly with a.set(host) or a[...] = cupy.asarray(host))"
+                )
+        self._a[plain] = unwrap(value, where)
+
+    @property
+    def flat(self) -> flatiter:
+        """A flat iterator over the array (``cupy.flatiter``)."""
+        return flatiter(self)
+
+    def put(self, indices: Any, values: Any, mode: str = "wrap") -> None:
+        """``a.flat[indices] = values`` with CuPy's default ``mode="wrap"``; host indices or
+        values are copied to the device (counted), as CuPy does."""
+        if mode not in ("raise", "wrap", "clip"):
+            raise ValueError("clipmode not understood")
+        where = "cupy.ndarray.put"
+        idx = indices if isinstance(indices, ndarray) else host_to_device(indices, where)
+        vals = values if isinstance(values, ndarray) else host_to_device(values, where, self.dtype)
+        self._a.put(idx._a, vals._a, mode=mode)
+
+    def byteswap(self, inplace: bool = False) -> ndarray:
+        return wrap(self._a.byteswap(inplace))
 
     # -- methods -----------------------------------------------------------------------------
     def astype(
@@ -437,6 +609,65 @@ class ndarray:  # noqa: N801 - CuPy's name
 
 ndarray.__module__ = "cupy"
 
+_UFUNC_METHODS = ("__call__", "outer", "at", "reduce", "accumulate", "reduceat")
+
+
+def _slice_copy(key: Any, host: np.ndarray, a: ndarray) -> bool:
+    """CuPy's experimental ``a[:] = host`` (same shape and dtype, contiguous target)."""
+    return (
+        os.environ.get("CUPY_EXPERIMENTAL_SLICE_COPY", "0").strip() not in ("", "0")
+        and isinstance(key, slice)
+        and key == slice(None)
+        and host.shape == a.shape
+        and host.dtype == a.dtype
+        and (a._a.flags.c_contiguous or a._a.flags.f_contiguous)
+    )
+
+
+class flatiter:  # noqa: N801 - CuPy's name
+    """``a.flat``: integer and slice indexing of the flattened array, iteration, ``copy``."""
+
+    def __init__(self, a: ndarray) -> None:
+        self._base = a
+        self._index = 0
+
+    @property
+    def base(self) -> ndarray:
+        return self._base
+
+    def __len__(self) -> int:
+        return self._base.size
+
+    def _check(self, ind: Any) -> None:
+        if not isinstance(ind, int | np.integer | slice) or isinstance(ind, bool):
+            raise IndexError("unsupported iterator index")
+
+    def __getitem__(self, ind: Any) -> ndarray:
+        self._check(ind)
+        return wrap(np.asarray(self._base._a.flat[ind]))
+
+    def __setitem__(self, ind: Any, value: Any) -> None:
+        self._check(ind)
+        if _is_host_data(value):
+            value = host_to_device(value, "cupy.flatiter.__setitem__", self._base.dtype)
+        self._base._a.flat[ind] = unwrap(value, "cupy.flatiter.__setitem__")
+
+    def __iter__(self) -> flatiter:
+        return self
+
+    def __next__(self) -> ndarray:
+        if self._index >= len(self):
+            raise StopIteration
+        self._index += 1
+        return self[self._index - 1]
+
+    def copy(self) -> ndarray:
+        return ndarray._from(self._base._a.flatten())
+
+
+flatiter.__module__ = "cupy"
+
 
 def _rebuild(a: np.ndarray) -> ndarray:
+    count_to_device("unpickling", a, implicit=True)
     return ndarray._from(a)

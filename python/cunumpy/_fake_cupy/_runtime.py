@@ -139,10 +139,80 @@ def get_elapsed_time(start: Event, end: Event) -> float:
     return (end.time - start.time) * 1e3
 
 
+# CUDA's names for the error codes the fake can raise.
+_ERROR_NAMES = {
+    1: ("cudaErrorInvalidValue", "invalid argument"),
+    2: ("cudaErrorMemoryAllocation", "out of memory"),
+    101: ("cudaErrorInvalidDevice", "invalid device ordinal"),
+}
+
+
+class CUDARuntimeError(RuntimeError):  # noqa: N818 - CuPy's name
+    """``cupy.cuda.runtime.CUDARuntimeError``: a CUDA runtime call failed (``status`` is the
+    ``cudaError_t`` code)."""
+
+    def __init__(self, status: int) -> None:
+        self.status = int(status)
+        name, text = _ERROR_NAMES.get(self.status, (f"cudaError {self.status}", "unknown error"))
+        super().__init__(f"{name}: {text}")
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.status,))
+
+
+class CUDADriverError(RuntimeError):  # noqa: N818 - CuPy's name
+    """``cupy.cuda.driver.CUDADriverError``: a CUDA driver call failed."""
+
+    def __init__(self, status: int) -> None:
+        self.status = int(status)
+        super().__init__(f"CUDA_ERROR {self.status}")
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.status,))
+
+
+def _check_device(device: Any) -> int:
+    device = int(getattr(device, "id", device))
+    if device != 0:
+        raise CUDARuntimeError(101)
+    return device
+
+
+class _Driver:
+    """``cupy.cuda.driver``: the queries a program makes of the driver."""
+
+    CUDADriverError = CUDADriverError
+
+    @staticmethod
+    def get_build_version() -> int:
+        return 0
+
+    @staticmethod
+    def driverGetVersion() -> int:  # noqa: N802 - CUDA's names
+        return 0
+
+    @staticmethod
+    def deviceGetCount() -> int:  # noqa: N802
+        return 1
+
+    @staticmethod
+    def ctxSynchronize() -> None:  # noqa: N802
+        """Nothing to wait for."""
+
+
+driver = _Driver()
+
+
 class _Runtime:
     """``cupy.cuda.runtime``."""
 
     cudaSuccess = 0  # noqa: N815 - CUDA's name
+    CUDARuntimeError = CUDARuntimeError
+    is_hip = False
+
+    @staticmethod
+    def get_build_version() -> int:
+        return 0
 
     @staticmethod
     def getDevice() -> int:  # noqa: N802 - CUDA's names
@@ -150,7 +220,7 @@ class _Runtime:
 
     @staticmethod
     def setDevice(device: int) -> None:  # noqa: N802
-        Device(device).use()
+        Device(_check_device(device)).use()
 
     @staticmethod
     def getDeviceCount() -> int:  # noqa: N802
@@ -174,7 +244,7 @@ class _Runtime:
 
     @staticmethod
     def getDeviceProperties(device: int) -> dict[str, Any]:  # noqa: N802
-        Device(device)
+        _check_device(device)
         return {
             "name": DEVICE_NAME.encode(),
             "major": 9,

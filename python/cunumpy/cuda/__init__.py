@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import _backend
 from ._debug import cuda_debug, get_cuda_debug, set_cuda_debug
+from ._ranks import bind_local_device, set_device_for_rank
 from ._source import (
     DEBUG_OPTIONS,
     CudaParameter,
@@ -39,6 +40,8 @@ __all__ = [
     "memory_info",
     "free_memory",
     "stream",
+    "bind_local_device",
+    "set_device_for_rank",
 ]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
-from .._ledger import is_recording, record
+from .._ledger import is_recording, record, recorded_by_caller
 from ..exceptions import KernelOutputIndexError, KernelOutputKeyError, KernelOutputsError
 
 __all__ = [
@@ -486,6 +486,7 @@ class PyccelKernel:
             return self._kernel(*args, **kwargs)
         return self.call_converted(args, kwargs)
 
+    @recorded_by_caller()
     def call_converted(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """One converting call (what ``__call__`` does on the device side)."""
         conv = _Conversion(self._name, self._object_modules)
@@ -622,6 +623,7 @@ def _normalise_unit_strides(a: np.ndarray) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(a, a.shape, strides, writeable=a.flags.writeable)
 
 
+@recorded_by_caller()
 def as_kernel_array(value: Any, like: Any, dtype: Any = None, *, strided: bool = False) -> Any:
     """``value`` on ``like``'s side (host or device) in a layout a kernel accepts: ``value``
     itself when it fits, else one counted copy (device: C-contiguous; host: C-contiguous, or
@@ -656,6 +658,7 @@ def _shares_memory(a: Any, b: Any) -> bool:
     return False
 
 
+@recorded_by_caller()
 def _write_back(out: Any, buffer: Any) -> None:
     if _shares_memory(out, buffer):
         return

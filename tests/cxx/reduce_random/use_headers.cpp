@@ -19,4 +19,8 @@ __global__ void use_random(double* out, unsigned* bits) {
   bits[0] = s.v[0];
   out[0] = cunumpy_uniform(1ull, 2ull, 3ull) + cunumpy_uniform2(1ull, 2ull, 3ull) +
            cunumpy_normal(1ull, 2ull, 3ull) + cunumpy_normal2(1ull, 2ull, 3ull);
+  double u0, u1, z0, z1;  // the two-result forms of cunumpy 0.7
+  cunumpy_uniform2(1ull, 2ull, 3ull, &u0, &u1);
+  cunumpy_normal2(1ull, 2ull, 3ull, &z0, &z1);
+  out[1] = u0 + u1 + z0 + z1 + cunumpy_u64_to_uniform(r.v[0], r.v[1]);
 }

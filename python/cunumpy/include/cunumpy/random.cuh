@@ -8,12 +8,20 @@
 //       seed, the counter words are (counter lo, counter hi, stream lo, stream hi). Any thread
 //       can draw number `counter` of stream `stream` without state: use e.g. the particle index
 //       as stream and the time step as counter.
-//   double cunumpy_uniform(seed, stream, counter), cunumpy_uniform2(...)
-//       doubles in [0, 1) with 53 random bits, from words 0-1 (resp. 2-3) of the bits.
-//       Bit-identical to cunumpy.rng.philox_uniform / philox_uniform2 on the host.
-//   double cunumpy_normal(seed, stream, counter), cunumpy_normal2(...)
-//       standard normals by Box-Muller from the two uniforms (cos resp. sin branch); the host
-//       twin cunumpy.rng.philox_normal may differ in the last bits (libm vs device math).
+//   void cunumpy_uniform2(seed, stream, counter, double* u0, double* u1)
+//   double cunumpy_uniform(seed, stream, counter)
+//       doubles in [0, 1) with 53 random bits (cunumpy_u64_to_uniform of words 0-1 resp. 2-3);
+//       cunumpy_uniform is u0. Bit-identical to cunumpy.rng.philox_uniform2 / philox_uniform on
+//       the host and to cunumpy 0.7.
+//   void cunumpy_normal2(seed, stream, counter, double* z0, double* z1)
+//   double cunumpy_normal(seed, stream, counter)
+//       standard normals by Box-Muller from u0 and u1 (cos resp. sin branch); cunumpy_normal is
+//       z0. The host twins (cunumpy.rng.philox_normal2 / philox_normal) may differ in the last
+//       bit (the host's libm or NumPy's vector math against the device's).
+//   double cunumpy_uniform2(seed, stream, counter), double cunumpy_normal2(seed, stream, counter)
+//       the one-result forms: the second value (u1 resp. z1) alone.
+//   double cunumpy_u64_to_uniform(unsigned hi, unsigned lo)
+//       the mapping: the top 53 bits of hi:lo times 2^-53.
 //
 // Plain integer arithmetic and no standard header: compiles with NVRTC, nvcc and as host C++
 // (cunumpy's CPU emulator), where every function is also callable from host code.
@@ -84,41 +92,66 @@ CUNUMPY_HOST_DEVICE_INLINE cunumpy_u32x4 cunumpy_random_bits(unsigned long long 
   return cunumpy_philox4x32_10(ctr, (unsigned int)seed, (unsigned int)(seed >> 32));
 }
 
-// 27 high bits of a and 26 of b: an exact multiple of 2^-53 in [0, 1).
-CUNUMPY_HOST_DEVICE_INLINE double cunumpy_bits_to_uniform(unsigned int a, unsigned int b) {
-  const unsigned long long m = ((unsigned long long)(a >> 5) << 26) | (unsigned long long)(b >> 6);
-  return (double)m * (1.0 / 9007199254740992.0);
+// A double in [0, 1) with 53 random bits: the top 53 bits of the 64-bit word hi:lo, times 2^-53.
+CUNUMPY_HOST_DEVICE_INLINE double cunumpy_u64_to_uniform(unsigned int hi, unsigned int lo) {
+  const unsigned long long word = ((unsigned long long)hi << 32) | (unsigned long long)lo;
+  return (double)(word >> 11) * (1.0 / 9007199254740992.0);
 }
 
+// The same mapping under the name cunumpy 0.8.0 used (it then took 27 + 26 bits).
+CUNUMPY_HOST_DEVICE_INLINE double cunumpy_bits_to_uniform(unsigned int hi, unsigned int lo) {
+  return cunumpy_u64_to_uniform(hi, lo);
+}
+
+// Two uniform doubles in [0, 1): *u0 from words 0-1, *u1 from words 2-3 of the random bits.
+CUNUMPY_HOST_DEVICE_INLINE void cunumpy_uniform2(unsigned long long seed, unsigned long long stream,
+                                                 unsigned long long counter, double* u0,
+                                                 double* u1) {
+  const cunumpy_u32x4 r = cunumpy_random_bits(seed, stream, counter);
+  *u0 = cunumpy_u64_to_uniform(r.v[0], r.v[1]);
+  *u1 = cunumpy_u64_to_uniform(r.v[2], r.v[3]);
+}
+
+// One uniform double: the first of cunumpy_uniform2.
 CUNUMPY_HOST_DEVICE_INLINE double cunumpy_uniform(unsigned long long seed, unsigned long long stream,
                                                   unsigned long long counter) {
   const cunumpy_u32x4 r = cunumpy_random_bits(seed, stream, counter);
-  return cunumpy_bits_to_uniform(r.v[0], r.v[1]);
+  return cunumpy_u64_to_uniform(r.v[0], r.v[1]);
 }
 
+// The second uniform alone (the one-result form): what cunumpy_uniform2 stores in *u1.
 CUNUMPY_HOST_DEVICE_INLINE double cunumpy_uniform2(unsigned long long seed, unsigned long long stream,
                                                    unsigned long long counter) {
   const cunumpy_u32x4 r = cunumpy_random_bits(seed, stream, counter);
-  return cunumpy_bits_to_uniform(r.v[2], r.v[3]);
+  return cunumpy_u64_to_uniform(r.v[2], r.v[3]);
 }
 
-// Box-Muller: radius from u1 in (0, 1] (1 - uniform), angle from the second uniform.
+// Box-Muller: the radius from 1 - u0, in (0, 1] so that log is finite; the angle from u1.
+CUNUMPY_HOST_DEVICE_INLINE void cunumpy_normal2(unsigned long long seed, unsigned long long stream,
+                                                unsigned long long counter, double* z0,
+                                                double* z1) {
+  double u0, u1;
+  cunumpy_uniform2(seed, stream, counter, &u0, &u1);
+  const double radius = CUNUMPY_RNG_SQRT(-2.0 * CUNUMPY_RNG_LOG(1.0 - u0));
+  const double angle = 6.283185307179586 * u1;
+  *z0 = radius * CUNUMPY_RNG_COS(angle);
+  *z1 = radius * CUNUMPY_RNG_SIN(angle);
+}
+
+// One normal double: the first of cunumpy_normal2.
 CUNUMPY_HOST_DEVICE_INLINE double cunumpy_normal(unsigned long long seed, unsigned long long stream,
                                                  unsigned long long counter) {
-  const cunumpy_u32x4 r = cunumpy_random_bits(seed, stream, counter);
-  const double u1 = 1.0 - cunumpy_bits_to_uniform(r.v[0], r.v[1]);
-  const double u2 = cunumpy_bits_to_uniform(r.v[2], r.v[3]);
-  return CUNUMPY_RNG_SQRT(-2.0 * CUNUMPY_RNG_LOG(u1)) *
-         CUNUMPY_RNG_COS(6.283185307179586476925286766559 * u2);
+  double z0, z1;
+  cunumpy_normal2(seed, stream, counter, &z0, &z1);
+  return z0;
 }
 
+// The second normal alone (the one-result form): what cunumpy_normal2 stores in *z1.
 CUNUMPY_HOST_DEVICE_INLINE double cunumpy_normal2(unsigned long long seed, unsigned long long stream,
                                                   unsigned long long counter) {
-  const cunumpy_u32x4 r = cunumpy_random_bits(seed, stream, counter);
-  const double u1 = 1.0 - cunumpy_bits_to_uniform(r.v[0], r.v[1]);
-  const double u2 = cunumpy_bits_to_uniform(r.v[2], r.v[3]);
-  return CUNUMPY_RNG_SQRT(-2.0 * CUNUMPY_RNG_LOG(u1)) *
-         CUNUMPY_RNG_SIN(6.283185307179586476925286766559 * u2);
+  double z0, z1;
+  cunumpy_normal2(seed, stream, counter, &z0, &z1);
+  return z1;
 }
 
 #endif  // CUNUMPY_RANDOM_CUH
