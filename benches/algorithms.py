@@ -96,6 +96,13 @@ def main() -> int:
             cupy.where(keys >= 0, keys, n_cells), weights=weights, minlength=n_cells + 1
         )[:n_cells]
 
+    def cupy_bincount_sorted():
+        return cupy.bincount(
+            cupy.where(sorted_keys >= 0, sorted_keys, n_cells),
+            weights=weights,
+            minlength=n_cells + 1,
+        )[:n_cells]
+
     def cupy_scatter_add():
         out = cupy.zeros((n_cells, 3))
         m = keys >= 0
@@ -108,6 +115,14 @@ def main() -> int:
         return cupy.bincount(valid_keys, weights=weights, minlength=n_cells + 1)[:n_cells]
 
     def cupy_offsets():
+        return cupy.searchsorted(sorted_cells, cupy.arange(n_cells + 1))
+
+    def cupy_offsets_checked():  # the same guarantees as the checked cell_offsets
+        ok = (
+            bool((sorted_cells[1:] >= sorted_cells[:-1]).all())
+            and 0 <= int(sorted_cells[0]) <= int(sorted_cells[-1]) < n_cells
+        )
+        assert ok
         return cupy.searchsorted(sorted_cells, cupy.arange(n_cells + 1))
 
     def cupy_boundaries():
@@ -143,14 +158,23 @@ def main() -> int:
             [cupy_bincount_masked, cupy_bincount_where],
         ),
         (
+            "segment_sum 1D, sorted keys",
+            lambda: A.segment_sum(weights, sorted_keys, n_cells),
+            [cupy_bincount_sorted],
+        ),
+        (
             "segment_sum (n, 3)",
             lambda: A.segment_sum(velocities, keys, n_cells),
             [cupy_scatter_add],
         ),
         ("SegmentPlan.sum 1D", lambda: plan.sum(weights), [cupy_plan_bincount]),
-        ("cell_offsets", lambda: A.cell_offsets(sorted_cells, n_cells), [cupy_offsets]),
         (
-            "cell_offsets(check=False)",
+            "cell_offsets (checked)",
+            lambda: A.cell_offsets(sorted_cells, n_cells),
+            [cupy_offsets_checked],
+        ),
+        (
+            "cell_offsets(check=False)",  # vs unchecked searchsorted
             lambda: A.cell_offsets(sorted_cells, n_cells, check=False),
             [cupy_offsets],
         ),

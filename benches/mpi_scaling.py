@@ -1,6 +1,7 @@
 """Weak scaling of the distributed particle pusher (examples/particle_pusher/distributed.py):
-particles per rank fixed, 1, 2 and 4 ranks on this machine's CPU (``--device cpu``), or 1 and
-2 ranks sharing one GPU (``--device gpu``, run by scripts/gpu-check).
+particles per rank fixed, 1, 2 and 4 ranks on this machine's CPU (``--device cpu``: NumPy;
+``--device emulated``: the emulated device, with ``--stage`` to measure host staging), or 1
+and 2 ranks sharing one GPU (``--device gpu``, run by scripts/gpu-check).
 
 Each configuration is one ``mpiexec -n P`` run; the step time of a run is that of its slowest
 rank (ranks wait for each other in the hand-off). Prints JSON: per rank count, the time per
@@ -32,10 +33,12 @@ def mpiexec() -> str:
     return found
 
 
-def run(ranks: int, per_rank: int, steps: int, backend: str, stage: bool) -> dict:
+def run(ranks: int, per_rank: int, steps: int, device: str, stage: bool) -> dict:
     env = dict(os.environ)
     env.pop("CUNUMPY_FAKE_CUPY", None)
-    env["CUNUMPY_BACKEND"] = backend
+    env["CUNUMPY_BACKEND"] = "numpy" if device == "cpu" else "cupy"
+    if device == "emulated":
+        env["CUNUMPY_FAKE_CUPY"] = "1"
     command = [
         mpiexec(), "-n", str(ranks), sys.executable, str(DISTRIBUTED),
         "--particles-per-rank", str(per_rank), "--steps", str(steps), "--deposit-every", "1",
@@ -71,7 +74,7 @@ def run(ranks: int, per_rank: int, steps: int, backend: str, stage: bool) -> dic
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--device", choices=["cpu", "emulated", "gpu"], default="cpu")
     parser.add_argument("--particles-per-rank", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
@@ -83,10 +86,7 @@ def main() -> int:
     rank_counts = (1, 2) if gpu else (1, 2, 4)
     results = []
     for ranks in rank_counts:
-        runs = [
-            run(ranks, per_rank, steps, "cupy" if gpu else "numpy", opts.stage)
-            for _ in range(opts.repeats)
-        ]
+        runs = [run(ranks, per_rank, steps, opts.device, opts.stage) for _ in range(opts.repeats)]
         results.append(min(runs, key=lambda r: r["step_ms"]))
     base = results[0]["step_ms"]
     for r in results:

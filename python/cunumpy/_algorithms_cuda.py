@@ -19,8 +19,16 @@ import numpy as np
 
 SOURCE = r"""
 #include <cunumpy/index.cuh>
-#include <cunumpy/atomic.cuh>
+#include <cunumpy/reduce.cuh>
 #include <cunumpy/morton.cuh>
+
+// a / b for a, b >= 0: 32-bit division when both fit (a 64-bit one costs several times more)
+__device__ __forceinline__ long long cunumpy_alg_div(long long a, long long b) {
+  if (((unsigned long long)a | (unsigned long long)b) >> 32 == 0ull) {
+    return (long long)((unsigned int)a / (unsigned int)b);
+  }
+  return a / b;
+}
 
 extern "C" __global__ void cunumpy_alg_morton_keys2(const double* pos, unsigned long long* key,
     long long n, double x0, double y0, double sx, double sy, int levels) {
@@ -41,11 +49,18 @@ template <typename T>
 __device__ void segment_sum(const T* values, const long long* keys, T* out, long long n,
                             long long width, long long n_segments, int* bad) {
   CUNUMPY_GRID_STRIDE_1D(t, n * width) {
-    const long long i = width == 1 ? t : t / width;
+    const long long i = width == 1 ? t : cunumpy_alg_div(t, width);
     const long long k = keys[i];
-    if (k < 0) continue;
-    if (k >= n_segments) { *bad = 1; continue; }
-    cunumpy_atomic_add(out + k * width + (t - i * width), values[t]);
+    if (k >= n_segments) *bad = 1;
+    const long long target = (k >= 0 && k < n_segments) ? k * width + (t - i * width) : -1;
+    // lanes with the same target (sorted keys: often the whole warp) add up first, so each
+    // distinct target takes one atomic per warp instead of one per lane
+    const unsigned int same = __match_any_sync(__activemask(), target);
+    T v = values[t];
+    if (__popc(same) > 1) v = cunumpy_warp_sum(v, same);
+    if (target >= 0 && (cunumpy_block_thread() & 31u) == (unsigned int)(__ffs((int)same) - 1)) {
+      cunumpy_atomic_add(out + target, v);
+    }
   }
 }
 
@@ -89,7 +104,7 @@ extern "C" __global__ void cunumpy_alg_cell_offsets_search(const long long* cell
 }
 
 template <typename K>
-__device__ void run_starts(const K* keys, int* first, long long n, int* bad) {
+__device__ void run_starts(const K* keys, unsigned char* first, long long n, int* bad) {
   CUNUMPY_GRID_STRIDE_1D(i, n) {
     const bool start = i == 0 || keys[i] != keys[i - 1];
     if (i > 0 && keys[i] < keys[i - 1]) *bad = 1;
@@ -97,18 +112,19 @@ __device__ void run_starts(const K* keys, int* first, long long n, int* bad) {
   }
 }
 
-extern "C" __global__ void cunumpy_alg_run_starts_i64(const long long* keys, int* first,
+extern "C" __global__ void cunumpy_alg_run_starts_i64(const long long* keys, unsigned char* first,
                                                       long long n, int* bad) {
   run_starts(keys, first, n, bad);
 }
 
-extern "C" __global__ void cunumpy_alg_run_starts_u64(const unsigned long long* keys, int* first,
+extern "C" __global__ void cunumpy_alg_run_starts_u64(const unsigned long long* keys,
+    unsigned char* first,
                                                       long long n, int* bad) {
   run_starts(keys, first, n, bad);
 }
 
 // rank[i] = inclusive count of run starts up to i: run r = rank - 1 starts at i
-extern "C" __global__ void cunumpy_alg_run_bounds(const int* first, const int* rank,
+extern "C" __global__ void cunumpy_alg_run_bounds(const unsigned char* first, const int* rank,
     long long* starts, long long* stops, long long n) {
   CUNUMPY_GRID_STRIDE_1D(i, n) {
     if (first[i]) {
@@ -125,9 +141,9 @@ template <typename W>
 __device__ void scatter_kept(const W* src, W* dst, const bool* mask, const int* rank,
                              long long outer, long long n, long long inner) {
   CUNUMPY_GRID_STRIDE_1D(t, outer * n * inner) {
-    const long long w = t % inner;
-    const long long row = t / inner;
-    const long long i = row % n;
+    const long long row = inner == 1 ? t : cunumpy_alg_div(t, inner);
+    const long long w = t - row * inner;
+    const long long i = outer == 1 ? row : row - cunumpy_alg_div(row, n) * n;
     if (mask[i]) dst[((row - i) + rank[i] - 1) * inner + w] = src[t];
   }
 }
@@ -137,7 +153,9 @@ __device__ void copy_kept(const W* src, W* dst, const int* rank, long long outer
                           long long inner) {
   const long long kept = n > 0 ? rank[n - 1] : 0;
   CUNUMPY_GRID_STRIDE_1D(t, outer * n * inner) {
-    if ((t / inner) % n < kept) dst[t] = src[t];
+    const long long row = inner == 1 ? t : cunumpy_alg_div(t, inner);
+    const long long i = outer == 1 ? row : row - cunumpy_alg_div(row, n) * n;
+    if (i < kept) dst[t] = src[t];
   }
 }
 
@@ -253,8 +271,10 @@ def segment_boundaries(mod: ModuleType, keys: Any) -> tuple[Any, Any, Any] | Non
     if n == 0:
         empty = mod.zeros(0, dtype=mod.int64)
         return keys[:0].copy(), empty, empty.copy()
-    typed = mod.ascontiguousarray(keys if keys.dtype == np.uint64 else keys.astype(mod.int64))
-    first = mod.empty(n, dtype=mod.int32)
+    typed = mod.ascontiguousarray(
+        keys if keys.dtype == np.uint64 else keys.astype(mod.int64, copy=False)
+    )
+    first = mod.empty(n, dtype=mod.uint8)  # one byte per key: the scan reads little
     bad = mod.zeros(1, dtype=mod.int32)
     suffix = "u64" if typed.dtype == np.uint64 else "i64"
     _launch(f"run_starts_{suffix}", n, typed, first, n, bad)

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from . import _backend
 from .exceptions import ScipyUnavailableError
 
@@ -60,7 +62,9 @@ def _solve_circulant(
     near_zero = abs_fc <= tol
     if bool(near_zero.any()):
         if singular == "raise":
-            raise cupy.linalg.LinAlgError("near singular circulant matrix.")
+            raise np.linalg.LinAlgError(
+                "cunumpy.scipy.linalg.solve_circulant: near singular circulant matrix"
+            )
         fc = cupy.where(near_zero, 1, fc)
     fb = cupy.fft.fft(b, axis=-1)
     q = fb / fc

@@ -693,7 +693,9 @@ def cell_offsets(sorted_cells: Any, n_cells: int, *, check: bool = True) -> Any:
         if cells.size and check:
             unsorted = mod.any(cells[1:] < cells[:-1]) if cells.size > 1 else False
             bad = any(_host_read(mod, unsorted, cells[0] < 0, cells[-1] >= n_cells))
-        offsets = mod.searchsorted(cells, mod.arange(n_cells + 1), side="left").astype(mod.int64)
+        offsets = mod.searchsorted(cells, mod.arange(n_cells + 1), side="left").astype(
+            mod.int64, copy=False
+        )
     if bad:
         raise AlgorithmValueError(
             "cunumpy.algorithms.cell_offsets: sorted_cells must be sorted in nondecreasing order "
@@ -744,8 +746,8 @@ def segment_boundaries(sorted_keys: Any) -> tuple[Any, Any, Any]:
             first = mod.ones(n, dtype=bool)
             if n > 1:
                 first[1:] = keys[1:] != keys[:-1]
-            starts = mod.flatnonzero(first).astype(mod.int64)
-            stops = mod.concatenate([starts[1:], mod.asarray([n], dtype=mod.int64)])[: starts.size]
+            starts = mod.flatnonzero(first).astype(mod.int64, copy=False)
+            stops = mod.concatenate([starts[1:], mod.full(1, n, dtype=mod.int64)])[: starts.size]
             result = (keys[starts], starts, stops)
     if result is None:
         raise AlgorithmValueError(

@@ -41,6 +41,8 @@ __all__ = [
     "EmulationCompileError",
     "EmulatedKernelFault",
     "EmulatedOutOfBoundsError",
+    "CunumpyVersionError",
+    "RemovedNameError",
     "DeviceSelectionError",
     "SharedDeviceWarning",
     "MPIBufferError",
@@ -52,6 +54,8 @@ __all__ = [
     "StagingError",
     "StagingTypeError",
     "TransferBudgetExceeded",
+    "TransferRuleError",
+    "PetscUnavailableError",
     "RandomStreamsError",
 ]
 
@@ -223,6 +227,14 @@ class DeviceMirrorError(CunumpyError, ValueError):
     """A ``DeviceMirror`` was used after its host array was reallocated (call ``rebind``)."""
 
 
+class CunumpyVersionError(CunumpyError, ImportError):
+    """The installed cunumpy is older than a program requires (``xp.require_version``)."""
+
+
+class RemovedNameError(CunumpyError, AttributeError):
+    """A name cunumpy had and removed on purpose; the message says what replaces it."""
+
+
 class DeviceSelectionError(CunumpyError, ValueError):
     """A rank or device count that cannot pick a device (``xp.cuda.set_device_for_rank``)."""
 
@@ -273,5 +285,13 @@ class TransferBudgetExceeded(CunumpyError, AssertionError):
     """``TransferBudget.check()`` found transfers that break a phase's rules."""
 
 
+class TransferRuleError(CunumpyError, ValueError):
+    """``TransferBudget.require`` got an unknown event kind or limit."""
+
+
 class RandomStreamsError(CunumpyError, ValueError):
     """``xp.rng.random_streams`` was given an unknown bit generator or backend."""
+
+
+class PetscUnavailableError(CunumpyError, ImportError):
+    """``xp.petsc.petsc_vec`` needs petsc4py, which is not installed."""

@@ -22,9 +22,10 @@ import numpy as np
 
 from ._backend import get_backend
 from ._ledger import record, recorded_by_caller
+from ._staging import HostCopy, HostStaging, StagedCopy  # noqa: E402  (staged copies)
 from .exceptions import DeviceMirrorError
 
-__all__ = ["DeviceMirror"]
+__all__ = ["DeviceMirror", "HostCopy", "HostStaging", "StagedCopy"]
 
 
 def _address(a: np.ndarray) -> int:
@@ -144,20 +145,29 @@ class DeviceMirror:
         record("to_device", f"{self._describe()}.to_device()", int(self._host.nbytes))
         return self
 
-    def to_host(self) -> DeviceMirror:
+    def to_host(self, *, stream: Any = None, event: Any = None) -> DeviceMirror:
         """Copies the device buffer into the host array **in place** (the same NumPy object)
         and waits for the copy; one counted ``to_host``. A no-op on NumPy or before the device
-        buffer exists."""
+        buffer exists.
+
+        ``stream`` copies on that producer stream (after its queued work) instead of the
+        current one; ``event`` makes the current stream wait for a producer's event first.
+        Pass at most one (``ValueError``); a ``HostStream``/``HostEvent`` with a device buffer
+        raises :class:`~cunumpy.exceptions.StagingTypeError`."""
         self._check()
         if not self.on_device or self._device is None:
             return self
+        from ._staging import _producer
+
+        cupy = self._cupy()
+        producer = _producer("DeviceMirror.to_host", cupy, stream, event)
         host = self._host
-        with recorded_by_caller():
+        with producer, recorded_by_caller():
             if host.flags.c_contiguous:
-                self._device.get(out=host)
+                self._device.get(out=host, stream=producer)
             else:
-                host[...] = self._device.get()
-        self._cupy().cuda.get_current_stream().synchronize()
+                host[...] = self._device.get(stream=producer)
+            producer.synchronize()
         record("to_host", f"{self._describe()}.to_host()", int(host.nbytes))
         return self
 

@@ -45,7 +45,7 @@ from maybempi import (
 
 from . import _backend
 from ._conversions import is_cupy_array
-from ._ledger import record
+from ._ledger import record, recorded_by_caller
 from ._mpi_staging import POOL, HostBuffer
 from .exceptions import MPIBufferError, MPIStagingBusyError, MPIStagingError
 
@@ -81,8 +81,10 @@ def _describe(a: Any) -> str:
 
 
 def _count_serial_copy(kind: str, array: Any) -> None:
-    """Counts the host/device copies that the serial stand-in's collectives make."""
-    record(kind, f"SerialComm receive ({kind.replace('_', ' ')})", int(array.nbytes))
+    """Counts the host/device copies that the serial stand-in's collectives make (the
+    emulated device counts its own copies already)."""
+    if not _emulated_device():
+        record(kind, f"SerialComm receive ({kind.replace('_', ' ')})", int(array.nbytes))
 
 
 maybempi.set_copy_hook(_count_serial_copy)
@@ -366,7 +368,11 @@ def mpi_buffer(
         _synchronize(devices, stream, event, "mpi_buffer(): device work before staging")
         start = time.perf_counter()
         contiguous = array.flags.c_contiguous
-        packed = array if contiguous else cupy.ascontiguousarray(array)
+        # recorded_by_caller: the emulated device would count these copies a second time.
+        with recorded_by_caller():
+            packed = array if contiguous else cupy.ascontiguousarray(array)
+            if send:
+                packed.get(out=host)
         if not contiguous:
             record(
                 "device_copy",
@@ -374,7 +380,6 @@ def mpi_buffer(
                 int(array.nbytes),
             )
         if send:
-            packed.get(out=host)
             record(
                 "to_host",
                 f"mpi_buffer: staging a {_describe(array)} for MPI to send",
@@ -384,21 +389,23 @@ def mpi_buffer(
         yield host
         if recv:
             start = time.perf_counter()
-            packed.set(host)
+            with recorded_by_caller():
+                packed.set(host)
+                if not contiguous:
+                    array[...] = packed
+                # The host buffer goes back to the pool (or the next block) after this.
+                cupy.cuda.get_current_stream().synchronize()
             record(
                 "to_device",
                 f"mpi_buffer: a {_describe(array)} received from MPI",
                 int(array.nbytes),
             )
             if not contiguous:
-                array[...] = packed
                 record(
                     "device_copy",
                     f"mpi_buffer: unpacking into a strided {_describe(array)}",
                     int(array.nbytes),
                 )
-            # The host buffer goes back to the pool (or the next block) when this returns.
-            cupy.cuda.get_current_stream().synchronize()
             POOL.add_copy_time(time.perf_counter() - start)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "TransferCounter",
     "count_transfers",
     "assert_no_transfers",
+    "TransferBudget",
     "Timing",
     "timed_region",
     "nvtx_range",
@@ -276,3 +277,217 @@ def _nvtx_module() -> Any:
     if not getattr(nvtx, "available", True):
         return None
     return nvtx
+
+
+_LIMITS = ("max_nbytes", "max_count", "max_total_bytes", "blocking", "implicit")
+
+
+class TransferBudget:
+    """Count transfers per phase of a program and check a rule for each phase.
+
+    E.g. the time step must not copy between host and device, the diagnostics may copy a few
+    scalars, the output each saved array once. Mark phases with :meth:`phase` or :meth:`count`,
+    set rules with :meth:`require` and call :meth:`check`. A phase's events accumulate over its
+    calls. Phases nest: an event is counted in the innermost phase only, and a phase re-entered
+    inside itself (recursion) counts each event and call once. ``launch`` events (kernel
+    launches, which 0.7.1 did not record) are never checked unless a rule allows them.
+
+    Parameters
+    ----------
+    started : bool, optional
+        Count from the start (default); with False, phases run uncounted until :meth:`start`.
+
+    Attributes
+    ----------
+    phases : dict of str to TransferCounter
+        The events of each phase, accumulated over its calls.
+    calls : dict of str to int
+        How many times each phase was entered while counting.
+    started : bool
+        Whether phases are counted.
+
+    Examples
+    --------
+    >>> budget = xp.profiling.TransferBudget()
+    >>> for step in range(3):
+    ...     with budget.phase("step"):
+    ...         x = 2.0 * xp.ones(4)
+    >>> budget.require("step", allow={"to_host": {"max_nbytes": 8}}, calls=3)
+    >>> budget.check()
+    >>> budget.violations()
+    []
+    """
+
+    def __init__(self, *, started: bool = True) -> None:
+        self.phases: dict[str, TransferCounter] = {}
+        self.calls: dict[str, int] = {}
+        self.started = bool(started)
+        self._rules: dict[str, tuple[dict[str, dict[str, Any]], tuple[str, ...], int | None]] = {}
+        self._open: list[str] = []  # the phases entered, innermost last
+
+    def __getitem__(self, phase: str) -> TransferCounter:
+        """The counter of `phase` (empty if it has not run)."""
+        return self.phases.setdefault(phase, TransferCounter())
+
+    def start(self) -> None:
+        """Count the phases from now on."""
+        self.started = True
+
+    def stop(self) -> None:
+        """Stop counting; phases run uncounted until :meth:`start`."""
+        self.started = False
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[TransferCounter]:
+        """Count the transfers of the block in phase `name` (accumulating over calls).
+
+        Yields
+        ------
+        TransferCounter
+            The counter of the phase (``budget[name]``).
+        """
+        counter = self[name]
+        if not self.started or (self._open and self._open[-1] == name):
+            yield counter  # uncounted, or recursion straight into the same phase
+            return
+        outer = self[self._open[-1]] if self._open else None
+        if name not in self._open:
+            self.calls[name] = self.calls.get(name, 0) + 1
+        if outer is not None:
+            outer._exit()  # the innermost phase alone gets the events
+        self._open.append(name)
+        counter._enter()
+        try:
+            yield counter
+        finally:
+            counter._exit()
+            self._open.pop()
+            if outer is not None:
+                outer._enter()
+
+    def count(self, name: str) -> Callable[[F], F]:
+        """A decorator that counts every call of a function in phase `name`, e.g.
+        ``step = budget.count("step")(step)``."""
+
+        def decorate(func: F) -> F:
+            @functools.wraps(func)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                with self.phase(name):
+                    return func(*args, **kwargs)
+
+            return wrapper  # type: ignore[return-value]
+
+        return decorate
+
+    def require(
+        self,
+        phase: str,
+        allow: dict[str, dict[str, Any] | None] | None = None,
+        *,
+        ignore: tuple[str, ...] | list[str] = ("device_copy", "sync"),
+        calls: int | None = None,
+    ) -> None:
+        """Set the rule of `phase`, checked by :meth:`check`.
+
+        Parameters
+        ----------
+        phase : str
+            The phase.
+        allow : mapping, optional
+            The event kinds the phase may have, each with its limits (None or ``{}``: any
+            number); every other kind is forbidden unless in `ignore`. Limits: ``max_nbytes``
+            (each event; an unknown size breaks it), ``max_count`` and ``max_total_bytes`` (the
+            whole phase), ``blocking`` and ``implicit`` (the required value of the event's
+            field), e.g. ``{"to_host": {"max_nbytes": 8, "blocking": False}}``.
+        ignore : sequence of str, optional
+            Kinds not checked unless in `allow`; ``device_copy`` and ``sync`` by default.
+        calls : int, optional
+            How many times the phase must have been entered.
+
+        Raises
+        ------
+        TransferRuleError
+            For an unknown kind or limit (a ``ValueError``).
+        """
+        from .exceptions import TransferRuleError
+
+        rules: dict[str, dict[str, Any]] = {}
+        for kind, limits in (allow or {}).items():
+            if kind not in KINDS:
+                raise TransferRuleError(
+                    f"TransferBudget.require({phase!r}): unknown event kind {kind!r}; expected "
+                    f"one of {', '.join(KINDS)}"
+                )
+            unknown = set(limits or {}) - set(_LIMITS)
+            if unknown:
+                raise TransferRuleError(
+                    f"TransferBudget.require({phase!r}): unknown limit(s) {sorted(unknown)} for "
+                    f"{kind!r}; expected {', '.join(_LIMITS)}"
+                )
+            rules[kind] = dict(limits or {})
+        for kind in ignore:
+            if kind not in KINDS:
+                raise TransferRuleError(
+                    f"TransferBudget.require({phase!r}): unknown kind {kind!r} in ignore"
+                )
+        self._rules[phase] = (rules, tuple(ignore), calls)
+
+    def violations(self) -> list[str]:
+        """The broken rules, one line each, naming the offending event and its call site."""
+        found: list[str] = []
+        for phase, (rules, ignore, calls) in self._rules.items():
+            counter = self[phase]
+            events = counter.events
+            for e in events:
+                limits = rules.get(e.kind)
+                if limits is None:
+                    if e.kind not in ignore and e.kind != "launch":
+                        found.append(f"phase {phase!r}: {e.kind} is not allowed: {e}")
+                    continue
+                cap = limits.get("max_nbytes")
+                if cap is not None and (e.nbytes is None or e.nbytes > cap):
+                    found.append(f"phase {phase!r}: {e.kind} of {e.nbytes} bytes > {cap}: {e}")
+                for field in ("blocking", "implicit"):
+                    if field in limits and getattr(e, field) != limits[field]:
+                        found.append(
+                            f"phase {phase!r}: {e.kind} with {field}={getattr(e, field)}: {e}"
+                        )
+            for kind, limits in rules.items():
+                n = sum(1 for e in events if e.kind == kind)
+                if limits.get("max_count") is not None and n > limits["max_count"]:
+                    found.append(
+                        f"phase {phase!r}: {n} {kind} events > max_count {limits['max_count']}"
+                    )
+                total = sum(e.nbytes or 0 for e in events if e.kind == kind)
+                if limits.get("max_total_bytes") is not None and total > limits["max_total_bytes"]:
+                    found.append(
+                        f"phase {phase!r}: {total} {kind} bytes > max_total_bytes "
+                        f"{limits['max_total_bytes']}"
+                    )
+            if calls is not None and self.calls.get(phase, 0) != calls:
+                found.append(
+                    f"phase {phase!r}: entered {self.calls.get(phase, 0)} time(s), expected {calls}"
+                )
+        return found
+
+    def report(self) -> str:
+        """Every phase's :meth:`TransferCounter.report`, then the :meth:`violations`."""
+        lines = []
+        for phase, counter in self.phases.items():
+            lines.append(f"phase {phase!r} ({self.calls.get(phase, 0)} call(s)):")
+            lines.extend("  " + line for line in counter.report().splitlines())
+        broken = self.violations()
+        lines.append(f"{len(broken)} broken rule(s)" + (":" if broken else ""))
+        lines.extend("  " + line for line in broken)
+        return "\n".join(lines)
+
+    def check(self) -> None:
+        """Raise :class:`~cunumpy.exceptions.TransferBudgetExceeded` (an ``AssertionError``)
+        if a rule is broken; the message is :meth:`report`."""
+        from .exceptions import TransferBudgetExceeded
+
+        if self.violations():
+            raise TransferBudgetExceeded("transfer budget exceeded:\n" + self.report())
+
+    def __repr__(self) -> str:
+        return f"TransferBudget(phases={sorted(self.phases)}, started={self.started})"

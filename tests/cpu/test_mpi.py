@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mpi_launch import ROOT, run  # noqa: E402
 
 PROGRAMS = ROOT / "tests" / "programs"
+
+
+def rank_lines(stdout: str) -> list[str]:
+    """The program's per-rank lines, sorted. Separate processes share the launcher's stdout, so
+    their lines may arrive interleaved (one rank's line glued to another's): split by content."""
+    return sorted(re.findall(r"rank \d+/\d+ .*?local_rank=\d+", stdout))
+
 
 # cunumpy 0.7.1's xp.mpi names (written down here, from its documentation's API list).
 NAMES_07 = {
@@ -119,7 +127,7 @@ def test_07_program_runs_unchanged(backend, ranks):
     out = run(PROGRAMS / "mpi_program_07.py", ranks=ranks, backend=backend)
     expected = [_07_SERIAL] if ranks is None else _07_TWO
     expected = [line.format(**_07_FILL[backend]) for line in expected]
-    assert sorted(out.stdout.splitlines()) == expected
+    assert rank_lines(out.stdout) == expected
     if backend == "emulated" and ranks == 2:
         # Two ranks on the one emulated device: reported once, by local rank 0.
         warnings = [ln for ln in out.stderr.splitlines() if "SharedDeviceWarning" in ln]
@@ -142,10 +150,14 @@ def test_staging_counted_per_rank(backend, ranks):
         assert r["allreduce_aware_True"] == none
         if not device:
             assert r["allreduce_aware_False"] == none and r["exchange_3_steps"] == none
+            assert r["allreduce_aware_False_all"] == r["allreduce_aware_True_all"] == {}
             assert r["pool_after_step_3"]["allocations"] == 0
             continue
-        # One copy each way of the 1000 doubles.
+        # One copy each way of the 1000 doubles, counted once (the emulated device counts its
+        # own copies: none of these twice), and the synchronization before MPI.
         assert r["allreduce_aware_False"] == {"to_host": [1, 8000], "to_device": [1, 8000]}
+        assert r["allreduce_aware_False_all"] == {"sync": 1, "to_device": 1, "to_host": 1}
+        assert r["allreduce_aware_True_all"] == {"sync": 1}
         # 3 steps x 2 buffers each way, (7 + 300) doubles per step.
         per_way = [6, 3 * (7 + 300) * 8]
         assert r["exchange_3_steps"] == {"to_host": per_way, "to_device": per_way}
@@ -154,3 +166,41 @@ def test_staging_counted_per_rank(backend, ranks):
         first, third = r["pool_after_step_1"], r["pool_after_step_3"]
         assert third["allocations"] == first["allocations"]
         assert third["reuses"] == first["reuses"] + 8
+
+
+@pytest.mark.parametrize(("backend", "ranks"), [("numpy", None), ("numpy", 2), ("emulated", 2)])
+def test_guide_recipe_runs(backend, ranks, tmp_path):
+    # docs/mpi.md's python blocks, as one program, serially and under mpiexec.
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs/mpi.md").read_text(), flags=re.S)
+    assert blocks
+    program = tmp_path / "recipe.py"
+    program.write_text("\n".join(blocks))
+    out = run(program, ranks=ranks, backend=backend)
+    size = ranks or 1
+    got = sorted(re.findall(r"rank \d+ of \d+ on device \w+: ok", out.stdout))
+    assert got == [
+        f"rank {r} of {size} on device {'0' if backend == 'emulated' else 'None'}: ok"
+        for r in range(size)
+    ]
+
+
+# MAYBEMPI overrides the launcher detection, as in 0.7.1 (lines printed by 0.7.1).
+_07_OVERRIDE = (
+    "rank 0/1 serial={s} device=None aware=None rho=[0.0, 2.0, 4.0, 6.0, 8.0, 10.0] "
+    "recv=[0.0, 0.0, 0.0] local_rank={lr}"
+)
+
+
+def test_maybempi_override_0_under_mpiexec():
+    # Two independent serial processes: each its own rank 0 of 1 (the node-local rank stays).
+    out = run(PROGRAMS / "mpi_program_07.py", ranks=2, backend="numpy", MAYBEMPI="0")
+    assert rank_lines(out.stdout) == [
+        _07_OVERRIDE.format(s=True, lr=0),
+        _07_OVERRIDE.format(s=True, lr=1),
+    ]
+
+
+def test_maybempi_override_1_without_launcher():
+    # mpi4py's MPI started without a launcher: a real communicator of size 1.
+    out = run(PROGRAMS / "mpi_program_07.py", ranks=None, backend="numpy", MAYBEMPI="1")
+    assert rank_lines(out.stdout) == [_07_OVERRIDE.format(s=False, lr=0)]

@@ -129,3 +129,53 @@ def test_scan_header_block_and_warp_sums(cupy, block):
     )[:n]  # fmt: skip
     expected_odd = np.where(lanes[:n] % 2 == 1, odd_groups, -1)
     np.testing.assert_array_equal(outs[3].get(), expected_odd)
+
+
+MORTON_HOST = r"""
+#include <cunumpy/morton.cuh>
+#include <cstdio>
+int main() {
+  double x, y, z;
+  while (std::scanf("%lf %lf %lf", &x, &y, &z) == 3) {
+    std::printf("%llu %llu\n", cunumpy_morton_key2(x, y, 0.0, 1.0, 8.0, -4.0, 3),
+                cunumpy_morton_key3(x, y, z, -1.0, 0.0, 0.0, 0.5, 2.0, 2097152.0, 21));
+  }
+  return 0;
+}
+"""
+
+
+def test_morton_header_as_plain_cxx_matches_morton_keys(tmp_path):
+    """morton.cuh is __host__ __device__: as plain C++ (-Wall -Werror, no CUDA) it gives the
+    keys of xp.algorithms.morton_keys for the same lower corner and scales."""
+    import subprocess
+
+    from cunumpy.cuda import cuda_include_dir
+
+    src = tmp_path / "morton.cpp"
+    src.write_text(MORTON_HOST)
+    exe = tmp_path / "morton"
+    cxx = emulation_compiler()
+    subprocess.run(
+        [cxx, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{cuda_include_dir()}",
+         str(src), "-o", str(exe)],
+        check=True,
+    )  # fmt: skip
+    rng = np.random.default_rng(3)
+    pts = rng.uniform(-1.5, 1.5, size=(500, 3))
+    pts[:5] = [[0.0, 1.0, 0.0], [0.125, 0.75, 1.0], [-3.0, 9.0, 0.5], [1.0, 0.0, 1e-9], [0, 0, 0]]
+    out = subprocess.run(
+        [str(exe)],
+        input="\n".join(" ".join(repr(float(v)) for v in p) for p in pts),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    got = np.array(out, dtype=np.uint64).reshape(-1, 2)
+    # scales (8, -4) at 3 levels: x in [0, 1], y from 1 down to -1 (a reversed axis)
+    lower2, upper2 = [0.0, 1.0], [1.0, 1.0 - 8.0 / 4.0]
+    np.testing.assert_array_equal(A.morton_scales(lower2, upper2, 3), [8.0, -4.0])
+    np.testing.assert_array_equal(got[:, 0], A.morton_keys(pts[:, :2].copy(), lower2, upper2, 3))
+    lower3, upper3 = [-1.0, 0.0, 0.0], [-1.0 + 2.0**21 / 0.5, 2.0**20, 1.0]
+    np.testing.assert_array_equal(A.morton_scales(lower3, upper3, 21), [0.5, 2.0, 2097152.0])
+    np.testing.assert_array_equal(got[:, 1], A.morton_keys(pts, lower3, upper3, 21))

@@ -41,6 +41,9 @@ for aware in (False, True) if report["aware_probe"] or not device else (False,):
             comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
     assert np.array_equal(xp.to_numpy(rho), expected)
     report[f"allreduce_aware_{aware}"] = staged(counter)
+    # Every event of the block, whoever recorded it: each copy is counted once.
+    kinds = [e.kind for e in counter.events]
+    report[f"allreduce_aware_{aware}_all"] = {k: kinds.count(k) for k in sorted(set(kinds))}
 
 # A ring exchange of two buffers per neighbour with staging forced: a time-step loop.
 xp.mpi.set_mpi_cuda_aware(False)

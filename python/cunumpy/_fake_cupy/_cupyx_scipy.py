@@ -88,7 +88,18 @@ def _forward(func: Any, where: str) -> Any:
     return call
 
 
-class DeviceObject:
+class _ProxyType(type):
+    """``isinstance(x, cupyx.scipy.sparse.spmatrix)`` asks about the wrapped SciPy object, so
+    base classes work as they do on SciPy's (and CuPy's) objects."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        target = cls.__dict__.get("_cls")
+        if target in (None, object) or not type.__instancecheck__(DeviceObject, obj):
+            return type.__instancecheck__(cls, obj)
+        return isinstance(obj._obj, target)
+
+
+class DeviceObject(metaclass=_ProxyType):
     """A SciPy object living "on the fake device": attribute reads give fake arrays, methods
     and operators take and give fake arrays."""
 

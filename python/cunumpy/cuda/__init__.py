@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import _backend
 from ._debug import cuda_debug, get_cuda_debug, set_cuda_debug
+from ._limits import DEFAULT_SHARED_MEMORY_PER_BLOCK, is_hip, max_shared_memory_per_block
 from ._ranks import bind_local_device, set_device_for_rank
 from ._source import (
     DEBUG_OPTIONS,
@@ -21,6 +22,15 @@ from ._source import (
     include_hash,
     parse_cuda_signature,
     resolve_includes,
+)
+from ._streams import (
+    HostEvent,
+    HostStream,
+    create_event,
+    create_stream,
+    pin_memory,
+    record_event,
+    wait_event,
 )
 
 __all__ = [
@@ -40,6 +50,16 @@ __all__ = [
     "memory_info",
     "free_memory",
     "stream",
+    "HostEvent",
+    "HostStream",
+    "create_event",
+    "create_stream",
+    "pin_memory",
+    "record_event",
+    "wait_event",
+    "DEFAULT_SHARED_MEMORY_PER_BLOCK",
+    "is_hip",
+    "max_shared_memory_per_block",
     "bind_local_device",
     "set_device_for_rank",
 ]
@@ -62,8 +82,9 @@ def device_count() -> int:
     return int(cupy.cuda.runtime.getDeviceCount())
 
 
-def set_device(device: int) -> None:
-    """Makes ``device`` current for this thread. On NumPy only device 0 exists (a no-op)."""
+def set_device(device_id: int) -> None:
+    """Makes ``device_id`` current for this thread. On NumPy only device 0 exists (a no-op)."""
+    device = device_id
     if not isinstance(device, int) or isinstance(device, bool) or device < 0:
         raise ValueError(f"set_device: a device id is a non-negative int, got {device!r}")
     cupy = _cupy()
@@ -100,8 +121,21 @@ def stream(existing: Any = None) -> Iterator[Any]:
     given); yields ``None`` on NumPy, where work is synchronous anyway."""
     cupy = _cupy()
     if cupy is None:
-        yield None
+        yield existing  # None, or a HostStream from create_stream: work is synchronous
         return
+    if isinstance(existing, HostStream):
+        from ..exceptions import StagingTypeError
+
+        raise StagingTypeError(
+            "cuda.stream: existing is a HostStream (made on the NumPy backend) but the active "
+            "backend is CuPy; create the stream again with create_stream()"
+        )
     s = existing if existing is not None else cupy.cuda.Stream(non_blocking=True)
     with s:
         yield s
+
+
+def __getattr__(name: str) -> Any:
+    from .._removed import missing_attribute
+
+    raise missing_attribute("cunumpy.cuda", name)
