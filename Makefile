@@ -9,7 +9,7 @@ GPU_PYTHON_VERSION ?= 3.12
 PROFILE ?= release
 export CARGO_TERM_COLOR := never
 
-.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench clean
+.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench real-users clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,12 @@ gpu-test:
 
 bench: develop
 	$(BIN)/python benches/run_all.py
+
+# The four published packages built on cunumpy 0.7 (struphy, feectools, mpiarray, plasmacoll):
+# their own test suites on cunumpy 0.7.1 and on this checkout, side by side. Hours on two cores;
+# not part of `make test`. Options: REAL_USERS_ARGS="--packages plasmacoll --envs project ...".
+real-users: $(DEPS)
+	$(BIN)/python scripts/real-users $(REAL_USERS_ARGS)
 
 clean:
 	rm -rf $(VENV) target $(GPU_WHEEL_DIR) site
