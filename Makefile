@@ -46,7 +46,7 @@ demo: develop
 gpu-wheel: $(DEPS)
 	$(BIN)/python -m pip install -q ziglang==0.17.1
 	rm -rf $(GPU_WHEEL_DIR) && mkdir -p $(GPU_WHEEL_DIR)
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin build --release --zig --compatibility manylinux2014 -q --out $(GPU_WHEEL_DIR)
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin build --profile $(PROFILE) --zig --compatibility manylinux2014 -q --out $(GPU_WHEEL_DIR)
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEEL_DIR) array-api-compat==1.16.0 maybempi==0.1.2
 	# mpi4py and the MPICH wheel (mpiexec, libmpi) for the GPU machine's Python, in mpi/:
 	# scripts/gpu-check installs them with --prefix (libmpi and mpiexec are data files).

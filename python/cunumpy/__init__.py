@@ -7,7 +7,6 @@ counted conversions between them and the kernel layer (``xp.kernels``).
 
 from __future__ import annotations
 
-import sys as _sys
 from typing import Any
 
 from . import _backend, _core
@@ -33,6 +32,8 @@ from ._conversions import (
     to_cupy,
     to_numpy,
 )
+from ._host import evaluate_on_host, host_call, setup_on_host
+from ._toplevel import default_float_dtype, require_version
 
 __version__: str = _core.__version__
 
@@ -49,6 +50,7 @@ from . import (  # noqa: E402  (public submodules)
     petsc,
     profiling,
     rng,
+    xp,  # the backend module of cunumpy 0.7 (xp.xp.array_backend)
 )
 from ._scipy import scipy  # noqa: E402  (SciPy or cupyx.scipy, per backend)
 from ._staging import to_host_async  # noqa: E402
@@ -67,33 +69,40 @@ __all__ = [
     "backend_info",
     "cuda",
     "cupy_available",
+    "cupy_backend",
     "cupy_version_supported",
+    "default_float_dtype",
+    "evaluate_on_host",
     "exceptions",
     "fuse",
     "get_array_backend",
     "get_array_module",
     "get_backend",
+    "host_call",
     "is_cpu",
     "is_gpu",
     "kernels",
     "memory",
     "mpi",
+    "numpy_backend",
     "profiling",
+    "require_version",
     "rng",
     "same_backend",
     "set_backend",
+    "setup_on_host",
     "synchronize",
     "to_host_async",
     "to_cunumpy",
     "to_cupy",
     "to_numpy",
     "use_backend",
+    "xp",
 ]
 
 _OWN_NAMES = {name for name in globals() if not name.startswith("__")} | {
     "numpy_backend",
     "cupy_backend",
-    "xp",
 }
 
 
@@ -102,21 +111,16 @@ def __getattr__(name: str) -> Any:
         return get_backend() == "numpy"
     if name == "cupy_backend":
         return get_backend() == "cupy"
-    if name == "xp":
-        return _backend.current_module()
     if name.startswith("__"):
         raise AttributeError(name)
     module = _backend.current_module()
     try:
         return getattr(module, name)
     except AttributeError:
-        # Name cunumpy, not the backend module the lookup fell through to.
-        raise AttributeError(
-            f"module 'cunumpy' has no attribute {name!r} (nor has the {get_backend()} "
-            f"backend's namespace, {module.__name__})",
-            name=name,
-            obj=_sys.modules[__name__],
-        ) from None
+        pass
+    from ._removed import missing_attribute
+
+    raise missing_attribute("cunumpy", name, backend=module.__name__)
 
 
 _backend.install_namespace(globals(), _OWN_NAMES)

@@ -34,12 +34,12 @@ def _normalise(name: object, *, source: str) -> str:
 
 
 # -- CuPy probe ---------------------------------------------------------------------------------
-def cupy_version_supported(version: str) -> bool:
+def cupy_version_supported(cupy_version: str) -> bool:
     """Whether a CuPy version string is at least :data:`MIN_CUPY_VERSION` (pre-releases of the
     minimum count as older)."""
     import re
 
-    match = re.match(r"(\d+)\.(\d+)\.(\d+)(.*)", version)
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)(.*)", cupy_version)
     if not match:
         return False
     numbers = tuple(int(x) for x in match.groups()[:3])

@@ -37,40 +37,42 @@ def _describe(a: Any) -> str:
     return f"{getattr(a, 'dtype', type(a).__name__)} array of shape {getattr(a, 'shape', ())}"
 
 
-def to_numpy(a: Any) -> np.ndarray:
-    """A NumPy array with the data of ``a``; a CuPy array is copied to the host (counted as
+def to_numpy(array: Any) -> np.ndarray:
+    """A NumPy array with the data of ``array``; a CuPy array is copied to the host (counted as
     ``to_host``, keeping F order), a NumPy array is returned as it is."""
-    if type(a) is np.ndarray:
-        return a
-    if is_cupy_array(a):
+    if type(array) is np.ndarray:
+        return array
+    if is_cupy_array(array):
         with recorded_by_caller():
-            out = a.get(order="A")
-        record("to_host", f"to_numpy: {_describe(a)}", int(a.nbytes))
+            out = array.get(order="A")
+        record("to_host", f"to_numpy: {_describe(array)}", int(array.nbytes))
         return out
-    return np.asarray(a)
+    return np.asarray(array)
 
 
-def to_cupy(a: Any) -> Any:
-    """A CuPy array with the data of ``a``. Host data is copied (``to_device``); a CuPy array on
+def to_cupy(array: Any) -> Any:
+    """A CuPy array with the data of ``array``. Host data is copied (``to_device``); a CuPy array on
     the current device is returned as it is; one on another device is copied (``device_copy``).
     Raises :class:`~cunumpy.exceptions.CupyUnavailableError` without a working CuPy."""
     cupy = _require_cupy()
-    if isinstance(a, cupy.ndarray):
-        out = cupy.asarray(a)
-        if out.data.ptr != a.data.ptr:
-            record("device_copy", f"to_cupy: {_describe(a)} from another device", int(a.nbytes))
+    if isinstance(array, cupy.ndarray):
+        out = cupy.asarray(array)
+        if out.data.ptr != array.data.ptr:
+            record(
+                "device_copy", f"to_cupy: {_describe(array)} from another device", int(array.nbytes)
+            )
         return out
     with recorded_by_caller():
-        out = cupy.asarray(a)
+        out = cupy.asarray(array)
     record("to_device", f"to_cupy: {_describe(out)}", int(out.nbytes))
     return out
 
 
-def to_cunumpy(a: Any) -> Any:
-    """``a`` on the active backend: :func:`to_cupy` on CuPy, :func:`to_numpy` on NumPy."""
+def to_cunumpy(array: Any) -> Any:
+    """``array`` on the active backend: :func:`to_cupy` on CuPy, :func:`to_numpy` on NumPy."""
     if _backend.get_backend() == "cupy":
-        return to_cupy(a)
-    return to_numpy(a)
+        return to_cupy(array)
+    return to_numpy(array)
 
 
 def as_device_array(
@@ -105,24 +107,24 @@ def as_device_array(
     return out
 
 
-def get_array_backend(a: Any) -> str:
+def get_array_backend(array: Any) -> str:
     """``"cupy"`` for a CuPy array, ``"numpy"`` for anything else."""
-    return "cupy" if is_cupy_array(a) else "numpy"
+    return "cupy" if is_cupy_array(array) else "numpy"
 
 
-def get_array_module(a: Any) -> ModuleType:
-    """The array_api_compat module of the backend ``a`` lives on."""
-    return _backend._compat_module(get_array_backend(a))
+def get_array_module(array: Any) -> ModuleType:
+    """The array_api_compat module of the backend ``array`` lives on."""
+    return _backend._compat_module(get_array_backend(array))
 
 
-def is_gpu(a: Any) -> bool:
-    """Whether ``a`` is a device (CuPy) array."""
-    return is_cupy_array(a)
+def is_gpu(array: Any) -> bool:
+    """Whether ``array`` is a device (CuPy) array."""
+    return is_cupy_array(array)
 
 
-def is_cpu(a: Any) -> bool:
-    """Whether ``a`` is not a device array."""
-    return not is_cupy_array(a)
+def is_cpu(array: Any) -> bool:
+    """Whether ``array`` is not a device array."""
+    return not is_cupy_array(array)
 
 
 def same_backend(*arrays: Any) -> bool:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import sys
@@ -25,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _core
+from .cuda._source import CudaParameter
 from .exceptions import CudaStructError, CupyUnavailableError, KernelArgumentTypeError
 
 __all__ = [
@@ -109,6 +111,7 @@ class CudaStruct:
         self._layout = _core.StructLayout(name, specs, [s._layout for s in structs])
         self._nested = nested
         self._fields: list[dict[str, Any]] = list(self._layout.fields)
+        self._parameters: tuple[CudaParameter, ...] | None = None
         self._dtype: np.dtype | None = None
 
     # -- layout --------------------------------------------------------------------------------
@@ -138,9 +141,20 @@ class CudaStruct:
         return tuple(f["name"] for f in self._fields)
 
     @property
-    def fields(self) -> tuple[dict[str, Any], ...]:
-        """One dict per field: ``name``, ``ctype``, ``kind`` (scalar, pointer, view, struct),
-        ``dtype``, ``ndim``, ``contiguous``, ``extents``, ``offset``, ``size``,
+    def fields(self) -> tuple[CudaParameter, ...]:
+        """One :class:`~cunumpy.cuda.CudaParameter` per field, in declaration order, as for a
+        kernel parameter: ``name``, ``ctype`` (without ``*``), ``dtype`` (the element dtype;
+        ``None`` for ``void*`` and nested structs), ``pointer``, ``struct`` (a nested struct's
+        name), ``view_ndim``, ``contiguous`` and ``declaration``. Offsets and sizes are in
+        :attr:`field_layout`."""
+        if self._parameters is None:
+            self._parameters = tuple(_field_parameter(f) for f in self._fields)
+        return self._parameters
+
+    @property
+    def field_layout(self) -> tuple[dict[str, Any], ...]:
+        """One dict per field with its layout: ``name``, ``ctype``, ``kind`` (scalar, pointer,
+        view, struct), ``dtype``, ``ndim``, ``contiguous``, ``extents``, ``offset``, ``size``,
         ``alignment``, ``declaration``."""
         return tuple({k: v for k, v in f.items() if k != "struct"} for f in self._fields)
 
@@ -306,35 +320,112 @@ class CudaStruct:
         ``"T[:, :]"`` → ``Array2D<T>`` (``CArray2D<T>`` for the names in ``contiguous``, or
         all with ``contiguous=True``). ``Final[...]``, ``const`` and string annotations are
         understood. ``scalar_names`` maps extra annotation names to C types."""
-        extra = dict(scalar_names or {})
         params = [
             p
             for p in inspect.signature(func).parameters.values()
             if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"
         ]
-        fields: list[tuple[str, str]] = []
-        arrays: set[str] = set()
         for p in params:
             if p.annotation is inspect.Parameter.empty:
                 raise CudaStructError(f"struct {name}: parameter {p.name!r} has no type annotation")
-            ctype, ndim = _annotation_ctype(p.annotation, int_type, extra, name, p.name)
-            if ndim:
-                arrays.add(p.name)
-            fields.append((p.name, ctype if not ndim else f"Array{ndim}D<{ctype}>"))
-        if contiguous is True:
-            chosen = set(arrays)
-        elif contiguous is False:
-            chosen = set()
-        else:
-            chosen = set(contiguous)
-            wrong = sorted(chosen - arrays)
-            if wrong:
+        return _struct_from_annotations(
+            name,
+            [(p.name, p.annotation) for p in params],
+            int_type=int_type,
+            scalar_names=scalar_names,
+            contiguous=contiguous,
+        )
+
+    @classmethod
+    def from_pyccel_class(
+        cls,
+        source: str | Path,
+        class_name: str,
+        name: str | None = None,
+        *,
+        int_type: str = "long long",
+        scalar_names: Mapping[str, str] | None = None,
+        exclude: Sequence[str] = (),
+        attribute_names: bool = True,
+        contiguous: bool | Collection[str] = False,
+    ) -> CudaStruct:
+        """The struct of a Pyccel argument class: one field per parameter of its
+        ``__init__`` (``self`` skipped), typed from the annotations as in
+        :meth:`from_signature`.
+
+        ``source`` is the path of a ``.py`` file or the source text; it is parsed, never
+        imported (the compiled class has no Python signature). With ``attribute_names`` (the
+        default) a parameter stored as ``self.<attribute> = <parameter>`` gives a field named
+        after the attribute, as the host kernels see it. ``exclude`` names parameters or
+        attributes that are not fields (an unknown name is an error); ``contiguous`` takes
+        field names. ``name`` is the C name (default ``class_name``).
+
+        >>> S = CudaStruct.from_pyccel_class(
+        ...     "class Args:\\n    def __init__(self, x: 'float[:]', n: int):\\n"
+        ...     "        self.markers = x\\n        self.n = n\\n", "Args")
+        >>> [f.name for f in S.fields]
+        ['markers', 'n']
+        """
+        struct = name or class_name
+        init, where = _pyccel_init(source, class_name, struct)
+        stored = _stored_attributes(init) if attribute_names else {}
+        args = [*init.args.posonlyargs, *init.args.args][1:] + list(init.args.kwonlyargs)
+        excluded = set(exclude)
+        known = {a.arg for a in args} | {stored.get(a.arg, a.arg) for a in args}
+        unknown = sorted(excluded - known)
+        if unknown:
+            raise CudaStructError(
+                f"struct {struct}: exclude names {unknown} are neither parameters nor "
+                f"attributes of {class_name}.__init__ in {where}"
+            )
+        params: list[tuple[str, Any]] = []
+        for a in args:
+            field = stored.get(a.arg, a.arg)
+            if a.arg in excluded or field in excluded:
+                continue
+            if a.annotation is None:
                 raise CudaStructError(
-                    f"struct {name}: contiguous names {wrong} are not array fields "
-                    f"(array fields: {sorted(arrays)})"
+                    f"struct {struct}: parameter {a.arg!r} of {class_name}.__init__ has no "
+                    "type annotation"
                 )
-        fields = [(n, "C" + t if n in chosen else t) for n, t in fields]
-        return cls(name, fields)
+            params.append((field, _annotation_text(a.annotation)))
+        return _struct_from_annotations(
+            struct, params, int_type=int_type, scalar_names=scalar_names, contiguous=contiguous
+        )
+
+    def check_source(self, source: str) -> None:
+        """Compares the definition of this struct in CUDA ``source`` (``struct NAME {...}``
+        or ``typedef struct {...} NAME;``) with this :class:`CudaStruct`: member names, types,
+        pointers and extents, in order. Raises :class:`~cunumpy.exceptions.CudaStructError`
+        showing the expected declaration on a mismatch, or when a member cannot be compared
+        (a member function, a default value). Nothing is checked when ``source`` does not
+        define the struct (it comes from a header, for example)."""
+        problem = self._source_problem(source, lenient=False)
+        if problem is not None:
+            raise CudaStructError(problem)
+
+    def _source_problem(self, source: str, *, lenient: bool) -> str | None:
+        """What is wrong with the struct's definitions in ``source``, or ``None``. With
+        ``lenient`` a definition that cannot be compared (member functions) is accepted:
+        that is how kernels check their ``structs=``."""
+        expected = [_member_key(d) for d in _body_members(self.declaration)]
+        for body in _struct_bodies(source, self.name):
+            members = _body_members(body)
+            got = [_member_key(m) for m in members]
+            if any(g is None for g in got):
+                if lenient:
+                    continue
+                bad = [m for m, g in zip(members, got, strict=True) if g is None]
+                return (
+                    f"cannot compare the definition of struct {self.name} in the CUDA source "
+                    f"with its CudaStruct: members {bad} are not plain data members"
+                )
+            if got != expected:
+                return (
+                    f"the definition of struct {self.name} in the CUDA source does not match "
+                    f"its CudaStruct:\n{self.declaration}"
+                )
+        return None
 
 
 _SCALARS = {
@@ -412,6 +503,181 @@ def _annotation_ctype(
     raise CudaStructError(f"struct {struct}: parameter {param!r}: unsupported scalar type {base!r}")
 
 
+def _field_parameter(f: Mapping[str, Any]) -> CudaParameter:
+    """A field's layout dict as the kernel parameter it would be."""
+    kind = f["kind"]
+    dtype = None if f.get("dtype") is None else np.dtype(f["dtype"])
+    ctype = str(f["ctype"])
+    if kind == "pointer":
+        ctype = ctype.rstrip().rstrip("*").rstrip()
+    nested = f.get("struct")
+    return CudaParameter(
+        name=str(f["name"]),
+        ctype=ctype,
+        dtype=dtype if kind != "struct" else None,
+        pointer=kind == "pointer",
+        struct=None if nested is None else str(nested.name),
+        view_ndim=int(f["ndim"]) if kind == "view" else None,
+        contiguous=bool(f.get("contiguous", False)) if kind == "view" else False,
+        declaration=str(f.get("declaration", "")),
+    )
+
+
+def _pyccel_init(source: str | Path, class_name: str, struct: str) -> tuple[ast.FunctionDef, str]:
+    """The ``__init__`` of ``class_name`` in a ``.py`` path or source text (parsed, never
+    imported), and where it came from."""
+    text = str(source)
+    is_path = isinstance(source, Path) or ("\n" not in text and text.endswith(".py"))
+    where = text if is_path else "the given source"
+    if is_path:
+        text = Path(text).read_text()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise CudaStructError(f"struct {struct}: cannot parse {where}: {exc}") from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    return item, where
+            raise CudaStructError(
+                f"struct {struct}: class {class_name!r} in {where} has no __init__"
+            )
+    raise CudaStructError(f"struct {struct}: no class {class_name!r} in {where}")
+
+
+def _stored_attributes(init: ast.FunctionDef) -> dict[str, str]:
+    """``parameter -> attribute`` for the first ``self.<attribute> = <parameter>`` of each."""
+    self_name = init.args.args[0].arg if init.args.args else "self"
+    found: dict[str, str] = {}
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)):
+            continue
+        for target in node.targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ):
+                found.setdefault(node.value.id, target.attr)
+    return found
+
+
+def _annotation_text(node: ast.expr) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return ast.unparse(node)
+
+
+def _struct_from_annotations(
+    name: str,
+    params: Sequence[tuple[str, Any]],
+    *,
+    int_type: str,
+    scalar_names: Mapping[str, str] | None,
+    contiguous: bool | Collection[str],
+) -> CudaStruct:
+    """One field per ``(field name, annotation)`` (see :meth:`CudaStruct.from_signature`)."""
+    extra = dict(scalar_names or {})
+    fields: list[tuple[str, str]] = []
+    arrays: set[str] = set()
+    for field, ann in params:
+        ctype, ndim = _annotation_ctype(ann, int_type, extra, name, field)
+        if ndim:
+            arrays.add(field)
+        fields.append((field, ctype if not ndim else f"Array{ndim}D<{ctype}>"))
+    if contiguous is True:
+        chosen = set(arrays)
+    elif contiguous is False:
+        chosen = set()
+    else:
+        chosen = set(contiguous)
+        wrong = sorted(chosen - arrays)
+        if wrong:
+            raise CudaStructError(
+                f"struct {name}: contiguous names {wrong} are not array fields "
+                f"(array fields: {sorted(arrays)})"
+            )
+    return CudaStruct(name, [(n, "C" + t if n in chosen else t) for n, t in fields])
+
+
+_MEMBER = re.compile(r"^(?P<type>.+?)\s*(?P<name>[A-Za-z_]\w*)\s*(?P<ext>(\[\s*\w+\s*\])*)$")
+
+
+def _member_key(text: str) -> tuple[str, str, bool, str] | None:
+    """``(name, type, pointer, extents)`` of one member declaration, spacing normalised, or
+    ``None`` when it is not a plain data member."""
+    text = re.sub(r"\b(const|volatile|struct|__restrict__)\b", " ", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    if "(" in text or "=" in text or not text:
+        return None
+    m = _MEMBER.match(text)
+    if m is None:
+        return None
+    ctype = m.group("type").replace(" *", "*").replace("* ", "*").strip()
+    pointer = ctype.endswith("*")
+    ctype = re.sub(r"\s*<\s*", "<", re.sub(r"\s*>", ">", ctype.rstrip("*").strip()))
+    # spellings of one type compare equal (char / signed char, long / long long / int64_t)
+    ctype = _core.dtype_of_ctype(ctype) or ctype
+    return m.group("name"), ctype, pointer, re.sub(r"\s", "", m.group("ext"))
+
+
+def _struct_bodies(source: str, name: str) -> list[str]:
+    """The member texts of ``struct NAME { ... }`` and ``typedef struct { ... } NAME;`` in
+    ``source`` (comments removed)."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+    bodies = []
+    for m in re.finditer(rf"\bstruct\s+{re.escape(name)}\s*(?::[^{{]*)?\{{", text):
+        bodies.append(_braced(text, m.end()))
+    for m in re.finditer(r"\btypedef\s+struct\s*\w*\s*\{", text):
+        body = _braced(text, m.end())
+        rest = text[m.end() + len(body) + 1 :]
+        if re.match(rf"\s*{re.escape(name)}\s*;", rest):
+            bodies.append(body)
+    return bodies
+
+
+def _body_members(body: str) -> list[str]:
+    """The member declarations of a struct body (or of a whole ``struct S {...};`` text)."""
+    if "{" in body:
+        body = _braced(body, body.index("{") + 1)
+    out: list[str] = []
+    for member in body.split(";"):
+        if member.strip():
+            out.extend(_declarators(member.strip()))
+    return out
+
+
+def _declarators(member: str) -> list[str]:
+    """``double x, *y`` as ``["double x", "double *y"]`` (commas inside ``<>`` kept)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(member):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            parts.append(member[start:i].strip())
+            start = i + 1
+    parts.append(member[start:].strip())
+    if len(parts) == 1:
+        return parts
+    m = re.match(r"^(.*?)[\s*]*[A-Za-z_]\w*\s*(?:\[[^\]]*\]\s*)*$", parts[0])
+    if m is None or not m.group(1).strip():
+        return [member]  # not a plain declaration: reported by the caller
+    base = m.group(1).strip()
+    return [parts[0], *(f"{base} {p}" for p in parts[1:])]
+
+
+def _braced(text: str, start: int) -> str:
+    depth = 1
+    for i in range(start, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i]
+    return text[start:]
+
+
 def _dtype_of(layout: Any) -> np.dtype:
     names, formats, offsets = [], [], []
     for f in layout.fields:
@@ -452,17 +718,21 @@ def _include_line(inc: str) -> str:
     return f'#include "{inc}"\n'
 
 
+#: The first line of a generated header (the same text as cunumpy 0.7, so headers written by
+#: either compare equal).
+HEADER_BANNER = (
+    "// Generated by cunumpy.arguments.CudaStruct from the Python definition; do not edit.\n"
+)
+
+
 def _header(structs: Sequence[CudaStruct], guard: str, *, includes: Sequence[str]) -> str:
-    lines = [
-        "// Generated by cunumpy.arguments.CudaStruct; do not edit.\n",
-        f"#ifndef {guard}\n",
-        f"#define {guard}\n",
-        "\n",
-    ]
+    lines = [HEADER_BANNER, f"#ifndef {guard}\n", f"#define {guard}\n", "\n"]
+    include_lines = [_include_line(i) for i in includes]
     if any(s.has_views for s in structs):
-        lines.append("#include <cunumpy/array_view.cuh>\n")
-    lines.extend(_include_line(i) for i in includes)
-    lines.append("\n")
+        include_lines.insert(0, '#include "cunumpy/array_view.cuh"\n')
+    if include_lines:
+        lines.extend(include_lines)
+        lines.append("\n")
     seen: set[str] = set()
     for s in structs:
         for decl, sname in [

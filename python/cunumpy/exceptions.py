@@ -41,6 +41,8 @@ __all__ = [
     "EmulationCompileError",
     "EmulatedKernelFault",
     "EmulatedOutOfBoundsError",
+    "CunumpyVersionError",
+    "RemovedNameError",
     "DeviceSelectionError",
     "SharedDeviceWarning",
     "LaunchSizeWarning",
@@ -224,6 +226,14 @@ class CudaStructError(CunumpyError, ValueError):
 
 class DeviceMirrorError(CunumpyError, ValueError):
     """A ``DeviceMirror`` was used after its host array was reallocated (call ``rebind``)."""
+
+
+class CunumpyVersionError(CunumpyError, ImportError):
+    """The installed cunumpy is older than a program requires (``xp.require_version``)."""
+
+
+class RemovedNameError(CunumpyError, AttributeError):
+    """A name cunumpy had and removed on purpose; the message says what replaces it."""
 
 
 class DeviceSelectionError(CunumpyError, ValueError):

@@ -39,7 +39,7 @@ def test_installed_at_import_and_selected_like_cupy():
         assert cupy.__cunumpy_fake__ is True and cupy.__version__ == "0.0.0+cunumpy-fake"
         assert xp.cupy_available()
         assert xp.set_backend("cupy", strict=True) == "cupy"
-        assert xp.xp.__name__ == "array_api_compat.cupy"
+        assert xp.xp.xp.__name__ == "array_api_compat.cupy"
         a = xp.arange(5.0)
         assert type(a) is cupy.ndarray and xp.is_gpu(a) and not xp.is_cpu(a)
         assert xp.get_array_backend(a) == "cupy"

@@ -89,7 +89,8 @@ def test_functions_copy_host_data_where_cupy_does():
             assert cupy.ndim(h) == 1 and cupy.shape(h) == (4,)
             assert cupy.result_type(h, np.float32) == np.float64
         assert c.total == 0, c.report()
-        # anything else still refuses host arrays, as CuPy's kernels do
+        # anything else refuses host arrays: CuPy's kernels do; its reductions such as
+        # cupy.sum(h) would run NumPy's method on the host, which the fake reports as a mix-up
         with pytest.raises(TypeError, match="host/device mix-up"):
             cupy.sum(h)
         print("OK")
@@ -242,3 +243,18 @@ def test_a_missing_name_names_cunumpy_on_numpy_too():
         xp.no_such  # noqa: B018
     assert e.value.name == "no_such"
     assert "array_api_compat.numpy" in str(e.value)  # says where else it looked
+
+
+def test_the_fake_follows_the_rules_checked_on_real_cupy():
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run_fake(
+        f"""
+        import sys
+        import cupy
+        sys.path.insert(0, {tests!r})
+        import cupy_rules
+        for check in cupy_rules.CHECKS:
+            check(cupy)
+        print("OK")
+        """
+    )

@@ -135,7 +135,7 @@ def test_assert_no_transfers_catches_each_implicit_copy():
         from cunumpy.profiling import assert_no_transfers
         import pytest
         for copy in (lambda: d.get(), lambda: cupy.asarray(h), lambda: repr(d),
-                     lambda: cupy.diff(h), lambda: d.tolist(), lambda: xp.asarray(h)):
+                     lambda: cupy.diff(h), lambda: d.tobytes(), lambda: xp.asarray(h)):
             with pytest.raises(AssertionError):
                 with assert_no_transfers():
                     copy()
@@ -155,6 +155,26 @@ def test_device_mirror_counts_once():
             m.to_host()
         assert (c.to_device, c.to_host) == (1, 1), c.report()
         assert (c.bytes_to_device, c.bytes_to_host) == (80, 80), c.report()
+        print("OK")
+        """
+    )
+
+
+def test_mpi_copies_count_once():
+    run_fake(
+        """
+        MPI = xp.mpi.get_mpi()
+        comm = MPI.COMM_WORLD
+        dev = cupy.arange(4.0)
+        with count_transfers() as c:  # the serial stand-in copies the device array to the host
+            comm.Allreduce(dev, np.zeros(4))
+        assert (c.to_host, c.bytes_to_host) == (1, 32), c.report()
+        xp.mpi.set_mpi_cuda_aware(False)
+        with count_transfers() as c:  # staged through host memory: one copy each way
+            with xp.mpi.mpi_buffer(dev, send=True, recv=True) as buf:
+                comm.Allreduce(MPI.IN_PLACE, buf)
+        assert (c.to_host, c.to_device) == (1, 1), c.report()
+        assert "mpi_buffer" in c.report() and "contextlib" not in c.report(), c.report()
         print("OK")
         """
     )

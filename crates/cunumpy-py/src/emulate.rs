@@ -48,6 +48,14 @@ pub(crate) fn fake_backend_active() -> bool {
     FAKE_BACKEND.load(Ordering::Relaxed)
 }
 
+/// Whether a `kernel_testing.emulated_launches()` block is open: `CudaKernel` launches then go
+/// to the Python method `_emulated_launch` (NumPy arrays stand for device memory there).
+static EMULATED_LAUNCHES: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn emulated_launches_active() -> bool {
+    EMULATED_LAUNCHES.load(Ordering::Relaxed)
+}
+
 /// What identifies a build: equal keys share one loaded library in this process.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct LibraryKey {
@@ -382,6 +390,12 @@ fn _fake_backend_active() -> bool {
     fake_backend_active()
 }
 
+/// Routes `CudaKernel` launches to `_emulated_launch` (set by `emulated_launches()`).
+#[pyfunction]
+fn _set_emulated_launches(active: bool) {
+    EMULATED_LAUNCHES.store(active, Ordering::Relaxed);
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_emulate_launch, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_for_emulation, m)?)?;
@@ -389,5 +403,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_emulation_cache_dir, m)?)?;
     m.add_function(wrap_pyfunction!(_set_fake_backend, m)?)?;
     m.add_function(wrap_pyfunction!(_fake_backend_active, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_emulated_launches, m)?)?;
     Ok(())
 }

@@ -294,6 +294,16 @@ impl KernelLauncher {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let py = slf.py();
+        if crate::emulate::emulated_launches_active() {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("n_threads", n_threads)?;
+            kwargs.set_item("grid", grid)?;
+            kwargs.set_item("block", block)?;
+            kwargs.set_item("shared_mem", shared_mem)?;
+            kwargs.set_item("stream", stream)?;
+            slf.call_method(intern!(py, "_emulated_launch"), args, Some(&kwargs))?;
+            return Ok(());
+        }
         let plain = grid.is_none() && block.is_none() && shared_mem == 0 && stream.is_none();
         let repeat_n = match n_threads {
             Some(n) if plain && n.is_exact_instance_of::<pyo3::types::PyInt>() => n.extract().ok(),
@@ -432,7 +442,7 @@ impl KernelLauncher {
         n: i64,
     ) -> PyResult<bool> {
         let py = slf.py();
-        if crate::emulate::fake_backend_active() {
+        if crate::emulate::fake_backend_active() || crate::emulate::emulated_launches_active() {
             return Ok(false);
         }
         let Ok(driver) = Driver::get() else {
@@ -980,6 +990,22 @@ impl KernelLauncher {
             .unwrap_or(0);
         self.pack(py, config, &flat, device)?;
         Ok(flat.len())
+    }
+
+    /// `(grid, block)` of a call with these arguments, each padded to 3 axes (the launch
+    /// shape introspection of `CudaKernel.launch_shape`; nothing is checked or launched).
+    #[pyo3(signature = (*args, n_threads=None, grid=None, block=None))]
+    fn _launch_shape(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        n_threads: Option<&Bound<'_, PyAny>>,
+        grid: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<([u32; 3], [u32; 3])> {
+        let flat = flatten(args)?;
+        let (shape, _) = self.call_shape(py, &flat, args, n_threads, grid, block, 0)?;
+        Ok((shape.grid, shape.block))
     }
 
     /// Benchmark probe: one launch of the last call's packed arguments with grid 1 and block

@@ -212,7 +212,7 @@ class ndarray:  # noqa: N801 - CuPy's name
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """``np.sin(a)``, ``np.add.reduce(a)``...: run as the CuPy ufunc of the same name, which
         refuses NumPy arrays of ndim > 0 (an implicit host-to-device copy) as CuPy does."""
-        cupy = sys.modules["cupy"]
+        cupy = sys.modules.get("cupy")
         func = getattr(cupy, ufunc.__name__, None)
         if func is None or method not in _UFUNC_METHODS:
             return NotImplemented
@@ -237,7 +237,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         """``np.concatenate([a, b])``, ``np.array_equal(a, b)``...: run as the CuPy function of
         the same name (``cupy.linalg.norm`` for ``np.linalg.norm``); NotImplemented, so that
         NumPy raises ``TypeError``, when CuPy has none or other array types take part."""
-        module: Any = sys.modules["cupy"]
+        module: Any = sys.modules.get("cupy")
         for part in func.__module__.split(".")[1:]:
             module = getattr(module, part, None)
         cupy_func = getattr(module, func.__name__, None)
@@ -296,7 +296,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self._a.item(*args)
 
     def tolist(self) -> Any:
-        count_to_host("tolist()", self, implicit=True)
+        count_to_host("tolist()", self, implicit=True)  # the whole array comes to the host
         return self._a.tolist()
 
     def tobytes(self, order: str = "C") -> bytes:
@@ -448,7 +448,8 @@ class ndarray:  # noqa: N801 - CuPy's name
         if self._a.ndim == 0:
             _sync_event("format()", self)
             return format(self._a[()], spec)
-        return format(str(self), spec)
+        count_to_host("format()", self, implicit=True)
+        return format(self._a, spec)
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(IMPLICIT_CONVERSION)

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import _backend
 from ._debug import cuda_debug, get_cuda_debug, set_cuda_debug
+from ._limits import DEFAULT_SHARED_MEMORY_PER_BLOCK, is_hip, max_shared_memory_per_block
 from ._ranks import bind_local_device, set_device_for_rank
 from ._source import (
     DEBUG_OPTIONS,
@@ -56,6 +57,9 @@ __all__ = [
     "pin_memory",
     "record_event",
     "wait_event",
+    "DEFAULT_SHARED_MEMORY_PER_BLOCK",
+    "is_hip",
+    "max_shared_memory_per_block",
     "bind_local_device",
     "set_device_for_rank",
 ]
@@ -78,8 +82,9 @@ def device_count() -> int:
     return int(cupy.cuda.runtime.getDeviceCount())
 
 
-def set_device(device: int) -> None:
-    """Makes ``device`` current for this thread. On NumPy only device 0 exists (a no-op)."""
+def set_device(device_id: int) -> None:
+    """Makes ``device_id`` current for this thread. On NumPy only device 0 exists (a no-op)."""
+    device = device_id
     if not isinstance(device, int) or isinstance(device, bool) or device < 0:
         raise ValueError(f"set_device: a device id is a non-negative int, got {device!r}")
     cupy = _cupy()
@@ -128,3 +133,9 @@ def stream(existing: Any = None) -> Iterator[Any]:
     s = existing if existing is not None else cupy.cuda.Stream(non_blocking=True)
     with s:
         yield s
+
+
+def __getattr__(name: str) -> Any:
+    from .._removed import missing_attribute
+
+    raise missing_attribute("cunumpy.cuda", name)

@@ -1,5 +1,7 @@
 """Testing kernels: parity of host and CUDA versions, pytest markers and the ``backend`` fixture,
-``device_function_kernel`` (a ``__device__`` function wrapped in a kernel).
+``device_function_kernel`` (a ``__device__`` function wrapped in a kernel), the CPU emulator
+(``emulate_cuda_kernel``, ``emulated_launches``, ``fake_cupy_session``,
+``run_in_fake_cupy_subprocess``).
 
 Not imported by ``import cunumpy``, and importing it does not import pytest: ``BACKENDS``,
 ``backend``, ``requires_cupy`` and ``requires_device_backend`` are built on first access.
@@ -25,6 +27,14 @@ from ._emulation import (
 )
 from ._markers import cuda_gate, cuda_required, device_backend_available, gpu_available
 from ._parity import TEST_ARGS_SETTINGS, assert_kernels_agree, check_parity, parity_cases
+from ._sessions import (
+    bounds_check_views_available,
+    emulated_launches,
+    fake_cupy_session,
+    high_dim_cuda_views_available,
+    run_in_fake_cupy_subprocess,
+    warp_shuffle_available,
+)
 
 __all__ = [
     "BACKENDS",
@@ -49,6 +59,15 @@ __all__ = [
     "host_buffer",
     "install_fake_cupy",
     "uninstall_fake_cupy",
+    "bounds_check_views_available",
+    "emulated_launches",
+    "fake_cupy_session",
+    "high_dim_cuda_views_available",
+    "requires_bounds_check_views",
+    "requires_high_dim_cuda_views",
+    "requires_warp_shuffle",
+    "run_in_fake_cupy_subprocess",
+    "warp_shuffle_available",
 ]
 
 

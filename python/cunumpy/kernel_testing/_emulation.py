@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _core
 from .. import _fake_cupy as _fake
+from .._emulate import compile_for_emulation, emulate_cuda_kernel
 
 __all__ = [
     "compile_for_emulation",
@@ -35,105 +36,6 @@ __all__ = [
     "install_fake_cupy",
     "uninstall_fake_cupy",
 ]
-
-
-class _HostArrayAsDevice:
-    """A NumPy array presented through ``__cuda_array_interface__``: the emulator's device
-    memory is host memory, so the kernel reads and writes the array itself."""
-
-    __slots__ = ("array", "__cuda_array_interface__")
-
-    def __init__(self, array: np.ndarray) -> None:
-        self.array = array
-        iface = array.__array_interface__
-        self.__cuda_array_interface__ = {
-            "shape": array.shape,
-            "typestr": array.dtype.str,
-            "data": (int(iface["data"][0]), False),
-            "strides": None if array.flags.c_contiguous else array.strides,
-            "version": 3,
-        }
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.array.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.array.dtype
-
-
-def _expand(args: tuple[Any, ...]) -> list[Any]:
-    """Argument objects (``__cuda_args__``) expanded, as the launch does, so the NumPy arrays
-    inside them can be presented too."""
-    out: list[Any] = []
-    for a in args:
-        method = getattr(type(a), "__cuda_args__", None)
-        if method is not None and not isinstance(a, np.ndarray | _fake.ndarray | int | float):
-            out.extend(method(a))
-        else:
-            out.append(a)
-    return out
-
-
-def emulate_cuda_kernel(
-    kernel: Any,
-    *args: Any,
-    n_threads: Any = None,
-    grid: Any = None,
-    block: Any = None,
-    shared_mem: int = 0,
-    shuffle_seed: int | None = None,
-    bounds: bool = True,
-) -> None:
-    """Runs ``kernel`` (a :class:`~cunumpy.kernels.CudaKernel`) on the CPU with NumPy arrays.
-
-    The launch shape, the argument checks and the packed argument buffer are those of a GPU
-    launch, so an argument a GPU launch refuses is refused here (a non-C-contiguous array for
-    a pointer parameter, a wrong dtype, an out-of-range scalar). NumPy arrays stand for device
-    arrays and are written in place. A read-only array is passed as a private copy, so a
-    kernel that writes it cannot corrupt the original (its writes are dropped). Fake-CuPy
-    arrays are accepted too.
-
-    ``shuffle_seed`` runs the threads of each block in a seeded random order, switching at
-    barriers, warp intrinsics and accesses through pointer parameters, so a kernel with a race
-    gives seed-dependent results. ``bounds`` (on by default) checks every access through a
-    pointer parameter against the array's extent. Faults raise
-    :class:`~cunumpy.exceptions.EmulatedKernelFault` (an out-of-bounds access:
-    :class:`~cunumpy.exceptions.EmulatedOutOfBoundsError`); the process survives.
-    """
-    _require_kernel(kernel)
-    presented: list[Any] = []
-    for a in _expand(args):
-        if isinstance(a, np.ndarray) and a.ndim > 0:
-            if not a.flags.writeable:
-                a = a.copy()
-            presented.append(_HostArrayAsDevice(a))
-        else:
-            presented.append(a)
-    _core._emulate_launch(
-        kernel,
-        *presented,
-        n_threads=n_threads,
-        grid=grid,
-        block=block,
-        shared_mem=shared_mem,
-        shuffle_seed=shuffle_seed,
-        bounds=bounds,
-    )
-
-
-def compile_for_emulation(kernel: Any) -> dict[str, Any]:
-    """Compiles ``kernel`` for the emulator now (or finds it in the disk cache) and returns
-    what was built: ``kernel`` (the expression), ``library``, ``from_cache`` (found in the disk
-    cache, possibly written by another process), ``uses_fibers``, ``param_count``,
-    ``param_names`` and ``cache_dir``."""
-    _require_kernel(kernel)
-    info = dict(_core._compile_for_emulation(kernel))
-    for key in ("library", "cache_dir"):
-        if info.get(key) is not None:
-            info[key] = str(info[key])
-    return info
 
 
 def emulation_compiler() -> str | None:
@@ -167,13 +69,8 @@ def fake_cupy_active() -> bool:
     return _fake.is_active()
 
 
-def host_buffer(a: Any) -> np.ndarray:
+def host_buffer(array: Any) -> np.ndarray:
     """The NumPy array behind a fake-CuPy array (the same memory, not a copy)."""
-    if not isinstance(a, _fake.ndarray):
-        raise TypeError(f"host_buffer() takes a fake-CuPy array, got {type(a).__name__}")
-    return a._a
-
-
-def _require_kernel(kernel: Any) -> None:
-    if not isinstance(kernel, _core.KernelLauncher):
-        raise TypeError(f"expected a cunumpy.kernels.CudaKernel, got {type(kernel).__name__}")
+    if not isinstance(array, _fake.ndarray):
+        raise TypeError(f"host_buffer() takes a fake-CuPy array, got {type(array).__name__}")
+    return array._a

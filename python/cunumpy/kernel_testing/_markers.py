@@ -19,7 +19,22 @@ __all__ = [
 ]
 
 #: The names built by :func:`lazy` (they need pytest).
-LAZY_NAMES = ("BACKENDS", "backend", "requires_cupy", "requires_device_backend")
+LAZY_NAMES = (
+    "BACKENDS",
+    "backend",
+    "requires_cupy",
+    "requires_device_backend",
+    "requires_warp_shuffle",
+    "requires_high_dim_cuda_views",
+    "requires_bounds_check_views",
+)
+
+# The capability markers: the check behind each, and what a skip says.
+_CAPABILITIES = {
+    "requires_warp_shuffle": "warp shuffles (reduce.cuh, scan.cuh)",
+    "requires_high_dim_cuda_views": "Array5D..Array16D views",
+    "requires_bounds_check_views": "bounds-checked views (-DCUNUMPY_BOUNDS_CHECK)",
+}
 
 _built: dict[str, Any] = {}
 
@@ -82,6 +97,12 @@ def lazy(name: str) -> Any:
         value = pytest.mark.skipif(
             _condition("device"),
             reason="neither a GPU nor the emulated device backend is available",
+        )
+    elif name in _CAPABILITIES:
+        value = pytest.mark.skipif(
+            "__import__('cunumpy.kernel_testing._sessions', fromlist=['_'])"
+            f".capability_gate({name!r})",
+            reason=f"needs {_CAPABILITIES[name]}: a CUDA GPU or the emulated device, not HIP",
         )
     elif name == "BACKENDS":
         value = ["numpy", pytest.param("cupy", marks=lazy("requires_device_backend"))]

@@ -55,3 +55,9 @@ __all__ = [
     "host_loop_status",
     "wait_for_host_loops",
 ]
+
+
+def __getattr__(name: str) -> object:
+    from .._removed import missing_attribute
+
+    raise missing_attribute("cunumpy.kernels", name)

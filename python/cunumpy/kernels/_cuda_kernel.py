@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .._emulate import compile_for_emulation, emulate_cuda_kernel, emulation_options
 from ..cuda._debug import get_cuda_debug
 from ..cuda._source import (
     DEBUG_OPTIONS,
@@ -24,6 +25,7 @@ from ..cuda._source import (
     cuda_include_dir,
     cuda_kernel_names,
     parse_cuda_signature,
+    resolve_includes,
     struct_name,
     template_arg_texts,
 )
@@ -115,6 +117,7 @@ class CudaKernel(_core.KernelLauncher):
         compile_options = list(self._options)
         if self.debug_active():
             compile_options += [o for o in DEBUG_OPTIONS if o not in compile_options]
+        self._compile_options = tuple(compile_options)
         self._expression = self._configure(
             source,
             name,
@@ -129,6 +132,19 @@ class CudaKernel(_core.KernelLauncher):
         )
         self.n_threads_from = n_threads_from
         self._set_flags(self.debug_active(), self._check_finite)
+        if self._check:
+            self._check_struct_definitions()
+
+    def _check_struct_definitions(self) -> None:
+        """A struct the source defines itself must match its ``CudaStruct`` (member names,
+        types, order); a mismatch would make the kernel read the wrong bytes."""
+        from ..exceptions import CudaStructError
+
+        for struct in self._structs:
+            check = getattr(struct, "_source_problem", None)
+            problem = None if check is None else check(self._source, lenient=True)
+            if problem is not None:
+                raise CudaStructError(f"kernel {self._name!r}: {problem}")
 
     # -- construction from files ---------------------------------------------------------------
     @classmethod
@@ -161,19 +177,153 @@ class CudaKernel(_core.KernelLauncher):
         return {n: cls.from_file(path, n, **kwargs) for n in names}
 
     # -- compiling ---------------------------------------------------------------------------
-    def compile(self) -> CudaKernel:
-        """Compiles for the current device now (or loads the disk cache); returns ``self``."""
-        self.compiled_from_cache = self._compile()
+    def compile(self, *, log_stream: Any = None) -> CudaKernel:
+        """Compiles for the current device now (or loads the disk cache); returns ``self``.
+
+        ``log_stream`` (a text stream such as ``sys.stderr``) receives one line saying what
+        was compiled, with which options, and whether the disk cache had it; a compile error
+        raises :class:`~cunumpy.exceptions.CudaCompileError` with the compiler's log. Inside
+        ``kernel_testing.emulated_launches()`` it builds the kernel for the CPU emulator."""
+        options = emulation_options()
+        if options is not None:
+            self.compiled_from_cache = bool(
+                compile_for_emulation(self, options=options)["from_cache"]
+            )
+        else:
+            self.compiled_from_cache = self._compile()
+        if log_stream is not None:
+            origin = "loaded from the disk cache" if self.compiled_from_cache else "compiled"
+            log_stream.write(
+                f"cunumpy: kernel {self._name!r} {origin} with options "
+                f"{' '.join(self._compile_options)}\n"
+            )
         return self
 
-    def recompile(self) -> CudaKernel:
+    def recompile(self, *, log_stream: Any = None) -> CudaKernel:
         """Forgets the current device's compiled kernel and compiles again."""
         self._forget_compiled()
-        return self.compile()
+        return self.compile(log_stream=log_stream)
 
     def check_args(self, *args: Any) -> None:
         """Checks arguments exactly as a launch would, without launching (no GPU needed)."""
         self._check_args(*args)
+
+    def compile_options(self) -> tuple[str, ...]:
+        """The options a compile now uses: :attr:`options` plus
+        :data:`~cunumpy.cuda.DEBUG_OPTIONS` when debugging is on. (Included headers are part
+        of the compile cache's key, so no ``-DCUNUMPY_INCLUDE_HASH`` is needed.)"""
+        return self._compile_options
+
+    @property
+    def included_headers(self) -> tuple[Path, ...]:
+        """The header files the source includes (recursively; resolved at each access):
+        quoted includes from :attr:`source_dir` and the include folders, angle includes from
+        the shipped headers."""
+        dirs = [*([self._source_dir] if self._source_dir else []), *self._include_dirs]
+        return tuple(
+            resolve_includes(
+                self._source,
+                dirs,
+                base_dir=self._source_dir,
+                angle_dirs=[cuda_include_dir(), *self._include_dirs],
+            )
+        )
+
+    def launch_shape(
+        self,
+        n_threads: int | Sequence[int] | None = None,
+        *,
+        grid: int | Sequence[int] | None = None,
+        block: int | Sequence[int] | None = None,
+        args: Sequence[Any] | None = None,
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(grid, block)`` of a launch with these launch arguments, without launching.
+
+        ``args`` are call arguments, used to infer the size (see :attr:`n_threads_from`) when
+        neither ``n_threads`` nor ``grid`` is given. Raises the errors the launch would raise
+        (:class:`~cunumpy.exceptions.LaunchShapeTypeError` unless exactly one of ``n_threads``
+        and ``grid`` is given or inferred). A grid with a zero extent launches nothing.
+
+        >>> k = CudaKernel('extern "C" __global__ void f(double* a) {}', "f",
+        ...                block_size=(16, 16))
+        >>> k.launch_shape((100, 50))
+        ((7, 4), (16, 16))
+        """
+        call_args = tuple(args or ())
+        g3, b3 = self._launch_shape(*call_args, n_threads=n_threads, grid=grid, block=block)
+        block_len = len(self._block) if block is None else len(_block_tuple(block))
+        if grid is not None:
+            n_grid = len(_block_tuple(grid))
+            n_block = block_len
+        else:
+            if n_threads is None:
+                n_threads = self._inferred_n_threads(call_args, block_len)
+            n_grid = len(_block_tuple(n_threads))
+            n_block = max(n_grid, block_len)
+        return tuple(int(v) for v in g3[:n_grid]), tuple(int(v) for v in b3[:n_block])
+
+    def _inferred_n_threads(self, args: tuple[Any, ...], block_len: int) -> Any:
+        rule = self._n_threads_from
+        if callable(rule):
+            return rule(args)
+        return (0,) * (block_len if rule == "auto" else 1)
+
+    def prepare_args(self, *args: Any) -> tuple[Any, ...]:
+        """The arguments as the kernel receives them, checked: argument objects flattened,
+        scalars cast to the declared C types (NumPy scalars), arrays as given, views as a
+        NumPy ``void`` scalar holding ``data``, ``shape`` and (for ``ArrayND``) ``strides`` in
+        elements, struct values as a ``void`` scalar of the struct's dtype. Raises the errors
+        of a launch (wrong count, dtype, contiguity, range, ...)."""
+        import numpy as np
+
+        self._check_args(*args)
+        flat: list[Any] = []
+        for a in args:
+            method = getattr(type(a), "__cuda_args__", None)
+            if method is not None and not isinstance(a, int | float):
+                flat.extend(method(a))
+            else:
+                flat.append(a)
+        signature = self.signature
+        if signature is None:
+            return tuple(flat)
+        out: list[Any] = []
+        for value, param in zip(flat, signature, strict=True):
+            if param.view_ndim is not None:
+                out.append(_view_value(value, param))
+            elif param.struct is not None:
+                struct = next((s for s in self._structs if struct_name(s) == param.struct), None)
+                packed = getattr(value, "packed", None)
+                if struct is not None and isinstance(packed, bytes):
+                    out.append(np.frombuffer(packed, dtype=struct.dtype)[0])
+                else:
+                    out.append(value)
+            elif param.pointer or param.dtype is None:
+                out.append(value)
+            else:
+                out.append(param.dtype.type(value))
+        return tuple(out)
+
+    def _emulated_launch(
+        self,
+        *args: Any,
+        n_threads: Any = None,
+        grid: Any = None,
+        block: Any = None,
+        shared_mem: int = 0,
+        stream: Any = None,
+    ) -> None:
+        """A launch inside ``kernel_testing.emulated_launches()``: run by the CPU emulator
+        (``stream`` is ignored: emulated launches are synchronous)."""
+        emulate_cuda_kernel(
+            self,
+            *args,
+            n_threads=n_threads,
+            grid=grid,
+            block=block,
+            shared_mem=shared_mem,
+            options=emulation_options() or (),
+        )
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -262,6 +412,29 @@ class CudaKernel(_core.KernelLauncher):
                         f"kernel {self._name!r} left a NaN or inf in argument {i} "
                         f"(dtype {a.dtype}, shape {a.shape})"
                     )
+
+
+def _view_value(value: Any, param: CudaParameter) -> Any:
+    """An ``ArrayND``/``CArrayND`` argument as the struct the kernel receives."""
+    import numpy as np
+
+    iface = value.__cuda_array_interface__
+    shape = tuple(int(n) for n in iface["shape"])
+    itemsize = np.dtype(iface["typestr"]).itemsize
+    fields: list[tuple[str, Any]] = [("data", np.uint64), ("shape", np.int64, (len(shape),))]
+    values: list[Any] = [int(iface["data"][0]), shape]
+    if not param.contiguous:
+        strides = iface.get("strides")
+        if strides is None:
+            strides = tuple(
+                int(np.prod(shape[i + 1 :], dtype=np.int64)) * itemsize for i in range(len(shape))
+            )
+        fields.append(("strides", np.int64, (len(shape),)))
+        values.append(tuple(int(s) // itemsize for s in strides))
+    out = np.zeros((), dtype=np.dtype(fields, align=True))
+    for (name, *_), v in zip(fields, values, strict=True):
+        out[name] = v
+    return out[()]
 
 
 class CudaKernelVariants:

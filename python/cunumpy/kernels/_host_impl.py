@@ -4,6 +4,7 @@ process-wide choice between them (``CUNUMPY_HOST_KERNEL_IMPLEMENTATION``)."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import threading
 import warnings
@@ -217,8 +218,9 @@ class HostImplementations:
 
 
 class CompiledHostKernel:
-    """Function ``name`` of ``module`` compiled by ``compiler(module)`` (for example a
-    :class:`PyccelCache`) on the first call or :meth:`build`, once.
+    """Function ``name`` of ``module`` (a module or its dotted name) compiled by
+    ``compiler(module)`` (for example a :class:`PyccelCache`) on the first call, on
+    :meth:`build` or on reading :attr:`compiled`, once.
 
     If compiling fails the error is kept in :attr:`error` and calls run ``fallback``, or else
     the uncompiled Python function with a one-time ``RuntimeWarning``.
@@ -226,22 +228,44 @@ class CompiledHostKernel:
 
     def __init__(
         self,
-        module: ModuleType,
+        module: ModuleType | str,
         name: str,
         compiler: Callable[[ModuleType], Any],
         fallback: Callable[..., Any] | None = None,
     ) -> None:
-        self.module = module
+        if isinstance(module, str):
+            module = importlib.import_module(module)
+        self._module = module
         self.name = name
         self.__name__ = name
         self.compiler = compiler
-        self.fallback = fallback
-        self.python: Callable[..., Any] = getattr(module, name)
-        self.compiled: Callable[..., Any] | None = None
+        self._fallback = fallback
+        self._python: Callable[..., Any] = getattr(module, name)
+        self._function: Callable[..., Any] | None = None
         self.error: BaseException | None = None
         self._built = False
         self._lock = threading.Lock()
         self._warned = False
+
+    @property
+    def module(self) -> ModuleType:
+        """The (uncompiled) module that defines the kernel."""
+        return self._module
+
+    @property
+    def python(self) -> Callable[..., Any]:
+        """The uncompiled Python function (its signature, reference results)."""
+        return self._python
+
+    @property
+    def fallback(self) -> Callable[..., Any] | None:
+        """What runs when compiling fails (``None``: the Python function, with a warning)."""
+        return self._fallback
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled function is available (compiles on first access)."""
+        return self.build() is not None
 
     def build(self) -> Callable[..., Any] | None:
         """Compiles now (once); returns the compiled function or ``None`` if it failed."""
@@ -249,18 +273,18 @@ class CompiledHostKernel:
             with self._lock:
                 if not self._built:
                     try:
-                        self.compiled = getattr(self.compiler(self.module), self.name)
+                        self._function = getattr(self.compiler(self._module), self.name)
                     except Exception as exc:  # kept; calls fall back
                         self.error = exc
                     self._built = True
-        return self.compiled
+        return self._function
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        compiled = self.compiled if self._built else self.build()
+        compiled = self._function if self._built else self.build()
         if compiled is not None:
             return compiled(*args, **kwargs)
-        if self.fallback is not None:
-            return self.fallback(*args, **kwargs)
+        if self._fallback is not None:
+            return self._fallback(*args, **kwargs)
         if not self._warned:
             self._warned = True
             warnings.warn(
@@ -269,8 +293,8 @@ class CompiledHostKernel:
                 RuntimeWarning,
                 stacklevel=2,
             )
-        return self.python(*args, **kwargs)
+        return self._python(*args, **kwargs)
 
     def __repr__(self) -> str:
-        state = "not built" if not self._built else ("compiled" if self.compiled else "failed")
+        state = "not built" if not self._built else ("compiled" if self._function else "failed")
         return f"CompiledHostKernel({self.name!r}, {state})"

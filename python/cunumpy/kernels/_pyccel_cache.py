@@ -76,16 +76,31 @@ class PyccelCache:
 
     # -- where ----------------------------------------------------------------------------------
     @property
+    def cache_env(self) -> str:
+        """The variable that moves the cache folder: ``<PREFIX>_KERNEL_CACHE``."""
+        return f"{self.env_prefix}_KERNEL_CACHE"
+
+    @property
+    def openmp_env(self) -> str:
+        """The variable that turns OpenMP off (``0``): ``<PREFIX>_OPENMP``."""
+        return f"{self.env_prefix}_OPENMP"
+
+    def cache_root(self) -> Path:
+        """Where builds go: ``$<PREFIX>_KERNEL_CACHE``, else ``~/.cache/<name>/kernels``."""
+        configured = os.environ.get(self.cache_env, "").strip()
+        return Path(configured) if configured else Path.home() / ".cache" / self.name / "kernels"
+
+    def fallback_root(self) -> Path:
+        """Where builds go when :meth:`cache_root` is not writable: ``<tmp>/<name>-kernels``."""
+        return Path(tempfile.gettempdir()) / f"{self.name}-kernels"
+
+    @property
     def directory(self) -> Path:
-        """The cache folder (created on first use)."""
-        configured = os.environ.get(f"{self.env_prefix}_KERNEL_CACHE", "").strip()
+        """The cache folder in use (created on first use): :meth:`cache_root`, else
+        :meth:`fallback_root` (not when ``<PREFIX>_KERNEL_CACHE`` is set)."""
+        configured = os.environ.get(self.cache_env, "").strip()
         candidates = (
-            [Path(configured)]
-            if configured
-            else [
-                Path.home() / ".cache" / self.name / "kernels",
-                Path(tempfile.gettempdir()) / f"{self.name}-kernels",
-            ]
+            [self.cache_root()] if configured else [self.cache_root(), self.fallback_root()]
         )
         for folder in candidates:
             try:
@@ -96,16 +111,21 @@ class PyccelCache:
                 return folder
         raise PyccelCompileError(f"no writable kernel cache folder among {candidates}")
 
+    def openmp_enabled(self) -> bool:
+        """Whether modules with OpenMP directives are built with ``--openmp``
+        (``<PREFIX>_OPENMP=0`` turns it off)."""
+        return os.environ.get(self.openmp_env, "").strip() != "0"
+
     def _openmp(self, source: str) -> bool:
-        if os.environ.get(f"{self.env_prefix}_OPENMP", "").strip() == "0":
+        if not self.openmp_enabled():
             return "omp_get_" in source or "omp_set_" in source  # calls the OpenMP runtime
         return "#$ omp" in source
 
-    def key(self, source: str) -> str:
+    def key(self, source: str, language: str | None = None) -> str:
         """The build key of a module source (20 hex digits)."""
         parts = [
             source,
-            self.language,
+            language or self.language,
             _LAYOUT,
             str(self._openmp(source)),
             _pyccel_version(),
@@ -115,17 +135,32 @@ class PyccelCache:
         ]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
+    def build_key(self, module: ModuleType, language: str | None = None) -> str:
+        """The build key of ``module`` (20 hex digits, the suffix of its build folder): it
+        changes with the module's source, the language, the OpenMP setting, the Pyccel and
+        Python versions and the platform (not with modules it imports)."""
+        return self.key(_source_path(module).read_text(), language)
+
     # -- compile -------------------------------------------------------------------------------
     def __call__(self, module: ModuleType | str | os.PathLike[str]) -> ModuleType:
-        path = Path(module.__file__) if isinstance(module, ModuleType) else Path(module)
-        if path.suffix != ".py":
-            raise PyccelCompileError(f"PyccelCache needs a Python source file, got {path}")
+        return self.compile(module)
+
+    def compile(
+        self, module: ModuleType | str | os.PathLike[str], *, language: str | None = None
+    ) -> ModuleType:
+        """The compiled form of ``module`` (a module or the path of its ``.py`` file), built
+        on first use; ``language`` overrides the instance's for this build. Raises
+        :class:`~cunumpy.exceptions.PyccelCompileError` with Pyccel's output on failure."""
+        language = language or self.language
+        if language not in ("c", "fortran"):
+            raise ValueError(f"PyccelCache language must be 'c' or 'fortran', got {language!r}")
+        path = _source_path(module)
         source = path.read_text()
         stem = path.stem
-        folder = self.directory / f"{stem}-{self.key(source)}"
+        folder = self.directory / f"{stem}-{self.key(source, language)}"
         built = self._find(folder, stem)
         if built is None:
-            self._build(source, stem, folder)
+            self._build(source, stem, folder, language)
             built = self._find(folder, stem)
             if built is None:
                 raise PyccelCompileError(
@@ -144,7 +179,7 @@ class PyccelCache:
                 return candidate
         return None
 
-    def _build(self, source: str, stem: str, folder: Path) -> None:
+    def _build(self, source: str, stem: str, folder: Path, language: str) -> None:
         work = folder.parent / f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         work.mkdir(parents=True)
         try:
@@ -154,7 +189,7 @@ class PyccelCache:
                 *_pyccel_command(),
                 str(src),
                 "--language",
-                self.language,
+                language,
                 "--output",
                 str(work),
             ]
@@ -179,6 +214,13 @@ class PyccelCache:
 
     def __repr__(self) -> str:
         return f"PyccelCache({self.name!r}, language={self.language!r})"
+
+
+def _source_path(module: ModuleType | str | os.PathLike[str]) -> Path:
+    path = Path(module.__file__) if isinstance(module, ModuleType) else Path(module)
+    if path.suffix != ".py":
+        raise PyccelCompileError(f"PyccelCache needs a Python source file, got {path}")
+    return path
 
 
 def _load(path: Path, stem: str) -> ModuleType:

@@ -354,12 +354,12 @@ def _signature_names(fn: Any) -> tuple[str, ...] | None:
     )
 
 
-def outputs_from_annotations(fn: Callable[..., Any]) -> tuple[str, ...] | None:
-    """The parameters of ``fn`` that a call may write: every parameter except those annotated
+def outputs_from_annotations(function: Callable[..., Any]) -> tuple[str, ...] | None:
+    """The parameters of ``function`` that a call may write: every parameter except those annotated
     ``Final[...]``, ``const ...`` or a scalar type (``int``, ``float``, ``bool``, ``complex``,
-    ``str``); an unannotated parameter may be written. ``None`` when ``fn`` has no signature
+    ``str``); an unannotated parameter may be written. ``None`` when ``function`` has no signature
     or no annotated parameter."""
-    target = getattr(fn, "python", None) or getattr(fn, "py_func", None) or fn
+    target = getattr(function, "python", None) or getattr(function, "py_func", None) or function
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError):
