@@ -233,3 +233,27 @@ def test_ambiguous_inferred_launch_size_warns_once_naming_kernel_sizes_and_count
         fake_cupy=True,
     )
     assert "OK" in out
+
+
+# ---------------------------------------------------------------- item 5: structs
+def test_repr_of_struct_arguments_subclasses_never_raises():
+    from cunumpy.arguments import CudaStructArguments
+
+    class Particles(CudaStructArguments):
+        struct_name = "Particles"
+        fields = [("n", "int"), ("x", "double*")]
+
+        def __init__(self, n=None, x=None):
+            if n is not None:
+                self.n = n
+            if x is not None:
+                self.x = x
+
+    assert repr(Particles()) == "Particles(n=<unset>, x=<unset>)"
+    text = repr(Particles(3, np.zeros(3)))
+    assert text == "Particles(n=3, x=<ndarray shape=(3,) dtype=float64>)"
+
+    class Plain(CudaStructArguments):
+        pass
+
+    assert repr(Plain()) == "Plain(<no struct_name and fields>)"
