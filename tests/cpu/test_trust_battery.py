@@ -257,3 +257,23 @@ def test_repr_of_struct_arguments_subclasses_never_raises():
         pass
 
     assert repr(Plain()) == "Plain(<no struct_name and fields>)"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ([("class", "double")], 'field name "class" is a C/C++ keyword'),
+        ([("n", "int"), ("int", "int")], 'field name "int" is a C/C++ keyword'),
+        ([("a", "double[4611686018427387904]")], "field 'a' is too large"),
+        ([("n", "int"), ("n", "double")], "duplicate field names"),
+    ],
+)
+def test_struct_keywords_overflowing_sizes_and_duplicates_are_refused(fields, message):
+    from cunumpy.arguments import CudaStruct
+    from cunumpy.exceptions import CudaStructError
+
+    # 0.7.1 accepted the keyword (a struct that cannot compile) and wrapped the size to 0.
+    with pytest.raises(CudaStructError, match=r"^struct S: ") as e:
+        CudaStruct("S", fields)
+    assert message in str(e.value)
+    assert isinstance(e.value, ValueError)
