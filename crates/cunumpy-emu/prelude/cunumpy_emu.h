@@ -611,9 +611,10 @@ constexpr div_lhs<T> operator*(T&& a, div_tag) { return {static_cast<T&&>(a)}; }
 template <class T>
 constexpr mod_lhs<T> operator*(T&& a, mod_tag) { return {static_cast<T&&>(a)}; }
 
-template <class T>
+// Integers and unscoped enums (a scoped enum with its own operator/ is forwarded unchanged).
+template <class T, class D = std::remove_cv_t<std::remove_reference_t<T>>>
 inline constexpr bool int_like_v =
-    std::is_integral_v<std::remove_cv_t<std::remove_reference_t<T>>> || std::is_enum_v<std::remove_cv_t<std::remove_reference_t<T>>>;
+    std::is_integral_v<D> || (std::is_enum_v<D> && std::is_convertible_v<D, long long>);
 
 template <class A, class B>
 constexpr auto int_divide(A a, B b) {

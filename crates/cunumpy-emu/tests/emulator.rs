@@ -697,6 +697,9 @@ fn integer_division_by_zero_and_int_min_by_minus_one_do_not_kill_the_process() {
     #define HALF(v) ((v) / 2)
     struct V { int x; };
     __device__ V operator/(V a, int b) { return V{a.x / b + 1000}; }
+    enum class Mode : int { a = 6 };
+    __device__ int operator/(Mode m, int b) { return (int)m / b + 2000; }
+    enum Plain { kSix = 6 };
     constexpr int kQuarter = 256 / 4;
     template <int N> struct Fixed { static constexpr int value = N % 7; };
     extern "C" __global__ void divs(const int* a, const int* b, int* q, int* r,
@@ -720,6 +723,7 @@ fn integer_division_by_zero_and_int_min_by_minus_one_do_not_kill_the_process() {
         V v{a[i]};
         if (i == 3) q[i] = (v / b[i]).x + pad[0] - Fixed<9>::value;
         f[i] = (float)a[i] / (float)b[i];
+        if (i == 5) q[i] += (Mode::a / 3) - 2002 + (kSix / 0) + 1;
     }
     "#;
     let lib = compile(src, "divs");
