@@ -876,6 +876,27 @@ class CudaStructArguments(CudaArguments):
     def __cuda_struct__(self) -> tuple[str, bytes]:
         return self.value.__cuda_struct__()
 
+    def __repr__(self) -> str:
+        # Never raises: a repr must work on a half-built object (in a traceback, a debugger).
+        struct = type(self).struct
+        if struct is None:
+            return f"{type(self).__name__}(<no struct_name and fields>)"
+        parts = []
+        for name in struct.field_names:
+            try:
+                value = getattr(self, name)
+            except Exception:
+                parts.append(f"{name}=<unset>")
+                continue
+            shape = getattr(value, "shape", None)
+            dtype = getattr(value, "dtype", None)
+            if shape is not None and dtype is not None and len(shape) > 0:
+                text = f"<{type(value).__name__} shape={tuple(shape)} dtype={dtype}>"
+            else:
+                text = repr(value)
+            parts.append(f"{name}={text}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_cunumpy_packed", None)

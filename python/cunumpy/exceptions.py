@@ -45,6 +45,7 @@ __all__ = [
     "RemovedNameError",
     "DeviceSelectionError",
     "SharedDeviceWarning",
+    "LaunchSizeWarning",
     "MPIBufferError",
     "MPIStagingError",
     "MPIStagingBusyError",
@@ -245,6 +246,11 @@ class DeviceSelectionError(CunumpyError, ValueError):
 
 class SharedDeviceWarning(UserWarning):
     """More ranks than devices on a node: several ranks share one GPU (allowed, reported)."""
+
+
+class LaunchSizeWarning(UserWarning):
+    """A launch without ``n_threads`` took its size from the first array argument while other
+    array arguments have other sizes (shown once per kernel; pass ``n_threads=`` to choose)."""
 
 
 class MPIBufferError(CunumpyError, RuntimeError):

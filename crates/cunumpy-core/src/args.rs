@@ -655,3 +655,60 @@ pub fn safe_cast(from: DType, to: DType) -> bool {
         _ => false,
     }
 }
+
+/// What is wrong with a `__cuda_array_interface__` before any launch uses it, or `None`.
+///
+/// A NULL data pointer is only valid for an empty array; a negative extent is never valid; the
+/// `stream` entry (version 3) must be absent/`None` or a stream handle, and 0 is disallowed by
+/// the protocol because it is ambiguous (1 is the legacy default stream, 2 the per-thread one).
+pub fn interface_problem(ptr: u64, shape: &[i64], stream: Option<i64>) -> Option<String> {
+    let dims = shape
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let shown = if shape.len() == 1 {
+        format!("({dims},)")
+    } else {
+        format!("({dims})")
+    };
+    if let Some(d) = shape.iter().find(|&&d| d < 0) {
+        return Some(format!(
+            "whose shape {shown} has a negative extent ({d}); extents must be >= 0"
+        ));
+    }
+    if ptr == 0 && !shape.contains(&0) {
+        return Some(format!(
+            "whose data pointer is NULL although its shape {shown} is not empty"
+        ));
+    }
+    match stream {
+        Some(0) => Some(
+            "whose stream is 0, which the protocol disallows (use 1 for the legacy default \
+             stream, 2 for the per-thread default stream, or a stream handle)"
+                .to_string(),
+        ),
+        Some(s) if s < 0 => Some(format!(
+            "whose stream {s} is negative; expected a stream handle (or None)"
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod interface_tests {
+    use super::interface_problem;
+
+    #[test]
+    fn null_negative_and_stream_zero_are_problems() {
+        assert!(interface_problem(0, &[4], None)
+            .is_some_and(|m| m.contains("NULL") && m.contains("(4,)")));
+        assert!(interface_problem(0, &[0], None).is_none());
+        assert!(interface_problem(0, &[3, 0], None).is_none());
+        assert!(interface_problem(64, &[-4], None).is_some_and(|m| m.contains("-4")));
+        assert!(interface_problem(64, &[4], Some(0)).is_some_and(|m| m.contains("stream is 0")));
+        assert!(interface_problem(64, &[4], Some(-3)).is_some());
+        assert!(interface_problem(64, &[4], Some(1)).is_none());
+        assert!(interface_problem(64, &[2, 2], None).is_none());
+    }
+}

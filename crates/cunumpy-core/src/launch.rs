@@ -189,9 +189,75 @@ pub fn validate(
     Ok(())
 }
 
+/// The note for an inferred launch size that other array arguments contradict, or `None`.
+///
+/// 0.7.1's rule is kept: with neither `n_threads` nor `grid`, the launch takes the leading
+/// extents of the first array argument (`chosen`; its last extent with `from_last_axis`). When
+/// another array argument's corresponding extent differs (10,000 particles deposited onto a
+/// 128-cell grid), which array sets the size is a guess, and the caller should be told.
+pub fn ambiguous_inference(
+    kernel: &str,
+    shapes: &[Vec<i64>],
+    chosen: &[i64],
+    from_last_axis: bool,
+) -> Option<String> {
+    let extent = |s: &Vec<i64>| -> Vec<i64> {
+        if from_last_axis {
+            s.last().map(|&v| vec![v]).unwrap_or_default()
+        } else {
+            s.iter().take(chosen.len()).copied().collect()
+        }
+    };
+    let differs = shapes.iter().any(|s| extent(s) != chosen);
+    if !differs {
+        return None;
+    }
+    let shown: Vec<String> = shapes
+        .iter()
+        .map(|s| match s.as_slice() {
+            [one] => format!("({one},)"),
+            many => format!(
+                "({})",
+                many.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
+        .collect();
+    let count = chosen
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" x ");
+    let which = if from_last_axis {
+        "the last axis of the first array argument"
+    } else {
+        "the leading extent of the first array argument, as cunumpy 0.7 did"
+    };
+    Some(format!(
+        "{kernel}: n_threads was not given and the array arguments differ in size (shapes {}); \
+         launching {count} threads from {which}. Pass n_threads= (or set n_threads_from) to \
+         choose; this warning is shown once per kernel",
+        shown.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ambiguous_inference_names_kernel_sizes_and_count() {
+        let shapes = vec![vec![128], vec![10_000], vec![10_000]];
+        let note = ambiguous_inference("deposit", &shapes, &[128], false).expect("ambiguous");
+        assert!(note.starts_with("deposit: "));
+        assert!(note.contains("(128,), (10000,), (10000,)"));
+        assert!(note.contains("launching 128 threads"));
+        assert!(ambiguous_inference("k", &[vec![50], vec![50, 3]], &[50], false).is_none());
+        assert!(ambiguous_inference("k", &[vec![3, 50], vec![50]], &[50], true).is_none());
+        assert!(ambiguous_inference("k", &[vec![8, 8], vec![8, 4]], &[8, 8], false).is_some());
+    }
 
     #[test]
     fn n_threads_rounds_up_and_pads_a_1d_block() {

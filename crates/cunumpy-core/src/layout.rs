@@ -37,6 +37,123 @@ pub enum LayoutError {
     },
     #[error("struct {0} has no fields (an empty struct has no portable C layout)")]
     Empty(String),
+    #[error("struct {struct_name}: {what} {name:?} is a C/C++ keyword; the struct declared in CUDA C would not compile (rename it)")]
+    Keyword {
+        struct_name: String,
+        what: &'static str,
+        name: String,
+    },
+    #[error(
+        "struct {struct_name}: field '{field}' is too large: {detail} overflows the address space"
+    )]
+    TooLarge {
+        struct_name: String,
+        field: String,
+        detail: String,
+    },
+}
+
+/// C and C++ keywords (and CUDA's alternative tokens) that cannot name a struct or a field.
+const KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char16_t",
+    "char32_t",
+    "char8_t",
+    "class",
+    "compl",
+    "concept",
+    "const",
+    "const_cast",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
+    "xor_eq",
+    "_Bool",
+    "_Complex",
+];
+
+fn is_keyword(s: &str) -> bool {
+    KEYWORDS.contains(&s)
 }
 
 /// What one element of a field is.
@@ -264,6 +381,13 @@ impl StructLayout {
         if !is_identifier(name) {
             return Err(LayoutError::InvalidStructName(name.to_string()));
         }
+        if is_keyword(name) {
+            return Err(LayoutError::Keyword {
+                struct_name: name.to_string(),
+                what: "the struct name",
+                name: name.to_string(),
+            });
+        }
         if fields.is_empty() {
             return Err(LayoutError::Empty(name.to_string()));
         }
@@ -278,6 +402,13 @@ impl StructLayout {
             let (bare, mut extents) = split_extents(field_name).ok_or_else(bad_name)?;
             if !is_identifier(bare) {
                 return Err(bad_name());
+            }
+            if is_keyword(bare) {
+                return Err(LayoutError::Keyword {
+                    struct_name: name.to_string(),
+                    what: "the field name",
+                    name: bare.to_string(),
+                });
             }
             let unsupported = |ctype: &str, reason: String| LayoutError::UnsupportedType {
                 struct_name: name.to_string(),
@@ -305,9 +436,24 @@ impl StructLayout {
                 }
             };
             let align = ty.alignment();
-            let count: usize = extents.iter().product();
-            let size = ty.size() * count;
-            offset = round_up(offset, align);
+            let too_large = |detail: String| LayoutError::TooLarge {
+                struct_name: name.to_string(),
+                field: bare.to_string(),
+                detail,
+            };
+            let shown = extents.iter().map(|e| format!("[{e}]")).collect::<String>();
+            let size = extents
+                .iter()
+                .try_fold(ty.size(), |acc, &e| acc.checked_mul(e))
+                .filter(|&n| n <= isize::MAX as usize)
+                .ok_or_else(|| too_large(format!("{} bytes x {shown}", ty.size())))?;
+            offset = offset
+                .checked_next_multiple_of(align.max(1))
+                .filter(|o| {
+                    o.checked_add(size)
+                        .is_some_and(|end| end <= isize::MAX as usize)
+                })
+                .ok_or_else(|| too_large(format!("offset {offset} + {size} bytes")))?;
             alignment = alignment.max(align);
             out.push(FieldLayout {
                 name: bare.to_string(),
@@ -487,6 +633,31 @@ mod tests {
 
     fn offsets(s: &StructLayout) -> Vec<usize> {
         s.fields.iter().map(|f| f.offset).collect()
+    }
+
+    #[test]
+    fn keywords_and_overflowing_sizes_are_refused() {
+        let err = |name: &str, fields: &[(&str, &str)]| {
+            StructLayout::new(name, &text(fields), &[])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err("S", &[("class", "double")]).contains("field name \"class\" is a C/C++ keyword")
+        );
+        assert!(err("S", &[("int", "int")]).contains("keyword"));
+        assert!(err("struct", &[("a", "int")]).contains("struct name"));
+        let big = err("S", &[("a", "double[4611686018427387904]")]);
+        assert!(big.contains("field 'a' is too large"), "{big}");
+        let big = err(
+            "S",
+            &[
+                ("a", "double[576460752303423488]"),
+                ("b", "double[576460752303423488]"),
+            ],
+        );
+        assert!(big.contains("field 'b' is too large"), "{big}");
+        assert_eq!(layout("S", &[("a", "double[1024]")]).size, 8192);
     }
 
     #[test]

@@ -591,6 +591,86 @@ inline decltype(auto) reinterpret_cast_(From&& f) {
   }
 }
 
+// ---------------------------------------------------------------- integer division
+// The rewriter turns `a / b` into `a *::cunumpy_emu::div_v/ b` (and `%`, `/=`, `%=` alike):
+// `*` binds as tightly as `/` and associates to the left, so `a * div_v` takes exactly the left
+// operand and the following `/` exactly the right one. Integer operands then divide without the
+// host's SIGFPE: a zero divisor gives all bits set (quotient and remainder), as the GPU's
+// division sequence does, and INT_MIN / -1 wraps to INT_MIN (remainder 0). Anything else (floats,
+// user types with their own operators) is forwarded unchanged.
+struct div_tag {};
+struct mod_tag {};
+inline constexpr div_tag div_v{};
+inline constexpr mod_tag mod_v{};
+template <class T>
+struct div_lhs { T&& a; };
+template <class T>
+struct mod_lhs { T&& a; };
+template <class T>
+constexpr div_lhs<T> operator*(T&& a, div_tag) { return {static_cast<T&&>(a)}; }
+template <class T>
+constexpr mod_lhs<T> operator*(T&& a, mod_tag) { return {static_cast<T&&>(a)}; }
+
+// Integers and unscoped enums (a scoped enum with its own operator/ is forwarded unchanged).
+template <class T, class D = std::remove_cv_t<std::remove_reference_t<T>>>
+inline constexpr bool int_like_v =
+    std::is_integral_v<D> || (std::is_enum_v<D> && std::is_convertible_v<D, long long>);
+
+template <class A, class B>
+constexpr auto int_divide(A a, B b) {
+  using R = decltype(a / b);
+  R x = static_cast<R>(a), y = static_cast<R>(b);
+  if (y == 0) return static_cast<R>(~static_cast<R>(0));
+  if constexpr (std::is_signed_v<R>) {
+    if (y == static_cast<R>(-1) && x == std::numeric_limits<R>::min()) return x;
+  }
+  return static_cast<R>(x / y);
+}
+template <class A, class B>
+constexpr auto int_remainder(A a, B b) {
+  using R = decltype(a % b);
+  R x = static_cast<R>(a), y = static_cast<R>(b);
+  if (y == 0) return static_cast<R>(~static_cast<R>(0));
+  if constexpr (std::is_signed_v<R>) {
+    if (y == static_cast<R>(-1)) return static_cast<R>(0);
+  }
+  return static_cast<R>(x % y);
+}
+template <class T, class U>
+constexpr decltype(auto) operator/(div_lhs<T> l, U&& b) {
+  if constexpr (int_like_v<T> && int_like_v<U>) {
+    return int_divide(+l.a, +b);
+  } else {
+    return static_cast<T&&>(l.a) / static_cast<U&&>(b);
+  }
+}
+template <class T, class U>
+constexpr decltype(auto) operator%(mod_lhs<T> l, U&& b) {
+  if constexpr (int_like_v<T> && int_like_v<U>) {
+    return int_remainder(+l.a, +b);
+  } else {
+    return static_cast<T&&>(l.a) % static_cast<U&&>(b);
+  }
+}
+template <class T, class U>
+constexpr decltype(auto) operator/=(div_lhs<T> l, U&& b) {
+  if constexpr (int_like_v<T> && int_like_v<U> && !std::is_enum_v<std::remove_cv_t<std::remove_reference_t<T>>>) {
+    l.a = static_cast<std::remove_cv_t<std::remove_reference_t<T>>>(int_divide(+l.a, +b));
+    return static_cast<T&&>(l.a);
+  } else {
+    return static_cast<T&&>(l.a) /= static_cast<U&&>(b);
+  }
+}
+template <class T, class U>
+constexpr decltype(auto) operator%=(mod_lhs<T> l, U&& b) {
+  if constexpr (int_like_v<T> && int_like_v<U> && !std::is_enum_v<std::remove_cv_t<std::remove_reference_t<T>>>) {
+    l.a = static_cast<std::remove_cv_t<std::remove_reference_t<T>>>(int_remainder(+l.a, +b));
+    return static_cast<T&&>(l.a);
+  } else {
+    return static_cast<T&&>(l.a) %= static_cast<U&&>(b);
+  }
+}
+
 // ---------------------------------------------------------------- dynamic shared memory
 thread_local unsigned char* tl_dyn_shared = nullptr;
 template <class T>

@@ -9,6 +9,9 @@
 //! - In a checked build, every pointer parameter `T* p` of a `__global__` function becomes
 //!   `cunumpy_emu::checked_param_t<T> p`, a checked pointer, and `reinterpret_cast` becomes
 //!   `cunumpy_emu::reinterpret_cast_`, which keeps a cast checked pointer checked.
+//! - `a / b` and `a % b` (and `/=`, `%=`) outside preprocessor directives go through the
+//!   prelude's division guard, so an integer division by zero or `INT_MIN / -1` gives what the
+//!   GPU gives instead of killing the process with SIGFPE.
 
 use crate::lexer::{lex, Kind, Tok};
 
@@ -195,6 +198,15 @@ pub(crate) fn rewrite(src: &str, kernel_base: &str, checked: bool) -> Rewritten 
                         }
                     }
                 }
+            }
+            "/" | "%" if c.kind(i) == Some(Kind::Punct) && !c.is(i.wrapping_sub(1), "operator") => {
+                // Integer division through the prelude's guard (see `div_tag` there): no SIGFPE.
+                let tag = if t == "/" { "div_v" } else { "mod_v" };
+                edits.push(Edit {
+                    start: c.toks[i].start,
+                    end: c.toks[i].end,
+                    text: format!("*::cunumpy_emu::{tag}{t}"),
+                });
             }
             "reinterpret_cast" if checked => edits.push(Edit {
                 start: c.toks[i].start,
@@ -413,6 +425,21 @@ mod tests {
         assert!(r
             .source
             .contains("double* const s = ::cunumpy_emu::dynamic_shared<double>();"));
+    }
+
+    #[test]
+    fn guards_division_but_not_operator_names_or_directives() {
+        let src = "#define H (8 / 2)\nstruct V { int x; };\nV operator/(V a, int b) { return V{a.x / b}; }\n__global__ void k(int* q, int n) { q[0] = n / 3 % 2; q[1] /= n; q[2] %= n; }";
+        let r = rewrite(src, "k", false);
+        assert!(r.source.contains("#define H (8 / 2)"));
+        assert!(r.source.contains("V operator/(V a"));
+        assert!(r.source.contains("a.x *::cunumpy_emu::div_v/ b"));
+        assert!(r
+            .source
+            .contains("n *::cunumpy_emu::div_v/ 3 *::cunumpy_emu::mod_v% 2"));
+        assert!(r.source.contains("q[1] *::cunumpy_emu::div_v/= n"));
+        assert!(r.source.contains("q[2] *::cunumpy_emu::mod_v%= n"));
+        assert_eq!(r.source.lines().count(), src.lines().count());
     }
 
     #[test]

@@ -688,3 +688,75 @@ fn invalid_launch_shapes_are_refused() {
     .expect_err("too many threads");
     assert!(matches!(err, EmuError::InvalidLaunch { .. }), "{err}");
 }
+
+#[test]
+fn integer_division_by_zero_and_int_min_by_minus_one_do_not_kill_the_process() {
+    // Without the division guard each of these lines raises SIGFPE on x86-64 and the test
+    // binary dies. The GPU gives all bits set for a zero divisor and wraps INT_MIN / -1.
+    let src = r#"
+    #define HALF(v) ((v) / 2)
+    struct V { int x; };
+    __device__ V operator/(V a, int b) { return V{a.x / b + 1000}; }
+    enum class Mode : int { a = 6 };
+    __device__ int operator/(Mode m, int b) { return (int)m / b + 2000; }
+    enum Plain { kSix = 6 };
+    constexpr int kQuarter = 256 / 4;
+    template <int N> struct Fixed { static constexpr int value = N % 7; };
+    extern "C" __global__ void divs(const int* a, const int* b, int* q, int* r,
+                                    unsigned* uq, unsigned* ur, long long* lq, long long* lr,
+                                    float* f, int n) {
+        __shared__ int pad[kQuarter / 2];
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        pad[0] = Fixed<9>::value;
+        q[i] = a[i] / b[i];
+        r[i] = a[i] % b[i];
+        uq[i] = (unsigned)a[i] / (unsigned)b[i];
+        ur[i] = (unsigned)a[i] % (unsigned)b[i];
+        long long la = a[i] == INT_MIN ? LLONG_MIN : a[i];
+        lq[i] = la / (long long)b[i];
+        lr[i] = la;
+        lr[i] %= (long long)b[i];
+        int c = a[i];
+        c /= b[i];
+        q[i] += 0 * c + 0 * HALF(a[i]);
+        V v{a[i]};
+        if (i == 3) q[i] = (v / b[i]).x + pad[0] - Fixed<9>::value;
+        f[i] = (float)a[i] / (float)b[i];
+        if (i == 5) q[i] += (Mode::a / 3) - 2002 + (kSix / 0) + 1;
+    }
+    "#;
+    let lib = compile(src, "divs");
+    let a: Vec<i32> = vec![7, -7, i32::MIN, 9, 0, 100];
+    let b: Vec<i32> = vec![0, 0, -1, 2, 0, -7];
+    let n = a.len();
+    let (mut a, mut b) = (a, b);
+    let mut q = vec![0i32; n];
+    let mut r = vec![0i32; n];
+    let mut uq = vec![0u32; n];
+    let mut ur = vec![0u32; n];
+    let mut lq = vec![0i64; n];
+    let mut lr = vec![0i64; n];
+    let mut f = vec![0f32; n];
+    let mut args = Args::default()
+        .buf(&mut a)
+        .buf(&mut b)
+        .buf(&mut q)
+        .buf(&mut r)
+        .buf(&mut uq)
+        .buf(&mut ur)
+        .buf(&mut lq)
+        .buf(&mut lr)
+        .buf(&mut f)
+        .val(n as i32);
+    run(&lib, &mut args, 1, 32, 0, &LaunchOptions::default()).expect("launch");
+    assert_eq!(q, vec![-1, -1, i32::MIN, 9 / 2 + 1000, -1, -14]);
+    assert_eq!(r, vec![-1, -1, 0, 1, -1, 2]);
+    assert_eq!(uq[..2], [u32::MAX, u32::MAX]);
+    assert_eq!(uq[2], (i32::MIN as u32) / u32::MAX);
+    assert_eq!(ur[..2], [u32::MAX, u32::MAX]);
+    assert_eq!(lq, vec![-1, -1, i64::MIN, 4, -1, -14]);
+    assert_eq!(lr, vec![-1, -1, 0, 1, -1, 2]);
+    assert!(f[0].is_infinite() && f[1].is_infinite() && f[4].is_nan());
+    assert_eq!(f[5], 100f32 / -7f32);
+}

@@ -177,6 +177,17 @@ fn read_cupy(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<DeviceInfo> {
     })
 }
 
+/// The `stream` entry of a `__cuda_array_interface__` (`None` when absent or `None`).
+fn interface_stream(iface: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
+    let Ok(iface) = iface.cast::<PyDict>() else {
+        return Ok(None);
+    };
+    match iface.get_item("stream")? {
+        Some(s) if !s.is_none() => Ok(Some(s.extract()?)),
+        _ => Ok(None),
+    }
+}
+
 /// Reads `__cuda_array_interface__` (PyTorch tensors, Numba arrays, ...).
 fn read_interface(iface: &Bound<'_, PyAny>) -> PyResult<DeviceInfo> {
     let py = iface.py();
@@ -304,7 +315,17 @@ pub fn read_object(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<Object> {
         return Ok(Object::Scalar(s, ScalarSource::Python));
     }
     if let Ok(iface) = obj.getattr(intern!(py, "__cuda_array_interface__")) {
-        return Ok(Object::Device(read_interface(&iface)?));
+        let info = read_interface(&iface)?;
+        let stream = interface_stream(&iface)?;
+        if let Some(problem) = cunumpy_core::args::interface_problem(info.ptr, &info.shape, stream)
+        {
+            // Refused before any launch: the parameter's error names kernel and argument.
+            return Ok(Object::Other(format!(
+                "{} with a __cuda_array_interface__ {problem}",
+                type_name(obj)
+            )));
+        }
+        return Ok(Object::Device(info));
     }
     if let Ok(method) = obj.getattr(intern!(py, "__cuda_struct__")) {
         let (name, bytes): (String, Vec<u8>) = method.call0()?.extract()?;

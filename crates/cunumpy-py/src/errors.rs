@@ -26,6 +26,14 @@ pub fn raise(py: Python<'_>, class_name: &str, message: String) -> PyErr {
     }
 }
 
+/// Emits `cunumpy.exceptions.<class_name>` as a Python warning (an error if filters say so).
+pub fn warn(py: Python<'_>, class_name: &str, message: &str) -> PyResult<()> {
+    let class = py.import("cunumpy.exceptions")?.getattr(class_name)?;
+    let message = std::ffi::CString::new(message.replace('\0', " "))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    PyErr::warn(py, &class, &message, 1)
+}
+
 pub fn arg_error(py: Python<'_>, err: ArgError) -> PyErr {
     let class = match err.kind {
         ArgErrorKind::Type => "KernelArgumentTypeError",

@@ -63,6 +63,8 @@ pub struct KernelLauncher {
     n_threads_from: Mutex<NThreadsFrom>,
     debug: AtomicBool,
     check_finite: AtomicBool,
+    /// Whether the ambiguous-launch-size warning was shown (once per kernel).
+    warned_launch_size: AtomicBool,
 }
 
 /// `sys.path` entries, where NVRTC's pip wheel may live.
@@ -159,6 +161,7 @@ impl KernelLauncher {
             n_threads_from: Mutex::new(NThreadsFrom::Auto),
             debug: AtomicBool::new(false),
             check_finite: AtomicBool::new(false),
+            warned_launch_size: AtomicBool::new(false),
         }
     }
 
@@ -569,7 +572,12 @@ impl KernelLauncher {
                 ),
             )
         };
-        Ok(match rule {
+        let inferred = matches!(
+            rule,
+            NThreadsFrom::Auto | NThreadsFrom::FirstArray | NThreadsFrom::LastAxis
+        );
+        let last = matches!(rule, NThreadsFrom::LastAxis);
+        let chosen = match rule {
             NThreadsFrom::Disabled => None,
             NThreadsFrom::Callable(f) => {
                 dims(Some(&f.call1(py, (original,))?.into_bound(py)), "n_threads")?
@@ -594,7 +602,22 @@ impl KernelLauncher {
                 }
                 Some(shape[..block_dims].to_vec())
             }
-        })
+        };
+        if let (true, Some(n)) = (inferred, chosen.as_ref()) {
+            if !self.warned_launch_size.load(Ordering::Relaxed) {
+                let shapes: Vec<Vec<i64>> = args
+                    .iter()
+                    .filter_map(arrays::array_shape)
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                let name = self.config.get().map_or("kernel", |c| c.name.as_str());
+                if let Some(note) = launch::ambiguous_inference(name, &shapes, n, last) {
+                    self.warned_launch_size.store(true, Ordering::Relaxed);
+                    errors::warn(py, "LaunchSizeWarning", &note)?;
+                }
+            }
+        }
+        Ok(chosen)
     }
 
     /// The ledger entry of a launch, made at the user's call site.

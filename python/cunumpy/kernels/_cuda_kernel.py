@@ -7,11 +7,14 @@ properties and the optional NaN/inf scan.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .. import _core
 from .._emulate import compile_for_emulation, emulate_cuda_kernel, emulation_options
@@ -26,6 +29,7 @@ from ..cuda._source import (
     struct_name,
     template_arg_texts,
 )
+from ..exceptions import LaunchShapeTypeError
 from ._vectorcall import use_vectorcall
 
 __all__ = ["CudaKernel", "CudaKernelVariants"]
@@ -42,10 +46,28 @@ def _struct_entry(struct: Any) -> tuple[str, int]:
     return struct_name(struct), int(size)
 
 
-def _block_tuple(block_size: Any) -> tuple[int, ...]:
-    if hasattr(block_size, "__iter__"):
-        return tuple(int(b) for b in block_size)
-    return (int(block_size),)
+def _block_tuple(block_size: Any, name: str) -> tuple[int, ...]:
+    """``block_size`` as a tuple of ints; anything but an int or a sequence of ints (a string,
+    floats, bools) is refused rather than iterated or truncated."""
+
+    def one(value: Any) -> int:
+        if isinstance(value, bool | np.bool_):
+            raise TypeError
+        return operator.index(value)
+
+    try:
+        if not isinstance(block_size, str | bytes):
+            try:
+                return (one(block_size),)
+            except TypeError:
+                if isinstance(block_size, Sequence | np.ndarray):
+                    return tuple(one(b) for b in block_size)
+    except TypeError:
+        pass
+    raise LaunchShapeTypeError(
+        f"CudaKernel {name!r}: block_size must be an int or a sequence of 1 to 3 ints, "
+        f"got {block_size!r} ({type(block_size).__name__})"
+    )
 
 
 @use_vectorcall
@@ -78,7 +100,7 @@ class CudaKernel(_core.KernelLauncher):
     ) -> None:
         self._name = name
         self._source = source
-        self._block = _block_tuple(block_size)
+        self._block = _block_tuple(block_size, name)
         self._given_options = tuple(options)
         self._include_dirs = tuple(str(d) for d in include_dirs)
         self._source_dir = None if source_dir is None else str(source_dir)
