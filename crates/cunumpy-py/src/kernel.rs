@@ -610,7 +610,7 @@ impl KernelLauncher {
                     .filter_map(arrays::array_shape)
                     .filter(|s| !s.is_empty())
                     .collect();
-                let name = self.config.get().map_or("kernel", |c| c.name.as_str());
+                let name = self.config.get().map_or("kernel", |c| c.name());
                 if let Some(note) = launch::ambiguous_inference(name, &shapes, n, last) {
                     self.warned_launch_size.store(true, Ordering::Relaxed);
                     errors::warn(py, "LaunchSizeWarning", &note)?;
