@@ -100,6 +100,12 @@ __all__ = [
     "xp",
 ]
 
+#: The documentation of the names computed on access (they cannot carry a docstring).
+__attribute_docs__ = {
+    "numpy_backend": "Whether the active backend is NumPy (cunumpy 0.7's name; read on access).",
+    "cupy_backend": "Whether the active backend is CuPy (cunumpy 0.7's name; read on access).",
+}
+
 _OWN_NAMES = {name for name in globals() if not name.startswith("__")} | {
     "numpy_backend",
     "cupy_backend",

@@ -107,7 +107,7 @@ def test_pointers_and_inferred_launch_shape(cp):
     kernel(2.0, x, y, 1000)  # n_threads inferred from x
     np.testing.assert_array_equal(y.get(), 1 + 2 * np.arange(1000.0))
     with pytest.raises(KernelArgumentTypeError, match="arrays are never copied"):
-        kernel(2.0, np.ones(3), y, 3)
+        kernel(2.0, np.ones(3), y, 3, n_threads=3)  # sizes differ: say how many threads
     with pytest.raises(KernelArgumentTypeError, match="must have dtype float64, got float32"):
         kernel(2.0, x.astype(np.float32), y, 1000)
     with pytest.raises(KernelArgumentTypeError, match="must be C-contiguous"):

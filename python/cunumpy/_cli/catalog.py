@@ -32,7 +32,7 @@ def add_parser(subparsers: Any) -> None:
 
 def _compile_emulated(catalog: Any, progress: bool) -> list[str]:
     from cunumpy.kernel_testing import compile_for_emulation
-    from cunumpy.kernels._dispatch import _ProgressBar
+    from cunumpy.kernels._catalog import _ProgressBar
 
     kernels = {n: catalog[n].cuda_kernel for n in catalog.with_cuda}
     bar = _ProgressBar(len(kernels)) if progress else None

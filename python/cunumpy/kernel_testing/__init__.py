@@ -80,6 +80,12 @@ __attribute_docs__ = {
     "requires_device_backend": "A pytest mark that skips a test without a device backend "
     "(a GPU, or the emulated device of ``CUNUMPY_FAKE_CUPY=1``); fails instead with "
     "``CUNUMPY_REQUIRE_CUDA=1``.",
+    "requires_warp_shuffle": "A pytest mark (cunumpy 0.7's name) that skips a test needing "
+    "warp shuffles where no device (a GPU or the emulated one) exists, or on HIP.",
+    "requires_high_dim_cuda_views": "A pytest mark (cunumpy 0.7's name) that skips a test "
+    "needing views of more than three dimensions where no device exists, or on HIP.",
+    "requires_bounds_check_views": "A pytest mark (cunumpy 0.7's name) that skips a test "
+    "needing bounds-checked views where no device exists, or on HIP.",
 }
 
 

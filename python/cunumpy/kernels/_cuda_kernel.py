@@ -111,7 +111,10 @@ class CudaKernel(_core.KernelLauncher):
         self._signature: list[CudaParameter] | None = None
         self._check = bool(check_signature)
         self.compiled_from_cache: bool | None = None
-        include_options = [f"-I{d}" for d in self._include_dirs]
+        # NVRTC compiles a string, not a file: the source's own folder must be named for its
+        # quoted includes (`#include "../particles.cuh"`), as a compiler of the file would search it
+        source_dirs = [self._source_dir] if self._source_dir else []
+        include_options = [f"-I{d}" for d in (*source_dirs, *self._include_dirs)]
         shipped = cuda_include_dir()
         self._options = (*self._given_options, *include_options, f"-I{shipped}")
         compile_options = list(self._options)
@@ -251,14 +254,14 @@ class CudaKernel(_core.KernelLauncher):
         """
         call_args = tuple(args or ())
         g3, b3 = self._launch_shape(*call_args, n_threads=n_threads, grid=grid, block=block)
-        block_len = len(self._block) if block is None else len(_block_tuple(block))
+        block_len = len(self._block) if block is None else len(_block_tuple(block, self._name))
         if grid is not None:
-            n_grid = len(_block_tuple(grid))
+            n_grid = len(_block_tuple(grid, self._name))
             n_block = block_len
         else:
             if n_threads is None:
                 n_threads = self._inferred_n_threads(call_args, block_len)
-            n_grid = len(_block_tuple(n_threads))
+            n_grid = len(_block_tuple(n_threads, self._name))
             n_block = max(n_grid, block_len)
         return tuple(int(v) for v in g3[:n_grid]), tuple(int(v) for v in b3[:n_block])
 

@@ -215,6 +215,16 @@ def generate_cuda(
     return out
 
 
+def _annotations_as_text(tree: ast.Module) -> ast.Module:
+    """Parameter annotations written as expressions (``x: float[:]`` under ``from __future__
+    import annotations``) become the text Pyccel reads (``"float[:]"``), as if quoted."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and isinstance(node.annotation, ast.Subscript | ast.Attribute):
+            text = ast.unparse(node.annotation)
+            node.annotation = ast.copy_location(ast.Constant(text), node.annotation)
+    return tree
+
+
 def translate_source(
     source: str,
     name: str,
@@ -225,7 +235,7 @@ def translate_source(
     """Translates function ``name`` of a module's ``source`` (without importing it):
     ``generate_cuda`` without the function object. ``arg_types`` are ``(parameter, type)``
     pairs as annotations spell them (``"float64[:,:]"``, ``"int"``)."""
-    tree = ast.parse(source)
+    tree = _annotations_as_text(ast.parse(source))
     info = _core._port_translate(
         json.dumps(_dump(tree)),
         source,

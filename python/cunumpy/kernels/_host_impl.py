@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping

@@ -308,19 +308,6 @@ def _check_outputs(name: str, outputs: Any) -> tuple[int | str, ...] | None:
     return entries
 
 
-def _signature_names(fn: Any) -> tuple[str, ...] | None:
-    target = getattr(fn, "python", None) or getattr(fn, "py_func", None) or fn
-    try:
-        sig = inspect.signature(target)
-    except (TypeError, ValueError):
-        return None
-    return tuple(
-        p.name
-        for p in sig.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    )
-
-
 def outputs_from_annotations(function: Callable[..., Any]) -> tuple[str, ...] | None:
     """The parameters of ``function`` that a call may write: every parameter except those annotated
     ``Final[...]``, ``const ...`` or a scalar type (``int``, ``float``, ``bool``, ``complex``,
