@@ -19,8 +19,8 @@ mod kernel;
 mod kernel_config;
 mod layout;
 mod ledger;
-mod probes;
 mod port;
+mod probes;
 mod source;
 mod vectorcall;
 
