@@ -14,18 +14,17 @@ DEVICE_PID = 2  # the GPU: one track per stream
 
 def chrome_trace(*sources: Any) -> dict[str, Any]:
     """The trace of ``sources`` (``TransferCounter``s and ``KernelProfile``s) as a dict."""
-    from .kernels._profile import KernelProfile
-    from .profiling import TransferCounter
-
     events: list[dict[str, Any]] = []
     threads: set[int] = set()
     streams: dict[str, int] = {}
     for source in sources:
-        if isinstance(source, TransferCounter):
+        # each source class names its kind, so this module imports neither (no import loop)
+        kind = getattr(type(source), "_trace_kind", None)
+        if kind == "transfers":
             for e in source.events:
                 threads.add(e.thread)
                 events.append(_ledger_event(e))
-        elif isinstance(source, KernelProfile):
+        elif kind == "kernels":
             for call in source.calls:
                 threads.add(call.thread)
                 events.extend(_call_events(call, streams))

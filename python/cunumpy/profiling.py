@@ -82,6 +82,8 @@ class TransferCounter:
     ``launch``.
     """
 
+    _trace_kind = "transfers"  # what `_trace.chrome_trace` reads from it
+
     def __init__(self, *, all_threads: bool = False) -> None:
         self._counter = _core.EventCounter(all_threads)
         self._depth = 0

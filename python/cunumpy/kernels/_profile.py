@@ -94,6 +94,8 @@ class KernelProfile:
     timeline (:func:`cunumpy.profiling.write_chrome_trace` saves it for Perfetto) and
     :meth:`plot` draws where the time went."""
 
+    _trace_kind = "kernels"  # what `_trace.chrome_trace` reads from it
+
     def __init__(self) -> None:
         self._stats: dict[tuple[str, str], KernelStats] = {}
         #: Every call, in the order they finished.
@@ -170,7 +172,7 @@ class KernelProfile:
         and (with ``transfers``, a :class:`~cunumpy.profiling.TransferCounter`) the bytes copied
         per direction. Needs matplotlib; writes a PNG (or any format matplotlib knows from the
         suffix) when ``path`` is given, and returns the figure."""
-        from ..profiling import plot_profile
+        from .._plot import plot_profile
 
         return plot_profile(self, path, transfers=transfers)
 
