@@ -8,9 +8,11 @@
 
 #define CN_D __device__ __forceinline__
 #define CN_INT_HELPERS(T)                                                             \
-CN_D T cn_floordiv(T a, T b) { if (b == 0) return 0; T q = a / b;                   \
-    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; return q; }                    \
-CN_D T cn_mod(T a, T b) { if (b == 0) return 0; T r = a % b;                         \
+CN_D T cn_floordiv(T a, T b) { if (b == 0) return 0;                                 \
+    if ((T)-1 < 0 && b == (T)-1) return (T)(0ULL - (unsigned long long)a);           \
+    T q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; return q; }       \
+CN_D T cn_mod(T a, T b) { if (b == 0 || ((T)-1 < 0 && b == (T)-1)) return 0;         \
+    T r = a % b;                                                                      \
     if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }                          \
 CN_D T cn_pow(T a, T b) { if (b < 0) return a == 1 ? 1 : (a == (T)-1 ? ((b & 1) ? a : 1) : 0); \
     T r = 1; while (b > 0) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }        \
