@@ -1,12 +1,13 @@
-//! The translator on the struphy-style kernels of tests/port_kernels.py (copied, with Python's
-//! syntax tree of it, into tests/fixtures): what it accepts, how it classifies writes, and what it
+//! The translator on the struphy-style kernels of the repository's tests/port_kernels.py (read
+//! from there; Python's syntax tree of it is stored in tests/fixtures, to be dumped again when
+//! the kernels change): what it accepts, how it classifies writes, and what it
 //! refuses with which line and array.
 
 #![allow(clippy::unwrap_used)]
 use cunumpy_port::{translate, Options, PortErrorKind};
 
 const TREE: &str = include_str!("fixtures/port_kernels.json");
-const SOURCE: &str = include_str!("fixtures/port_kernels.py");
+const SOURCE: &str = include_str!("../../../tests/port_kernels.py");
 
 fn run(kernel: &str) -> Result<cunumpy_port::Translation, cunumpy_port::PortError> {
     translate(
