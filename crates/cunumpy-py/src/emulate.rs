@@ -17,7 +17,6 @@ use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_runtime::{device, emulated};
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The kernel's emulation library (built with the GIL released on first use); whether it
@@ -31,14 +30,6 @@ pub(crate) fn library_for(py: Python<'_>, config: &Config) -> PyResult<(Arc<EmuL
                 .setattr("options", config.kernel.source().options.clone());
             err
         })
-}
-
-/// Whether a `kernel_testing.emulated_launches()` block is open: `CudaKernel` launches then go
-/// to the Python method `_emulated_launch` (NumPy arrays stand for device memory there).
-static EMULATED_LAUNCHES: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn emulated_launches_active() -> bool {
-    EMULATED_LAUNCHES.load(Ordering::Relaxed)
 }
 
 /// The byte length of each pointer argument (None for anything else), for the bounds checks.
@@ -142,7 +133,7 @@ fn _fake_backend_active() -> bool {
 /// Routes `CudaKernel` launches to `_emulated_launch` (set by `emulated_launches()`).
 #[pyfunction]
 fn _set_emulated_launches(active: bool) {
-    EMULATED_LAUNCHES.store(active, Ordering::Relaxed);
+    device::set_emulated_launches(active);
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -200,7 +200,7 @@ impl KernelLauncher {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let py = slf.py();
-        if crate::emulate::emulated_launches_active() {
+        if device::emulated_launches() {
             let kwargs = PyDict::new(py);
             kwargs.set_item("n_threads", n_threads)?;
             kwargs.set_item("grid", grid)?;
@@ -360,7 +360,7 @@ impl KernelLauncher {
         n: i64,
     ) -> PyResult<bool> {
         let py = slf.py();
-        if device::emulated() || crate::emulate::emulated_launches_active() {
+        if device::any_emulation() {
             return Ok(false);
         }
         let Ok(driver) = Driver::get() else {
@@ -681,20 +681,21 @@ impl KernelLauncher {
         check_signature: bool,
     ) -> PyResult<String> {
         let block = launch::block_shape(&block).map_err(|e| errors::launch_error(py, e))?;
-        let (plan, expression) = if check_signature {
+        let (plan, signature, expression) = if check_signature {
             let names: Vec<String> = structs.iter().map(|(n, _)| n.clone()).collect();
             let signature =
                 parser::parse_signature(&source, &name, &names, template_args.as_deref())
                     .map_err(|e| errors::signature_error(py, e))?;
             let size_of = |n: &str| structs.iter().find(|(s, _)| s == n).map(|(_, size)| *size);
             let plan = ArgPlan::new(&signature, &size_of).map_err(|e| errors::arg_error(py, e))?;
-            (Some(plan), signature.expression)
+            let expression = signature.expression.clone();
+            (Some(plan), Some(signature), expression)
         } else {
             let expression = match &template_args {
                 Some(t) if !t.is_empty() => format!("{name}<{}>", t.join(", ")),
                 _ => name.clone(),
             };
-            (None, expression)
+            (None, None, expression)
         };
         let has_views = plan.as_ref().is_some_and(|plan| {
             (0..plan.len()).any(|i| {
@@ -717,6 +718,7 @@ impl KernelLauncher {
             }),
             block,
             plan,
+            signature,
         };
         self.config
             .set(config)
@@ -736,6 +738,16 @@ impl KernelLauncher {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         Self::launch(slf, args, n_threads, grid, block, shared_mem, stream)
+    }
+
+    /// The parameters of the signature parsed when the kernel was configured, as
+    /// `cuda.CudaParameter` fields; None with `check_signature=False`.
+    fn _parsed_params(&self) -> PyResult<Option<Vec<crate::source::ParamTuple>>> {
+        Ok(self
+            .config()?
+            .signature
+            .as_ref()
+            .map(crate::source::param_tuples))
     }
 
     /// Compiles (or loads from the disk cache) for the current device; True on a cache hit.

@@ -3,6 +3,7 @@
 //! (`emulate.rs`).
 
 use cunumpy_core::args::ArgPlan;
+use cunumpy_core::signature::Signature;
 use cunumpy_runtime::Kernel;
 
 /// What a kernel is, fixed at construction.
@@ -11,6 +12,9 @@ pub(crate) struct Config {
     pub(crate) kernel: Kernel,
     pub(crate) block: Vec<u32>,
     pub(crate) plan: Option<ArgPlan>,
+    /// The parsed signature the plan was built from (parsed once, here; Python's
+    /// `CudaKernel.signature` reads it). None with `check_signature=False`.
+    pub(crate) signature: Option<Signature>,
     /// Whether a parameter is an array view (its shape and strides can change in place, so
     /// such calls never reuse the last call's buffer). Decided once, not per launch.
     pub(crate) has_views: bool,

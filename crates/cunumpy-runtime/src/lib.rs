@@ -11,6 +11,7 @@
 //!   emulation libraries, emulated launches;
 //! - [`fused`]: a fused plan on a device ([`FusedPlan`]): compile and load, the packed
 //!   parameters of its launches, the launch loop (GPU and emulated);
+//! - [`host`]: a fused plan on the host (the CPU executor) with the checks a call needs;
 //! - [`record`]: the ledger entry of a launch;
 //! - [`probes`]: benchmark probes (launch loops without the checks).
 //!
@@ -24,6 +25,7 @@ pub mod device;
 pub mod emulated;
 pub mod error;
 pub mod fused;
+pub mod host;
 pub mod kernel;
 pub mod probes;
 pub mod record;

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import _backend, _core
 from .. import _fake_cupy as _fake
 from .._emulate import compile_for_emulation, emulate_cuda_kernel
 
@@ -56,12 +56,12 @@ def install_fake_cupy() -> ModuleType:
     """Installs the fake CuPy (the emulated device backend) and returns it; afterwards
     ``xp.set_backend("cupy")`` selects it and ``CudaKernel`` launches run in the emulator.
     Raises ``RuntimeError`` when the real CuPy is already imported."""
-    return _fake.install()
+    return _backend.install_fake_cupy()
 
 
 def uninstall_fake_cupy() -> None:
     """Removes the fake CuPy (switching the backend back to NumPy if needed)."""
-    _fake.uninstall()
+    _backend.uninstall_fake_cupy()
 
 
 def fake_cupy_active() -> bool:
