@@ -19,6 +19,7 @@ mod kernel;
 mod kernel_config;
 mod layout;
 mod ledger;
+mod metal;
 mod port;
 mod probes;
 mod source;
@@ -37,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatch::KernelDispatcher>()?;
     dispatch::KernelDispatcher::register_vectorcall(m.py())?;
     emulate::register(m)?;
+    metal::register(m)?;
     host_pool::register(m)?;
     host_loops::register(m)?;
     vectorcall::register(m)?;

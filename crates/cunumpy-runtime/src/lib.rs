@@ -11,6 +11,8 @@
 //!   emulation libraries, emulated launches;
 //! - [`fused`]: a fused plan on a device ([`FusedPlan`]): compile and load, the packed
 //!   parameters of its launches, the launch loop (GPU and emulated);
+//! - [`metal`]: the emulated Metal device (`MetalKernel` under `CUNUMPY_FAKE_METAL=1`):
+//!   builds through the same library table, launches of `cunumpy-emu`'s Metal layer;
 //! - [`record`]: the ledger entry of a launch;
 //! - [`probes`]: benchmark probes (launch loops without the checks).
 //!
@@ -25,6 +27,7 @@ pub mod emulated;
 pub mod error;
 pub mod fused;
 pub mod kernel;
+pub mod metal;
 pub mod probes;
 pub mod record;
 
