@@ -226,3 +226,45 @@ def test_race_is_exposed_by_shuffled_thread_order():
     y = np.empty(1, np.float32)
     racy(x, out=y, n_threads=64)  # the plain emulated call runs the threads in order
     assert y[0] == 64.0
+
+
+PAIR = r"""
+import sys
+sys.path.insert(0, {tests!r})
+import numpy as np
+import cunumpy as xp
+from cunumpy.kernels import KernelCatalog, set_device_kernel_implementation
+from cunumpy.profiling import kernel_profile
+from cunumpy.kernel_testing import check_parity
+
+catalog = KernelCatalog.from_package("metal_kernel_pkg")
+k = catalog["saxpy"]
+assert k.implementations == ("python", "cuda", "metal"), k.implementations
+print("SUMMARY", catalog.summary())
+host = check_parity(k)  # host against CUDA (emulated device) and Metal (emulated Metal device)
+assert host["argument 3"].any()
+set_device_kernel_implementation("metal")
+try:
+    x = np.arange(1000, dtype=np.float32)
+    out = np.zeros(1000, np.float32)
+    with kernel_profile() as prof, xp.profiling.count_transfers() as c:
+        k(2.0, x, x, out, 1000, n_threads=1000)
+    np.testing.assert_array_equal(out, 3 * x)
+    print("PATHS", sorted({{s.path for s in prof.stats()}}), c.to_device, c.to_host)
+finally:
+    set_device_kernel_implementation(None)
+"""
+
+
+def test_kernel_with_host_cuda_and_metal_versions_passes_parity_for_all_three():
+    from pathlib import Path
+
+    from cunumpy.kernel_testing import run_in_fake_cupy_subprocess
+
+    tests = str(Path(__file__).resolve().parents[1])
+    done = run_in_fake_cupy_subprocess(
+        PAIR.format(tests=tests), env={"CUNUMPY_FAKE_METAL": "1"}, timeout=900
+    )
+    out = done.stdout
+    assert "SUMMARY CUDA kernels: 1 of 1; Metal kernels: 1 of 1" in out, out
+    assert "PATHS ['metal'] 4 1" in out, out

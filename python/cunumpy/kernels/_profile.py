@@ -15,7 +15,7 @@ from .._where import call_site
 
 __all__ = ["KernelCall", "KernelProfile", "KernelStats", "kernel_profile"]
 
-PATHS = ("cuda", "host", "fallback")
+PATHS = ("cuda", "metal", "host", "fallback")
 
 #: The profiles collecting now; ``Kernel.__call__`` tests this list before doing anything.
 active: list[KernelProfile] = []
@@ -193,7 +193,7 @@ def _bytes(n: int) -> str:
 @contextlib.contextmanager
 def kernel_profile(into: KernelProfile | None = None) -> Iterator[KernelProfile]:
     """Profiles every ``Kernel`` call of the block (all threads): calls, path (``cuda``,
-    ``host``, ``fallback``), time (CUDA events around launches, ``perf_counter`` on the host)
+    ``metal``, ``host``, ``fallback``), time (CUDA events around launches, ``perf_counter`` on the host)
     and bytes copied by fallbacks. Nested profiles each see every call."""
     profile = into if into is not None else KernelProfile()
     active.append(profile)
