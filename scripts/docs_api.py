@@ -29,6 +29,7 @@ GUIDES = [
     "pairing-host-and-cuda-kernels.md",
     "kernel-arguments-and-structs.md",
     "accumulation-kernels.md",
+    "metal-kernels.md",
     "random-numbers.md",
     "particle-algorithms.md",
     "streams-and-staging.md",

@@ -113,6 +113,38 @@ def _compile_for_emulation(launcher: KernelLauncher) -> dict[str, Any]: ...
 def _emulation_compiler() -> str | None: ...
 def _emulation_cache_dir() -> Any: ...
 def _set_fake_backend(active: bool) -> None: ...
+def _metal_check_names(kernel: str, inputs: list[str], outputs: list[str]) -> None: ...
+def _metal_msl_type(dtype: str) -> str | None: ...
+def _metal_plan(
+    kernel: str,
+    input_names: list[str],
+    output_names: list[str],
+    float64: str,
+    threadgroup: list[int],
+    inputs: list[Any],
+    outputs: list[Any],
+    n_threads: list[int] | None = None,
+) -> tuple[
+    list[tuple[str, bool, bool]],
+    list[tuple[str, bool, bool]],
+    tuple[int, int, int],
+    tuple[int, int, int],
+]: ...
+def _metal_emulate(
+    name: str,
+    source: str,
+    header: str,
+    input_names: list[str],
+    output_names: list[str],
+    inputs: list[tuple[Any, str]],
+    outputs: list[tuple[Any, str]],
+    atomic_outputs: bool,
+    template: list[tuple[str, str, str]],
+    grid: tuple[int, int, int],
+    threadgroup: tuple[int, int, int],
+    bounds: bool,
+    shuffle_seed: int | None = None,
+) -> bool: ...
 def _enable_vectorcall(cls: type) -> bool: ...
 def _vectorcall_enabled(cls: type) -> bool: ...
 def _cupy_stream_handles() -> tuple[int, int, bool]: ...

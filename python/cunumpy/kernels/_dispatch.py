@@ -465,7 +465,7 @@ class Kernel(_core.KernelDispatcher):
         :class:`PyccelCache` or ``"pyccel"``); optional ``<name>_numba.py`` and
         ``<name>_numpy.py`` give ``numba`` and ``numpy``; optional ``<name><cuda_suffix>`` gives
         the CUDA kernel ``<name>``; optional ``<name><metal_suffix>`` the Metal version (see
-        :doc:`/metal-kernels`); optional ``<name><test_args_suffix>.py`` the parity test
+        the guide "Metal kernels on Apple silicon"); optional ``<name><test_args_suffix>.py`` the parity test
         arguments. Nothing is compiled here."""
         return kernel_from_folder(
             cls,

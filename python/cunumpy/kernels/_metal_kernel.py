@@ -91,7 +91,7 @@ class MetalKernel:
     the output arrays passed (``count_transfers`` records one host-to-device copy per input
     and one device-to-host copy per output). Every call is checked before any launch, on
     every platform. With ``CUNUMPY_FAKE_METAL=1`` calls run on the emulated Metal device, the
-    CPU emulator, with the same checks and copies; see :doc:`/metal-kernels`.
+    CPU emulator, with the same checks and copies; see the guide "Metal kernels on Apple silicon".
 
     Parameters
     ----------
