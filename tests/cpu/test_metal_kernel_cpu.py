@@ -171,3 +171,30 @@ def test_mlx_array_conversion_round_trips(dtype):
     np.testing.assert_array_equal(back, a[:, ::-1])
     # a copy, not a view of MLX's memory
     assert back.flags.writeable and back.flags.c_contiguous
+
+
+@pytest.mark.skipif(_has_metal(), reason="a Metal device is present (test_metal_device.py)")
+def test_the_mlx_call_is_accepted_by_mlx_and_fails_only_for_want_of_metal():
+    # MLX's Linux wheel has the real binding of mx.fast.metal_kernel (nanobind): a keyword or a
+    # type it does not take raises TypeError while the arguments are read; a call it takes then
+    # fails for want of a Metal back-end. So this checks every argument the MLX path passes.
+    mx = pytest.importorskip("mlx.core")
+    k = MetalKernel(
+        "uint i = thread_position_in_grid.x; y[i] = (T)x[i] * (float)N;",
+        ["x"],
+        ["y", "z"],
+        init_value=0,
+        name="mlx_args",
+    )
+    with pytest.raises(RuntimeError, match="No Metal back-end"):
+        results = k._mlx_call(
+            mx,
+            [np.ones(4, np.float32)],
+            [(4,), (2, 2)],
+            [np.float32, np.int32],
+            (4, 1, 1),
+            (4, 1, 1),
+            [("T", "type", "float"), ("N", "int", "3"), ("B", "bool", "true")],
+        )
+        mx.eval(*results)
+    assert k._mlx_kernel is not None  # mx.fast.metal_kernel took the constructor's arguments

@@ -122,7 +122,11 @@ fn is_identifier(name: &str) -> bool {
 
 /// Checks the constructor's names: at least one output, every name a C identifier, no name
 /// twice (inputs and outputs together).
-pub fn check_names(kernel: &str, inputs: &[String], outputs: &[String]) -> Result<(), MetalCheckError> {
+pub fn check_names(
+    kernel: &str,
+    inputs: &[String],
+    outputs: &[String],
+) -> Result<(), MetalCheckError> {
     if outputs.is_empty() {
         return Err(MetalCheckError::Value(format!(
             "MetalKernel '{kernel}': needs at least one output name, got none"
@@ -176,15 +180,19 @@ fn plan_array(
         (None, "float64", Float64Policy::Cast) => ("float", true),
         (None, "float64", Float64Policy::Error) => {
             return Err(MetalCheckError::Type(format!(
-                "MetalKernel '{kernel}': {role} '{name}' is float64, which the Apple GPU has no type \
+            "MetalKernel '{kernel}': {role} '{name}' is float64, which the Apple GPU has no type \
 for; expected float32 (or float64=\"cast\" to compute it in float32), got float64"
-            )))
+        )))
         }
         (None, other, _) => {
             return Err(MetalCheckError::Type(format!(
                 "MetalKernel '{kernel}': {role} '{name}' has dtype {other}; expected one of \
 {METAL_DTYPES}{}",
-                if other == "complex128" { " (complex128 has no Metal type)" } else { "" }
+                if other == "complex128" {
+                    " (complex128 has no Metal type)"
+                } else {
+                    ""
+                }
             )))
         }
     };
@@ -273,11 +281,19 @@ pub fn plan_call(
     let grid = match n_threads {
         Some(n) => dims(kernel, "n_threads", n)?,
         None => {
-            let first = outputs.first().and_then(|o| o.shape.first()).copied().unwrap_or(0);
+            let first = outputs
+                .first()
+                .and_then(|o| o.shape.first())
+                .copied()
+                .unwrap_or(0);
             if first == 0 {
                 [0, 1, 1]
             } else {
-                dims(kernel, "n_threads (the first output's first axis)", &[first])?
+                dims(
+                    kernel,
+                    "n_threads (the first output's first axis)",
+                    &[first],
+                )?
             }
         }
     };
@@ -310,7 +326,11 @@ mod tests {
         }
     }
 
-    fn spec<'a>(inputs: &'a [String], outputs: &'a [String], f: Float64Policy) -> MetalKernelSpec<'a> {
+    fn spec<'a>(
+        inputs: &'a [String],
+        outputs: &'a [String],
+        f: Float64Policy,
+    ) -> MetalKernelSpec<'a> {
         MetalKernelSpec {
             kernel: "k",
             inputs,
@@ -323,15 +343,32 @@ mod tests {
     #[test]
     fn float64_is_an_error_or_a_cast() {
         let (i, o) = (vec!["x".to_string()], vec!["y".to_string()]);
-        let err = plan_call(&spec(&i, &o, Float64Policy::Error), &[arr("float64", &[4])], &[arr("float32", &[4])], None)
-            .unwrap_err();
-        assert!(matches!(&err, MetalCheckError::Type(m) if m.contains("'k'") && m.contains("input 'x'")));
-        let p = plan_call(&spec(&i, &o, Float64Policy::Cast), &[arr("float64", &[4])], &[arr("float64", &[4])], None)
-            .unwrap();
+        let err = plan_call(
+            &spec(&i, &o, Float64Policy::Error),
+            &[arr("float64", &[4])],
+            &[arr("float32", &[4])],
+            None,
+        )
+        .expect_err("the call is rejected");
+        assert!(
+            matches!(&err, MetalCheckError::Type(m) if m.contains("'k'") && m.contains("input 'x'"))
+        );
+        let p = plan_call(
+            &spec(&i, &o, Float64Policy::Cast),
+            &[arr("float64", &[4])],
+            &[arr("float64", &[4])],
+            None,
+        )
+        .expect("the call succeeds");
         assert!(p.inputs[0].cast_to_float32 && p.outputs[0].cast_to_float32);
         assert_eq!(p.grid, [4, 1, 1]);
-        let err = plan_call(&spec(&i, &o, Float64Policy::Cast), &[arr("complex128", &[4])], &[arr("float32", &[4])], None)
-            .unwrap_err();
+        let err = plan_call(
+            &spec(&i, &o, Float64Policy::Cast),
+            &[arr("complex128", &[4])],
+            &[arr("float32", &[4])],
+            None,
+        )
+        .expect_err("the call is rejected");
         assert!(err.to_string().contains("complex128"));
     }
 
@@ -342,20 +379,35 @@ mod tests {
         assert!(plan_call(&s, &[], &[arr("float32", &[4])], None).is_err());
         let mut strided = arr("float32", &[4]);
         strided.c_contiguous = false;
-        let p = plan_call(&s, &[strided.clone()], &[arr("float32", &[4])], None).unwrap();
+        let p = plan_call(&s, &[strided.clone()], &[arr("float32", &[4])], None)
+            .expect("the call succeeds");
         assert!(p.inputs[0].packed);
         assert!(plan_call(&s, &[arr("float32", &[4])], &[strided], None).is_err());
         let mut ro = arr("float32", &[4]);
         ro.writeable = false;
         assert!(plan_call(&s, &[arr("float32", &[4])], &[ro], None).is_err());
         assert!(matches!(
-            plan_call(&s, &[arr("float32", &[4])], &[arr("float32", &[4])], Some(&[0])),
+            plan_call(
+                &s,
+                &[arr("float32", &[4])],
+                &[arr("float32", &[4])],
+                Some(&[0])
+            ),
             Err(MetalCheckError::Shape(_))
         ));
-        let p = plan_call(&s, &[arr("int32", &[1])], &[arr("float32", &[4, 5])], Some(&[5, 4])).unwrap();
+        let p = plan_call(
+            &s,
+            &[arr("int32", &[1])],
+            &[arr("float32", &[4, 5])],
+            Some(&[5, 4]),
+        )
+        .expect("the call succeeds");
         assert_eq!(p.grid, [5, 4, 1]);
         assert_eq!(p.inputs[0].msl_type, "int32_t");
-        let big = MetalKernelSpec { threadgroup: &[64, 32], ..s };
+        let big = MetalKernelSpec {
+            threadgroup: &[64, 32],
+            ..s
+        };
         assert!(matches!(
             plan_call(&big, &[arr("float32", &[4])], &[arr("float32", &[4])], None),
             Err(MetalCheckError::Shape(_))

@@ -55,6 +55,6 @@ pub use error::{EmuError, Fault};
 pub use host_library::HostLibrary;
 pub use library::{CacheOutcome, EmuLibrary, LaunchOptions};
 pub use metal::{
-    MetalBuffer, MetalInput, MetalKernelSource, MetalLaunchOptions, MetalOutput, MetalParam, MetalTranslation, TemplateArg,
-    METAL_OPTIONS, METAL_PRELUDE,
+    MetalBuffer, MetalInput, MetalKernelSource, MetalLaunchOptions, MetalOutput, MetalParam,
+    MetalTranslation, TemplateArg, METAL_OPTIONS, METAL_PRELUDE,
 };

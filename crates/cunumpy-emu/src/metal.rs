@@ -165,7 +165,9 @@ impl MetalTranslation {
             return Ok(());
         }
         if threadgroup.contains(&0) {
-            return Err(invalid(format!("threadgroup {threadgroup:?} has a zero dimension")));
+            return Err(invalid(format!(
+                "threadgroup {threadgroup:?} has a zero dimension"
+            )));
         }
         if lib.param_count() != self.params.len() {
             return Err(invalid(format!(
@@ -176,7 +178,12 @@ impl MetalTranslation {
         }
         let shapes: Vec<Vec<i32>> = inputs
             .iter()
-            .map(|b| b.shape.iter().map(|&d| i32::try_from(d).unwrap_or(i32::MAX)).collect())
+            .map(|b| {
+                b.shape
+                    .iter()
+                    .map(|&d| i32::try_from(d).unwrap_or(i32::MAX))
+                    .collect()
+            })
             .collect();
         let strides: Vec<Vec<i64>> = inputs
             .iter()
@@ -195,24 +202,34 @@ impl MetalTranslation {
         for p in &self.params {
             let (ptr, bound): (*mut c_void, usize) = match *p {
                 MetalParam::Data(i) => {
-                    let b = inputs.get(i).ok_or_else(|| invalid(format!("no input {i}")))?;
+                    let b = inputs
+                        .get(i)
+                        .ok_or_else(|| invalid(format!("no input {i}")))?;
                     (b.ptr, b.nbytes)
                 }
                 MetalParam::Shape(i) => {
-                    let s = shapes.get(i).ok_or_else(|| invalid(format!("no input {i}")))?;
+                    let s = shapes
+                        .get(i)
+                        .ok_or_else(|| invalid(format!("no input {i}")))?;
                     (s.as_ptr() as *mut c_void, s.len() * 4)
                 }
                 MetalParam::Strides(i) => {
-                    let s = strides.get(i).ok_or_else(|| invalid(format!("no input {i}")))?;
+                    let s = strides
+                        .get(i)
+                        .ok_or_else(|| invalid(format!("no input {i}")))?;
                     (s.as_ptr() as *mut c_void, s.len() * 8)
                 }
                 MetalParam::Ndim(i) => {
-                    let s = shapes.get(i).ok_or_else(|| invalid(format!("no input {i}")))?;
+                    let s = shapes
+                        .get(i)
+                        .ok_or_else(|| invalid(format!("no input {i}")))?;
                     ndims.push(i32::try_from(s.len()).unwrap_or(i32::MAX));
                     (std::ptr::null_mut(), 0)
                 }
                 MetalParam::Output(i) => {
-                    let b = outputs.get(i).ok_or_else(|| invalid(format!("no output {i}")))?;
+                    let b = outputs
+                        .get(i)
+                        .ok_or_else(|| invalid(format!("no output {i}")))?;
                     (b.ptr, b.nbytes)
                 }
                 MetalParam::Grid => (grid_values.as_ptr() as *mut c_void, 12),

@@ -8,18 +8,29 @@ use cunumpy_emu::{
     MetalOutput, TemplateArg,
 };
 
-fn kernel(source: &str, inputs: &[(&str, &str, usize)], outputs: &[(&str, &str)]) -> MetalKernelSource {
+fn kernel(
+    source: &str,
+    inputs: &[(&str, &str, usize)],
+    outputs: &[(&str, &str)],
+) -> MetalKernelSource {
     MetalKernelSource {
         name: "test".into(),
         source: source.into(),
         header: String::new(),
         inputs: inputs
             .iter()
-            .map(|&(n, t, d)| MetalInput { name: n.into(), ty: t.into(), ndim: d })
+            .map(|&(n, t, d)| MetalInput {
+                name: n.into(),
+                ty: t.into(),
+                ndim: d,
+            })
             .collect(),
         outputs: outputs
             .iter()
-            .map(|&(n, t)| MetalOutput { name: n.into(), ty: t.into() })
+            .map(|&(n, t)| MetalOutput {
+                name: n.into(),
+                ty: t.into(),
+            })
             .collect(),
         atomic_outputs: false,
         template: Vec::new(),
@@ -57,9 +68,18 @@ fn elementwise_with_metal_math_and_a_partial_threadgroup() {
     );
     let mut x: Vec<f32> = (0..1000).map(|i| i as f32 / 100.0).collect();
     let mut y = vec![0f32; 1000];
-    run(&k, &[buf(&mut x, &[1000])], &[buf(&mut y, &[1000])], [1000, 1, 1], [256, 1, 1],
-        &MetalLaunchOptions { bounds: true, ..Default::default() })
-    .unwrap();
+    run(
+        &k,
+        &[buf(&mut x, &[1000])],
+        &[buf(&mut y, &[1000])],
+        [1000, 1, 1],
+        [256, 1, 1],
+        &MetalLaunchOptions {
+            bounds: true,
+            ..Default::default()
+        },
+    )
+    .expect("the call succeeds");
     for (a, b) in x.iter().zip(&y) {
         assert!((a.exp() + a.sqrt() - b).abs() <= 1e-5 * b.abs());
     }
@@ -68,7 +88,10 @@ fn elementwise_with_metal_math_and_a_partial_threadgroup() {
 #[test]
 fn threadgroup_reduction_simd_sum_and_template() {
     let k = MetalKernelSource {
-        template: vec![("TG".into(), TemplateArg::Int(128)), ("T".into(), TemplateArg::Type("float".into()))],
+        template: vec![
+            ("TG".into(), TemplateArg::Int(128)),
+            ("T".into(), TemplateArg::Type("float".into())),
+        ],
         ..kernel(
             "threadgroup T partial[TG];\n\
              uint l = thread_position_in_threadgroup.x;\n\
@@ -90,9 +113,15 @@ fn threadgroup_reduction_simd_sum_and_template() {
     let mut x: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
     let groups = n.div_ceil(128);
     let mut out = vec![0f32; groups];
-    run(&k, &[buf(&mut x, &[n as i64])], &[buf(&mut out, &[groups as i64])], [n as u32, 1, 1],
-        [128, 1, 1], &MetalLaunchOptions::default())
-    .unwrap();
+    run(
+        &k,
+        &[buf(&mut x, &[n as i64])],
+        &[buf(&mut out, &[groups as i64])],
+        [n as u32, 1, 1],
+        [128, 1, 1],
+        &MetalLaunchOptions::default(),
+    )
+    .expect("the call succeeds");
     for (g, o) in out.iter().enumerate() {
         let want: f32 = x[g * 128..((g + 1) * 128).min(n)].iter().sum();
         assert_eq!(*o, want);
@@ -112,16 +141,35 @@ fn atomic_histogram_and_out_of_bounds() {
     };
     let mut bins: Vec<i32> = (0..5000).map(|i| (i * 7919 % 10) as i32).collect();
     let mut hist = vec![0i32; 10];
-    let opts = MetalLaunchOptions { bounds: true, ..Default::default() };
-    run(&k, &[buf(&mut bins, &[5000])], &[buf(&mut hist, &[10])], [5000, 1, 1], [64, 1, 1], &opts)
-        .unwrap();
+    let opts = MetalLaunchOptions {
+        bounds: true,
+        ..Default::default()
+    };
+    run(
+        &k,
+        &[buf(&mut bins, &[5000])],
+        &[buf(&mut hist, &[10])],
+        [5000, 1, 1],
+        [64, 1, 1],
+        &opts,
+    )
+    .expect("the call succeeds");
     for (b, h) in hist.iter().enumerate() {
-        assert_eq!(*h as usize, bins.iter().filter(|&&v| v as usize == b).count());
+        assert_eq!(
+            *h as usize,
+            bins.iter().filter(|&&v| v as usize == b).count()
+        );
     }
     bins[17] = 10;
-    let err = run(&k, &[buf(&mut bins, &[5000])], &[buf(&mut hist, &[10])], [5000, 1, 1],
-        [64, 1, 1], &opts)
-    .unwrap_err();
+    let err = run(
+        &k,
+        &[buf(&mut bins, &[5000])],
+        &[buf(&mut hist, &[10])],
+        [5000, 1, 1],
+        [64, 1, 1],
+        &opts,
+    )
+    .expect_err("the call is rejected");
     assert_eq!(err.fault(), Some(Fault::OutOfBounds), "{err}");
     assert!(err.to_string().contains("'hist'"), "{err}");
 }

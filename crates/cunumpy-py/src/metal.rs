@@ -3,8 +3,12 @@
 //! name, shape, layout, address) and handed down.
 
 use crate::errors;
-use cunumpy_core::metal::{self as checks, Float64Policy, MetalArray, MetalCheckError, MetalKernelSpec};
-use cunumpy_emu::{MetalBuffer, MetalInput, MetalKernelSource, MetalLaunchOptions, MetalOutput, TemplateArg};
+use cunumpy_core::metal::{
+    self as checks, Float64Policy, MetalArray, MetalCheckError, MetalKernelSpec,
+};
+use cunumpy_emu::{
+    MetalBuffer, MetalInput, MetalKernelSource, MetalLaunchOptions, MetalOutput, TemplateArg,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -29,7 +33,12 @@ fn describe(a: &Bound<'_, PyAny>) -> PyResult<MetalArray> {
 
 /// Checks a constructor's names (raises `KernelArgumentValueError`).
 #[pyfunction]
-fn _metal_check_names(py: Python<'_>, kernel: &str, inputs: Vec<String>, outputs: Vec<String>) -> PyResult<()> {
+fn _metal_check_names(
+    py: Python<'_>,
+    kernel: &str,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+) -> PyResult<()> {
     checks::check_names(kernel, &inputs, &outputs).map_err(|e| check_error(py, e))
 }
 
@@ -73,11 +82,19 @@ fn _metal_plan(
         float64: policy,
         threadgroup: &threadgroup,
     };
-    let plan = checks::plan_call(&spec, &ins, &outs, n_threads.as_deref()).map_err(|e| check_error(py, e))?;
+    let plan = checks::plan_call(&spec, &ins, &outs, n_threads.as_deref())
+        .map_err(|e| check_error(py, e))?;
     let conv = |v: &[checks::MetalArgPlan]| -> Vec<ArgPlan> {
-        v.iter().map(|p| (p.msl_type, p.cast_to_float32, p.packed)).collect()
+        v.iter()
+            .map(|p| (p.msl_type, p.cast_to_float32, p.packed))
+            .collect()
     };
-    Ok((conv(&plan.inputs), conv(&plan.outputs), plan.grid, plan.threadgroup))
+    Ok((
+        conv(&plan.inputs),
+        conv(&plan.outputs),
+        plan.grid,
+        plan.threadgroup,
+    ))
 }
 
 /// A C-contiguous NumPy array as a launch buffer (the caller keeps the array alive).
@@ -92,9 +109,9 @@ fn buffer(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<MetalBuffer> {
     }
     let iface = a.getattr("__array_interface__")?;
     let iface = iface.cast::<PyDict>()?;
-    let data = iface
-        .get_item("data")?
-        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("__array_interface__ without data"))?;
+    let data = iface.get_item("data")?.ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err("__array_interface__ without data")
+    })?;
     let (address, _readonly): (usize, bool) = data.extract()?;
     Ok(MetalBuffer {
         ptr: address as *mut std::ffi::c_void,
@@ -156,7 +173,11 @@ fn _metal_emulate(
     for (tname, kind, text) in template {
         let arg = match kind.as_str() {
             "int" => TemplateArg::Int(text.parse().map_err(|_| {
-                errors::raise(py, "KernelArgumentTypeError", format!("MetalKernel '{name}': template {tname}: not an int: {text}"))
+                errors::raise(
+                    py,
+                    "KernelArgumentTypeError",
+                    format!("MetalKernel '{name}': template {tname}: not an int: {text}"),
+                )
             })?),
             "bool" => TemplateArg::Bool(text == "true"),
             _ => TemplateArg::Type(text),

@@ -465,8 +465,8 @@ class Kernel(_core.KernelDispatcher):
         :class:`PyccelCache` or ``"pyccel"``); optional ``<name>_numba.py`` and
         ``<name>_numpy.py`` give ``numba`` and ``numpy``; optional ``<name><cuda_suffix>`` gives
         the CUDA kernel ``<name>``; optional ``<name><metal_suffix>`` the Metal version (see
-        the guide "Metal kernels on Apple silicon"); optional ``<name><test_args_suffix>.py`` the parity test
-        arguments. Nothing is compiled here."""
+        the guide "Metal kernels on Apple silicon"); optional ``<name><test_args_suffix>.py``
+        the parity test arguments. Nothing is compiled here."""
         return kernel_from_folder(
             cls,
             package,

@@ -20,10 +20,10 @@ import numpy as np
 from .. import _config, _core
 from .._ledger import record
 from ..exceptions import (
-    KernelFolderError,
     KernelArgumentOverflowError,
     KernelArgumentTypeError,
     KernelArgumentValueError,
+    KernelFolderError,
     LaunchShapeError,
 )
 
@@ -162,9 +162,7 @@ class MetalKernel:
         self.name = str(name)
         self.header = str(header)
         self.inputs: tuple[str, ...] = (inputs,) if isinstance(inputs, str) else tuple(inputs)
-        self.outputs: tuple[str, ...] = (
-            (outputs,) if isinstance(outputs, str) else tuple(outputs)
-        )
+        self.outputs: tuple[str, ...] = (outputs,) if isinstance(outputs, str) else tuple(outputs)
         _core._metal_check_names(self.name, list(self.inputs), list(self.outputs))
         self.threadgroup: tuple[int, ...] = tuple(_triple(threadgroup, "threadgroup", self.name))
         self.float64 = float64
@@ -339,7 +337,9 @@ class MetalKernel:
             buf.view(np.uint8).fill(0xFF)  # undefined on the GPU: all-ones bytes here
         return buf
 
-    def _copy_back(self, results: Sequence[np.ndarray], outs: tuple[np.ndarray, ...], plan: Any) -> None:
+    def _copy_back(
+        self, results: Sequence[np.ndarray], outs: tuple[np.ndarray, ...], plan: Any
+    ) -> None:
         for r, o, name, (_, cast, _) in zip(results, outs, self.outputs, plan, strict=True):
             record(
                 "to_host",
@@ -361,6 +361,40 @@ class MetalKernel:
                 f"MetalKernel {self.name!r}: input {name!r} {a.dtype}{list(a.shape)}",
                 int(a.nbytes),
             )
+
+    def _mlx_call(
+        self,
+        mx: Any,
+        inputs: list[np.ndarray],
+        shapes: list[tuple[int, ...]],
+        dtypes: list[Any],
+        grid: tuple[int, int, int],
+        tg: tuple[int, int, int],
+        targs: list[tuple[str, str, str]],
+    ) -> list[Any]:
+        """MLX's kernel (built once) called on the inputs, copied into MLX arrays; returns
+        MLX's (lazy) outputs. Written against MLX's documented ``mx.fast.metal_kernel``."""
+        if self._mlx_kernel is None:
+            self._mlx_kernel = mx.fast.metal_kernel(
+                name=self.name,
+                input_names=list(self.inputs),
+                output_names=list(self.outputs),
+                source=self.source,
+                header=self.header,
+                ensure_row_contiguous=True,
+                atomic_outputs=self.atomic_outputs,
+            )
+        return list(
+            self._mlx_kernel(
+                inputs=[to_mlx(a) for a in inputs],
+                template=[(k, _mlx_template_value(mx, kind, text)) for k, kind, text in targs],
+                grid=grid,
+                threadgroup=tg,
+                output_shapes=[tuple(s) for s in shapes],
+                output_dtypes=[mlx_dtype(d) for d in dtypes],
+                init_value=None if self.init_value is None else float(self.init_value),
+            )
+        )
 
     def _run_emulated(
         self,
@@ -419,31 +453,11 @@ class MetalKernel:
             )
         if math.prod(grid) == 0:
             return
-        if self._mlx_kernel is None:
-            self._mlx_kernel = mx.fast.metal_kernel(
-                name=self.name,
-                input_names=list(self.inputs),
-                output_names=list(self.outputs),
-                source=self.source,
-                header=self.header,
-                ensure_row_contiguous=True,
-                atomic_outputs=self.atomic_outputs,
-            )
         dev_in = self._device_inputs(arrays, ins_plan)
         self._record_inputs(dev_in)
-        mlx_inputs = [to_mlx(a) for a in dev_in]
-        shapes = [o.shape for o in outs]
-        dtypes = [mlx_dtype(np.float32 if p[1] else o.dtype) for o, p in zip(outs, outs_plan, strict=True)]
+        dtypes = [np.float32 if p[1] else o.dtype for o, p in zip(outs, outs_plan, strict=True)]
         record("launch", f"MetalKernel {self.name!r}")
-        results = self._mlx_kernel(
-            inputs=mlx_inputs,
-            template=[(k, _mlx_template_value(mx, kind, text)) for k, kind, text in targs],
-            grid=grid,
-            threadgroup=tg,
-            output_shapes=shapes,
-            output_dtypes=dtypes,
-            init_value=self.init_value,
-        )
+        results = self._mlx_call(mx, dev_in, [o.shape for o in outs], dtypes, grid, tg, targs)
         mx.eval(*results)
         self._copy_back([from_mlx(r) for r in results], outs, outs_plan)
 

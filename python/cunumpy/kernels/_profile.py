@@ -193,8 +193,8 @@ def _bytes(n: int) -> str:
 @contextlib.contextmanager
 def kernel_profile(into: KernelProfile | None = None) -> Iterator[KernelProfile]:
     """Profiles every ``Kernel`` call of the block (all threads): calls, path (``cuda``,
-    ``metal``, ``host``, ``fallback``), time (CUDA events around launches, ``perf_counter`` on the host)
-    and bytes copied by fallbacks. Nested profiles each see every call."""
+    ``metal``, ``host``, ``fallback``), time (CUDA events around launches, ``perf_counter`` on
+    the host) and bytes copied by fallbacks. Nested profiles each see every call."""
     profile = into if into is not None else KernelProfile()
     active.append(profile)
     try:

@@ -1,8 +1,6 @@
-"""out[i] = a * x[i] + y[i] for i < n, in float32 (Python; the reference version)."""
-
-from typing import Final
+"""out[i] = a * x[i] + y[i] for i < n, on float32 arrays (Python; the reference version)."""
 
 
-def saxpy(a: float, x: "Final[float32[:]]", y: "Final[float32[:]]", out: "float32[:]", n: int):
+def saxpy(a, x, y, out, n):
     for i in range(n):
         out[i] = a * x[i] + y[i]
