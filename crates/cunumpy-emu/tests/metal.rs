@@ -139,7 +139,7 @@ fn atomic_histogram_and_out_of_bounds() {
             &[("hist", "int32_t")],
         )
     };
-    let mut bins: Vec<i32> = (0..5000).map(|i| (i * 7919 % 10) as i32).collect();
+    let mut bins: Vec<i32> = (0..5000).map(|i| i * 7919 % 10).collect();
     let mut hist = vec![0i32; 10];
     let opts = MetalLaunchOptions {
         bounds: true,
