@@ -153,6 +153,7 @@ fn record_event(
         implicit,
         time_ns: 0,
         thread: 0,
+        kernels: 0,
     });
     Ok(())
 }

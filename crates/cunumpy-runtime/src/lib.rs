@@ -11,6 +11,8 @@
 //!   emulation libraries, emulated launches;
 //! - [`fused`]: a fused plan on a device ([`FusedPlan`]): compile and load, the packed
 //!   parameters of its launches, the launch loop (GPU and emulated);
+//! - [`graph`]: a time step captured as one graph: the recorded launch list, its
+//!   parameters and the checks a replay's new values pass, the replay;
 //! - [`record`]: the ledger entry of a launch;
 //! - [`probes`]: benchmark probes (launch loops without the checks).
 //!
@@ -24,6 +26,7 @@ pub mod device;
 pub mod emulated;
 pub mod error;
 pub mod fused;
+pub mod graph;
 pub mod kernel;
 pub mod probes;
 pub mod record;
