@@ -485,54 +485,57 @@ impl Graph {
             .any(|l| l.bindings.iter().any(|b| b.param == param))
     }
 
-    /// Takes a replay's value `arg` for parameter `param` (`label` names it): checked against
-    /// the parameter's capture, then packed into every kernel parameter it is bound to as a
-    /// launch packs it. Nothing is changed when a check fails.
-    pub fn update(&mut self, param: usize, label: &str, arg: &Arg<'_>) -> Result<(), GraphError> {
-        let spec = self.params.get(param).ok_or_else(|| {
-            GraphError::State(format!(
-                "the graph has {} parameter value(s), no {label}",
-                self.params.len()
-            ))
-        })?;
-        spec.check(arg).map_err(|reason| GraphError::Recapture {
-            label: label.to_string(),
-            reason,
-        })?;
+    /// Takes a replay's new values, `(parameter, label, value)` each: every value is checked
+    /// against its parameter's capture, then packed into every kernel parameter it is bound
+    /// to as a launch packs it. All or nothing: when one value is refused, no launch changes.
+    pub fn update(&mut self, updates: &[(usize, &str, Arg<'_>)]) -> Result<(), GraphError> {
         let ordinal = self.device.ordinal();
-        // pack into copies first, so a refusal leaves every launch as it was
-        let mut staged = Vec::new();
-        for (i, l) in self.launches.iter().enumerate() {
-            let slots: Vec<usize> = l
-                .bindings
-                .iter()
-                .filter(|b| b.param == param)
-                .map(|b| b.slot)
-                .collect();
-            if slots.is_empty() {
-                continue;
-            }
-            let Some(plan) = &l.plan else {
-                return Err(GraphError::State(format!(
-                    "internal: kernel '{}' takes {label} but has no argument plan",
-                    l.name
-                )));
-            };
-            let mut buffer = l.buffer.clone();
-            for slot in slots {
-                plan.pack(slot, arg, ordinal, &mut buffer)
-                    .map_err(|error| GraphError::Argument {
-                        kernel: l.name.clone(),
-                        label: label.to_string(),
-                        error,
+        // the launches' buffers as the updates leave them, copied on first change
+        let mut staged: Vec<Option<LaunchBuffer>> = vec![None; self.launches.len()];
+        for (param, label, arg) in updates {
+            let spec = self.params.get(*param).ok_or_else(|| {
+                GraphError::State(format!(
+                    "the graph has {} parameter value(s), no {label}",
+                    self.params.len()
+                ))
+            })?;
+            spec.check(arg).map_err(|reason| GraphError::Recapture {
+                label: (*label).to_string(),
+                reason,
+            })?;
+            for (l, stage) in self.launches.iter().zip(staged.iter_mut()) {
+                let mut slots = l
+                    .bindings
+                    .iter()
+                    .filter(|b| b.param == *param)
+                    .map(|b| b.slot)
+                    .peekable();
+                if slots.peek().is_none() {
+                    continue;
+                }
+                let Some(plan) = &l.plan else {
+                    return Err(GraphError::State(format!(
+                        "internal: kernel '{}' takes {label} but has no argument plan",
+                        l.name
+                    )));
+                };
+                let buffer = stage.get_or_insert_with(|| l.buffer.clone());
+                for slot in slots {
+                    plan.pack(slot, arg, ordinal, buffer).map_err(|error| {
+                        GraphError::Argument {
+                            kernel: l.name.clone(),
+                            label: (*label).to_string(),
+                            error,
+                        }
                     })?;
+                }
             }
-            staged.push((i, buffer));
         }
-        for (i, buffer) in staged {
-            if let (Some(l), Some(d)) = (self.launches.get_mut(i), self.dirty.get_mut(i)) {
+        let launches = self.launches.iter_mut().zip(self.dirty.iter_mut());
+        for ((l, dirty), stage) in launches.zip(staged) {
+            if let Some(buffer) = stage {
                 l.buffer = buffer;
-                *d = true;
+                *dirty = true;
             }
         }
         Ok(())
@@ -547,9 +550,17 @@ impl Graph {
     /// the captured graph these launches' nodes belong to; every device pointer in the
     /// launches' buffers stays valid for every later launch of it.
     pub unsafe fn apply_updates(&mut self) -> Result<usize, RuntimeError> {
-        if self.exec == 0 || matches!(self.device, Device::Emulated) {
+        if matches!(self.device, Device::Emulated) {
             self.dirty.iter_mut().for_each(|d| *d = false);
             return Ok(0);
+        }
+        if self.exec == 0 && self.dirty.iter().any(|d| *d) {
+            return Err(GraphError::State(
+                "a replay changed kernel arguments but the instantiated graph is unknown \
+                 (CuPy's Graph has no graphExec handle); capture the graph again for each value"
+                    .into(),
+            )
+            .into());
         }
         let mut updated = 0;
         for (l, dirty) in self.launches.iter_mut().zip(self.dirty.iter_mut()) {
@@ -753,18 +764,20 @@ mod tests {
         assert!(graph.is_bound(0) && graph.is_bound(1));
         let dt2 = Arg::Scalar(Scalar::Float(0.25), ScalarSource::Python);
         graph
-            .update(0, "parameter 0 (dt)", &dt2)
+            .update(&[(0, "parameter 0 (dt)", dt2)])
             .expect("same kind");
         let bytes = graph.launches()[0].buffer.bytes_of(&plan, 1);
         assert_eq!(bytes, 0.25f64.to_le_bytes());
         let x2 = array(DType::Float64, &[8], &[8], 8192);
-        graph.update(1, "parameter 1 (x)", &x2).expect("same shape");
+        graph
+            .update(&[(1, "parameter 1 (x)", x2)])
+            .expect("same shape");
         assert_eq!(
             graph.launches()[0].buffer.bytes_of(&plan, 0),
             8192u64.to_le_bytes()
         );
         // a value of another kind asks for a re-capture and changes nothing
-        let again = graph.update(0, "parameter 0 (dt)", &n);
+        let again = graph.update(&[(0, "parameter 0 (dt)", n)]);
         assert!(
             matches!(again, Err(GraphError::Recapture { .. })),
             "{again:?}"
@@ -779,7 +792,7 @@ mod tests {
         if let Arg::DeviceArray(a) = &mut other {
             a.c_contiguous = false;
         }
-        let refused = graph.update(1, "parameter 1 (x)", &other);
+        let refused = graph.update(&[(1, "parameter 1 (x)", other)]);
         assert!(
             matches!(refused, Err(GraphError::Argument { .. })),
             "{refused:?}"
@@ -787,6 +800,27 @@ mod tests {
         assert_eq!(
             graph.launches()[0].buffer.bytes_of(&plan, 0),
             8192u64.to_le_bytes()
+        );
+        // all or nothing: a good dt with a refused x changes neither
+        let dt3 = Arg::Scalar(Scalar::Float(9.0), ScalarSource::Python);
+        let both = graph.update(&[(0, "parameter 0 (dt)", dt3), (1, "parameter 1 (x)", other)]);
+        assert!(both.is_err());
+        assert_eq!(
+            graph.launches()[0].buffer.bytes_of(&plan, 1),
+            0.25f64.to_le_bytes()
+        );
+        // two parameters of one launch both land
+        let x4 = array(DType::Float64, &[8], &[8], 16384);
+        graph
+            .update(&[(0, "parameter 0 (dt)", dt3), (1, "parameter 1 (x)", x4)])
+            .expect("both");
+        assert_eq!(
+            graph.launches()[0].buffer.bytes_of(&plan, 1),
+            9.0f64.to_le_bytes()
+        );
+        assert_eq!(
+            graph.launches()[0].buffer.bytes_of(&plan, 0),
+            16384u64.to_le_bytes()
         );
     }
 }

@@ -35,3 +35,20 @@ pub use device::Device;
 pub use error::RuntimeError;
 pub use fused::FusedPlan;
 pub use kernel::{Kernel, KernelSource, LoadedKernel};
+
+thread_local! {
+    static COMPILE_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Nanoseconds the calling thread has spent compiling kernels (NVRTC or the emulator's host
+/// compiler, disk cache lookups included) since the process started: what a graph capture
+/// subtracts from the step's host time to estimate an eager step's launch overhead.
+pub fn compile_ns() -> u64 {
+    COMPILE_NS.with(std::cell::Cell::get)
+}
+
+/// Adds the time since `start` to the calling thread's compile time.
+pub(crate) fn count_compile_time(start: std::time::Instant) {
+    let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    COMPILE_NS.with(|c| c.set(c.get().saturating_add(ns)));
+}
