@@ -230,6 +230,18 @@ impl KernelLauncher {
         // The emulated device (fake CuPy): the same checks and packed buffer, run on the CPU
         // by the emulator (see emulate.rs).
         if device::emulated() {
+            if crate::graph::capturing() && stream.is_some_and(|s| !s.is_none()) {
+                // as on a GPU, where only the stream being captured is recorded
+                return Err(crate::graph::graph_error(
+                    py,
+                    cunumpy_runtime::graph::refuse(
+                        &format!("kernel '{}'", config.name()),
+                        &crate::ledger::call_site(py),
+                        "it is given stream=, and a captured step launches on the stream being \
+                         captured only; leave stream= out inside a captured step",
+                    ),
+                ));
+            }
             return Self::launch_emulated(slf, &flat, shape, shared);
         }
 
