@@ -103,11 +103,16 @@ class CudaGraph:
         output: Any,
         capture_seconds: float,
         unbound: list[int],
+        capture_stream: Any = None,
     ) -> None:
         self._name = name
         self._captured = captured
         self._cupy_graph = cupy_graph
         self._launch = cupy_graph.launch if cupy_graph is not None else None
+        # CuPy's memory pool keeps blocks per stream: blocks the step allocated and freed while
+        # capturing went back to the capture stream's pool and are written by every replay;
+        # keeping that stream (used by nothing else) keeps anyone else from being given them.
+        self._capture_stream = capture_stream
         self._labels = labels
         self._groups = groups
         self._values = values  # the flattened values the kernels hold now
@@ -354,7 +359,7 @@ def graph(
             flat.extend(_UNBOUND if _is_scalar(v) else v for v in members)
     labels = _labels(fn, args)
     cupy = _cupy_graphs()
-    cupy_graph = None
+    cupy_graph = capture_stream = None
     _capture.open_captures += 1
     try:
         if cupy is None:
@@ -413,4 +418,5 @@ def graph(
         output,
         elapsed,
         [i for i, v in enumerate(flat) if v is _UNBOUND],
+        capture_stream,
     )
