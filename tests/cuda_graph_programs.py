@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 WALKTHROUGH_DIR = Path(__file__).resolve().parents[1] / "examples" / "particle_pusher"
@@ -40,7 +39,7 @@ x = cupy.asarray(x_h)
 
 PROGRAMS: dict[str, str] = {}
 
-PROGRAMS['capture_and_replay'] = """
+PROGRAMS["capture_and_replay"] = """
 y = cupy.zeros(N)
 def step(y, x, a):
     axpy(y, x, a, N, n_threads=N)
@@ -58,7 +57,7 @@ np.testing.assert_allclose(y.get(), ref, rtol=1e-15)
 print("ok")
 """
 
-PROGRAMS['new_scalars_and_arrays'] = """
+PROGRAMS["new_scalars_and_arrays"] = """
 y = cupy.zeros(N)
 def step(y, x, a):
     axpy(y, x, a, N, n_threads=N)
@@ -85,7 +84,7 @@ np.testing.assert_array_equal(z.get(), np.full(N, 3.0))
 print("ok")
 """
 
-PROGRAMS['recapture_refusals'] = """
+PROGRAMS["recapture_refusals"] = """
 y = cupy.zeros(N)
 def step(y, x, a, t):
     axpy(y, x, a, N, n_threads=N)
@@ -103,6 +102,14 @@ refused(cupy.zeros(N + 1), x, 1.0, 0.0, words=["0 (y)", "[37]", "[38]"])
 refused(y, cupy.zeros(N, dtype=np.float32), 1.0, 0.0, words=["float64", "float32"])
 refused(y, x, words=["all 4 argument(s)", "got 2"])
 refused(y, x, 1.0, 5.0, words=["3 (t)", "no kernel", "as itself"])
+# a parameter that sets a launch shape cannot change (a replay changes arguments only)
+gn = xp.cuda.graph(lambda y, n: scale(y, 2.0, n, n_threads=n), y, N)
+try:
+    gn(y, N - 1)
+except GraphRecaptureError as e:
+    assert "1 (n)" in str(e) and "launch shape of kernel 'scale'" in str(e), str(e)
+else:
+    raise AssertionError("a launch shape parameter was changed")
 # all or nothing: a good value next to a refused one changes neither
 refused(y, x, 7.0, 5.0, words=["3 (t)"])
 g()
@@ -119,7 +126,7 @@ else:
 print("ok")
 """
 
-PROGRAMS['capture_refusals'] = """
+PROGRAMS["capture_refusals"] = """
 def host_axpy(y, x, a):
     y += a * x
 host = PyccelKernel(host_axpy)
@@ -151,7 +158,7 @@ np.testing.assert_allclose(y.get(), x_h, rtol=1e-15)
 print("ok")
 """
 
-PROGRAMS['ledger_and_profile'] = """
+PROGRAMS["ledger_and_profile"] = """
 y = cupy.zeros(N)
 def step(y):
     axpy(y, x, 1.0, N, n_threads=N)
@@ -182,7 +189,7 @@ np.testing.assert_allclose(y.get(), ref, rtol=1e-14)
 print("ok")
 """
 
-PROGRAMS['fused_and_allocations'] = """
+PROGRAMS["fused_and_allocations"] = """
 shift = xp.fuse(lambda v, w: v + 2.0 * w)
 y = cupy.asarray(np.arange(N, dtype=np.float64))
 def step():
@@ -199,7 +206,7 @@ assert g.kernels >= 2, g.launches
 print("ok")
 """
 
-PROGRAMS['walkthrough_equals_eager'] = """
+PROGRAMS["walkthrough_equals_eager"] = """
 import sys
 sys.path.insert(0, {walkthrough})
 import walkthrough as w

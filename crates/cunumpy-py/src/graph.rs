@@ -109,6 +109,23 @@ pub(crate) fn refuse_params(
     }
 }
 
+/// Marks the graph parameters among `objects` (a launch's `n_threads`, `grid`, `block`) as
+/// ones a replay cannot change: they set `kernel`'s launch shape.
+pub(crate) fn fix_shape_params(kernel: &str, objects: &[Option<&Bound<'_, PyAny>>]) {
+    HELD.with(|h| {
+        let held = h.borrow();
+        let Some(held) = held.as_ref() else { return };
+        for obj in objects.iter().flatten() {
+            if let Some(param) = held.params.iter().position(|p| p.as_ptr() == obj.as_ptr()) {
+                graph::fix_param(
+                    param,
+                    format!("it sets the launch shape of kernel '{kernel}'"),
+                );
+            }
+        }
+    });
+}
+
 /// What a launch records, read where it is made.
 pub(crate) struct Launch<'a> {
     pub(crate) name: &'a str,
@@ -199,10 +216,10 @@ fn _graph_begin(
 fn _graph_end() -> Option<CapturedGraph> {
     let recorded = graph::finish();
     let held = HELD.with(|h| h.borrow_mut().take());
-    let (device, launches) = recorded?;
+    let recording = recorded?;
     let held = held?;
     Some(CapturedGraph {
-        graph: std::sync::Mutex::new(Graph::new(device, launches, held.specs)),
+        graph: std::sync::Mutex::new(Graph::new(recording, held.specs)),
         params: std::sync::Mutex::new(held.params),
         _keep: held.keep,
     })
@@ -247,13 +264,21 @@ impl CapturedGraph {
     }
 
     /// Per parameter: `(what it was at capture, whether a kernel takes it, whether a replay
-    /// can change it)`.
-    fn parameters(&self) -> Vec<(String, bool, bool)> {
+    /// can change it, why not when it sets a launch shape)`.
+    fn parameters(&self) -> Vec<(String, bool, bool, Option<String>)> {
         let g = cunumpy_core::sync::lock(&self.graph);
         g.params()
             .iter()
             .enumerate()
-            .map(|(i, s)| (s.describe(), g.is_bound(i), s.updatable()))
+            .map(|(i, s)| {
+                let fixed = g.fixed_reason(i).map(str::to_string);
+                (
+                    s.describe(),
+                    g.is_bound(i),
+                    s.updatable() && fixed.is_none(),
+                    fixed,
+                )
+            })
             .collect()
     }
 

@@ -223,6 +223,9 @@ impl KernelLauncher {
         let this = slf.get();
         let config = this.config()?;
         let flat = flatten(args)?;
+        if crate::graph::capturing() {
+            crate::graph::fix_shape_params(config.name(), &[n_threads, grid, block]);
+        }
 
         // 1. the launch shape
         let (shape, shared) =

@@ -264,6 +264,8 @@ struct Capture {
     /// The capturing stream (0 on the emulated device).
     stream: usize,
     launches: Vec<RecordedLaunch>,
+    /// Parameters a replay cannot change, and why (one sets a launch shape).
+    fixed: Vec<(usize, String)>,
 }
 
 thread_local! {
@@ -291,19 +293,40 @@ pub fn begin(device: Device, stream: usize) -> Result<(), GraphError> {
             device,
             stream,
             launches: Vec::new(),
+            fixed: Vec::new(),
         });
         CAPTURING.with(|f| f.set(true));
         Ok(())
     })
 }
 
+/// What a capture recorded.
+pub struct Recording {
+    pub device: Device,
+    pub launches: Vec<RecordedLaunch>,
+    /// Parameters a replay cannot change, and why.
+    pub fixed: Vec<(usize, String)>,
+}
+
 /// Closes the calling thread's capture and returns what it recorded (None when none was
 /// open).
-pub fn finish() -> Option<(Device, Vec<RecordedLaunch>)> {
+pub fn finish() -> Option<Recording> {
     CAPTURING.with(|f| f.set(false));
-    CAPTURE
-        .with(|c| c.borrow_mut().take())
-        .map(|c| (c.device, c.launches))
+    CAPTURE.with(|c| c.borrow_mut().take()).map(|c| Recording {
+        device: c.device,
+        launches: c.launches,
+        fixed: c.fixed,
+    })
+}
+
+/// Marks graph parameter `param` as one a replay cannot change, because `why` (e.g. it is
+/// the launch shape of a kernel: a replay updates arguments, never grids).
+pub fn fix_param(param: usize, why: String) {
+    CAPTURE.with(|c| {
+        if let Some(capture) = c.borrow_mut().as_mut() {
+            capture.fixed.push((param, why));
+        }
+    });
 }
 
 /// The stream the calling thread captures on (None without a capture).
@@ -434,6 +457,7 @@ pub struct Graph {
     device: Device,
     launches: Vec<RecordedLaunch>,
     params: Vec<ParamSpec>,
+    fixed: Vec<(usize, String)>,
     /// The instantiated graph on a GPU (CuPy's `Graph.graphExec`); 0 on the emulated device.
     exec: usize,
     /// Launches whose parameters changed since the nodes were last updated.
@@ -442,12 +466,13 @@ pub struct Graph {
 
 impl Graph {
     /// The graph of a finished capture with the parameters' specs at capture.
-    pub fn new(device: Device, launches: Vec<RecordedLaunch>, params: Vec<ParamSpec>) -> Graph {
-        let dirty = vec![false; launches.len()];
+    pub fn new(recording: Recording, params: Vec<ParamSpec>) -> Graph {
+        let dirty = vec![false; recording.launches.len()];
         Graph {
-            device,
-            launches,
+            device: recording.device,
+            launches: recording.launches,
             params,
+            fixed: recording.fixed,
             exec: 0,
             dirty,
         }
@@ -478,6 +503,14 @@ impl Graph {
         &self.params
     }
 
+    /// Why a replay cannot change parameter `param` (it sets a launch shape), if so.
+    pub fn fixed_reason(&self, param: usize) -> Option<&str> {
+        self.fixed
+            .iter()
+            .find(|(p, _)| *p == param)
+            .map(|(_, why)| why.as_str())
+    }
+
     /// Whether parameter `param` reaches some kernel.
     pub fn is_bound(&self, param: usize) -> bool {
         self.launches
@@ -503,6 +536,14 @@ impl Graph {
                 label: (*label).to_string(),
                 reason,
             })?;
+            if let Some((_, why)) = self.fixed.iter().find(|(p, _)| p == param) {
+                return Err(GraphError::Recapture {
+                    label: (*label).to_string(),
+                    reason: format!(
+                        "{why}, and a replay changes kernel arguments, not launch shapes"
+                    ),
+                });
+            }
             for (l, stage) in self.launches.iter().zip(staged.iter_mut()) {
                 let mut slots = l
                     .bindings
@@ -660,7 +701,7 @@ mod tests {
             .is_ok());
         let int = spec
             .check(&Arg::Scalar(Scalar::Int(2), ScalarSource::Python))
-            .unwrap_err();
+            .expect_err("refused");
         assert!(
             int.contains("Python float") && int.contains("Python int"),
             "{int}"
@@ -670,7 +711,7 @@ mod tests {
                 Scalar::Float(2.0),
                 ScalarSource::NumPy(DType::Float32),
             ))
-            .unwrap_err();
+            .expect_err("refused");
         assert!(np.contains("NumPy float32"), "{np}");
     }
 
@@ -682,21 +723,21 @@ mod tests {
             .is_ok());
         let shape = spec
             .check(&array(DType::Float64, &[2, 4], &[32, 8], 64))
-            .unwrap_err();
+            .expect_err("refused");
         assert!(
             shape.contains("[4, 2]") && shape.contains("[2, 4]"),
             "{shape}"
         );
         let dtype = spec
             .check(&array(DType::Float32, &[4, 2], &[8, 4], 64))
-            .unwrap_err();
+            .expect_err("refused");
         assert!(
             dtype.contains("float64") && dtype.contains("float32"),
             "{dtype}"
         );
         let scalar = spec
             .check(&Arg::Scalar(Scalar::Float(1.0), ScalarSource::Python))
-            .unwrap_err();
+            .expect_err("refused");
         assert!(
             scalar.contains("array") && scalar.contains("Python float"),
             "{scalar}"
@@ -709,7 +750,7 @@ mod tests {
         assert!(!spec.updatable());
         assert!(spec
             .check(&Arg::Other { type_name: "list" })
-            .unwrap_err()
+            .expect_err("refused")
             .contains("cannot change"));
     }
 
@@ -722,9 +763,30 @@ mod tests {
             begin(Device::Emulated, 0),
             Err(GraphError::State(_))
         ));
-        let (device, launches) = finish().expect("the open capture");
-        assert_eq!(device, Device::Emulated);
-        assert!(launches.is_empty());
+        fix_param(0, "it is a launch shape".into());
+        let recording = finish().expect("the open capture");
+        assert_eq!(recording.device, Device::Emulated);
+        assert!(recording.launches.is_empty());
+        assert_eq!(
+            recording.fixed,
+            vec![(0, "it is a launch shape".to_string())]
+        );
+        let mut graph = Graph::new(
+            recording,
+            vec![ParamSpec::of(&Arg::Scalar(
+                Scalar::Int(8),
+                ScalarSource::Python,
+            ))],
+        );
+        let refused = graph.update(&[(
+            0,
+            "parameter 0 (n)",
+            Arg::Scalar(Scalar::Int(9), ScalarSource::Python),
+        )]);
+        match refused {
+            Err(GraphError::Recapture { reason, .. }) => assert!(reason.contains("launch shape")),
+            other => panic!("{other:?}"),
+        }
         assert!(!capturing());
         assert!(finish().is_none());
     }
@@ -756,11 +818,12 @@ mod tests {
             bindings: vec![Binding { slot: 1, param: 0 }, Binding { slot: 0, param: 1 }],
             plan: Some(plan.clone()),
         };
-        let mut graph = Graph::new(
-            Device::Emulated,
-            vec![launch],
-            vec![ParamSpec::of(&dt), ParamSpec::of(&x)],
-        );
+        let recording = Recording {
+            device: Device::Emulated,
+            launches: vec![launch],
+            fixed: Vec::new(),
+        };
+        let mut graph = Graph::new(recording, vec![ParamSpec::of(&dt), ParamSpec::of(&x)]);
         assert!(graph.is_bound(0) && graph.is_bound(1));
         let dt2 = Arg::Scalar(Scalar::Float(0.25), ScalarSource::Python);
         graph

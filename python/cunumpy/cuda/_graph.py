@@ -116,7 +116,8 @@ class CudaGraph:
         self._labels = labels
         self._groups = groups
         self._values = values  # the flattened values the kernels hold now
-        self._params = captured.parameters()  # (what, bound, updatable) per flattened value
+        # (what, bound, updatable, why not) per flattened value
+        self._params = captured.parameters()
         self._kernels = int(captured.kernels)
         self._dirty = False
         self._unbound = set(unbound)
@@ -150,7 +151,7 @@ class CudaGraph:
         whether a kernel takes it as itself (``bound``) and whether a replay can change it."""
         return [
             {"label": label, "captured": what, "bound": bound, "updatable": updatable}
-            for label, (what, bound, updatable) in zip(self._labels, self._params)
+            for label, (what, bound, updatable, _) in zip(self._labels, self._params, strict=True)
         ]
 
     def __call__(self, *args: Any) -> Any:
@@ -200,10 +201,13 @@ class CudaGraph:
         changes = []
         for i, value in enumerate(flat):
             last = self._values[i]
-            if value is last or (
-                _is_scalar(value) and type(value) is type(last) and value == last
-            ):
+            if value is last or (_is_scalar(value) and type(value) is type(last) and value == last):
                 continue
+            if self._params[i][3] is not None:
+                raise GraphRecaptureError(
+                    f"graph parameter {self._labels[i]}: {self._params[i][3]}, and a replay "
+                    "changes kernel arguments, not launch shapes; capture the graph again"
+                )
             if not self._params[i][2]:
                 why = self._values_fixed_reason(i) or (
                     f"was {self._params[i][0]} at capture (not a scalar, array or struct value "
