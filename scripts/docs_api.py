@@ -33,6 +33,7 @@ GUIDES = [
     "random-numbers.md",
     "particle-algorithms.md",
     "streams-and-staging.md",
+    "cuda-graphs.md",
     "mpi.md",
     "scipy-and-solvers.md",
     "testing-kernels.md",

@@ -29,7 +29,8 @@ def plot_profile(
     names = sorted(
         {s.name for s in stats}, key=lambda n: -sum(s.seconds for s in stats if s.name == n)
     )
-    paths = [p for p in ("cuda", "metal", "host", "fallback") if any(s.path == p for s in stats)]
+    order = ("cuda", "graph", "metal", "host", "fallback")
+    paths = [p for p in order if any(s.path == p for s in stats)]
     height = 0.8 / max(len(paths), 1)
     for i, p in enumerate(paths):
         ms = [sum(s.seconds for s in stats if s.name == n and s.path == p) * 1e3 for n in names]

@@ -12,6 +12,7 @@ mod emulate;
 mod errors;
 mod fused_call;
 mod fusion;
+mod graph;
 mod held;
 mod host_loops;
 mod host_pool;
@@ -44,5 +45,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     vectorcall::register(m)?;
     cupy_stream::register(m)?;
     port::register(m)?;
+    graph::register(m)?;
     Ok(())
 }

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _core
+from .. import _backend, _capture, _core
 from .._ledger import record
 from ..exceptions import (
     KernelImplementationError,
@@ -331,6 +331,12 @@ class Kernel(_core.KernelDispatcher):
         host: Callable[..., Any] = self._host
         if self._dispatch == "arrays" and self._host.use_cupy is not True:
             host = self._host.kernel  # host data: no conversion to look for
+        if _capture.open_captures:
+            _capture.refuse(
+                f"kernel {self._name!r} on host data (its host version)",
+                "a graph replays device work only; pass device arrays or call it outside the "
+                "captured step",
+            )
         if _profile.active:
             return _profile.timed_call(self._name, "host", host, args, {})
         return host(*args)
@@ -372,6 +378,12 @@ class Kernel(_core.KernelDispatcher):
 
     def _fallback(self, args: tuple[Any, ...]) -> Any:
         self._missing()
+        if _capture.open_captures:
+            _capture.refuse(
+                f"kernel {self._name!r} (no CUDA version: its host fallback)",
+                "a graph replays device work only; write its CUDA version or call it outside "
+                "the captured step",
+            )
         if not self._warned:
             with self._warn_lock:
                 if not self._warned:
