@@ -31,6 +31,9 @@ pub enum RuntimeError {
     /// overlapping outputs); the message says which.
     #[error("{0}")]
     FusedCall(String),
+    /// What a graph capture or replay refuses.
+    #[error(transparent)]
+    Graph(#[from] crate::graph::GraphError),
     /// An environment setting that cannot be used (its message names it and its value).
     #[error("{0}")]
     Setting(String),
