@@ -159,16 +159,16 @@ class CudaGraph:
         output: Any,
         capture_seconds: float,
         unbound: list[int],
-        capture_stream: Any = None,
+        capture_memory: Any = None,
     ) -> None:
         self._name = name
         self._captured = captured
         self._cupy_graph = cupy_graph
         self._launch = cupy_graph.launch if cupy_graph is not None else None
-        # CuPy's memory pool keeps blocks per stream: blocks the step allocated and freed while
-        # capturing went back to the capture stream's pool and are written by every replay;
-        # keeping that stream (used by nothing else) keeps anyone else from being given them.
-        self._capture_stream = capture_stream
+        # Every block CuPy allocated during the capture (the step's temporaries too: captured
+        # kernels write them at every replay), and the capture stream, are kept for the graph's
+        # lifetime: nothing a replay touches is freed or handed to anyone else.
+        self._capture_memory = capture_memory
         self._labels = labels
         self._groups = groups
         self._values = values  # the flattened values the kernels hold now
@@ -331,6 +331,21 @@ def _timed_replay(g: CudaGraph, run: Callable[[], Any], stream: Any) -> None:
     g._measured_replay = time.perf_counter() - start  # type: ignore[attr-defined]
 
 
+def _keeping(cupy: Any, allocations: list[Any]) -> Callable[[int], Any]:
+    """CuPy's current allocator, keeping every block it hands out in ``allocations``."""
+    get = getattr(cupy.cuda, "get_allocator", None)
+    base = get() if get is not None else None
+    if base is None:
+        base = cupy.get_default_memory_pool().malloc
+
+    def allocate(size: int) -> Any:
+        block = base(size)
+        allocations.append(block)
+        return block
+
+    return allocate
+
+
 def _groups_of(args: tuple[Any, ...]) -> list[tuple[int, int]]:
     groups, n = [], 0
     for a in args:
@@ -430,6 +445,7 @@ def graph(
     labels = _labels(fn, args)
     cupy = _cupy_graphs()
     cupy_graph = capture_stream = None
+    allocations: list[Any] | None = None
     _capture.open_captures += 1
     try:
         if cupy is None:
@@ -447,7 +463,8 @@ def graph(
                     f"graph '{label}': the default stream cannot be captured; pass a stream "
                     "made with cupy.cuda.Stream(non_blocking=True), or none"
                 )
-            with capture_stream:
+            allocations = []
+            with capture_stream, cupy.cuda.using_allocator(_keeping(cupy, allocations)):
                 _core._graph_begin(flat, int(capture_stream.ptr))
                 start, compiled = time.perf_counter(), _core._compile_ns()
                 try:
@@ -488,5 +505,5 @@ def graph(
         output,
         elapsed,
         [i for i, v in enumerate(flat) if v is _UNBOUND],
-        capture_stream,
+        (capture_stream, allocations),
     )
