@@ -888,6 +888,7 @@ impl FusionPlan {
                 "a replay updates the parameters of CudaKernel and Kernel launches only; pass \
                  it to a CudaKernel, or capture the graph again for each value",
             )?;
+            crate::graph::fix_derived(py, &format!("fused function '{}'", self.name()), &given)?;
             // the captured launches point at these arrays (and the workspace) at every replay
             crate::graph::keep(inputs.iter().chain(&outputs).chain(workspace.as_ref()));
         }
