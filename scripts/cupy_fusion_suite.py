@@ -157,7 +157,8 @@ def for_dtypes_combination(types_: Any, names: Any = ("dtype",), full: Any = Non
     if full is None:
         full = os.environ.get("CUPY_TEST_FULL_COMBINATION", "0") not in ("", "0")
     if full:
-        combos = [dict(zip(names, c)) for c in itertools.product(types_, repeat=len(names))]
+        product = itertools.product(types_, repeat=len(names))
+        combos = [dict(zip(names, c, strict=True)) for c in product]
     else:
         # each dtype at least once in every position, paired with a shuffled partner (a fixed
         # seed, so that two runs test the same pairs)
@@ -168,10 +169,10 @@ def for_dtypes_combination(types_: Any, names: Any = ("dtype",), full: Any = Non
             rng.shuffle(shuffled)
             columns.append(types_ + shuffled)
         seen: list[tuple[Any, ...]] = []
-        for row in zip(*columns):
+        for row in zip(*columns, strict=True):
             if row not in seen:
                 seen.append(row)
-        combos = [dict(zip(names, row)) for row in seen]
+        combos = [dict(zip(names, row, strict=True)) for row in seen]
     return _loop(combos, names)
 
 
@@ -211,7 +212,11 @@ def _host(x: Any) -> Any:
 
 
 def shaped_random(
-    shape: Any, xp: Any = None, dtype: Any = np.float32, scale: Any = 10, seed: int = 0,
+    shape: Any,
+    xp: Any = None,
+    dtype: Any = np.float32,
+    scale: Any = 10,
+    seed: int = 0,
     order: str = "C",
 ) -> Any:
     """Random values in [0, scale) (bool: 0 or 1; complex: both parts) of ``shape``."""
@@ -244,7 +249,11 @@ def shaped_arange(shape: Any, xp: Any = None, dtype: Any = np.float32, order: st
 
 
 def assert_allclose(
-    actual: Any, desired: Any, rtol: float = 1e-7, atol: float = 0, err_msg: str = "",
+    actual: Any,
+    desired: Any,
+    rtol: float = 1e-7,
+    atol: float = 0,
+    err_msg: str = "",
     verbose: bool = True,
 ) -> None:
     np.testing.assert_allclose(
@@ -258,7 +267,7 @@ def assert_array_equal(actual: Any, desired: Any, err_msg: str = "", verbose=Tru
 
 def assert_array_list_equal(xs: Any, ys: Any, err_msg: str = "", verbose: bool = True) -> None:
     assert len(xs) == len(ys), f"{len(xs)} arrays and {len(ys)} arrays"
-    for x, y in zip(xs, ys):
+    for x, y in zip(xs, ys, strict=True):
         assert_array_equal(x, y, err_msg, verbose)
 
 
@@ -291,7 +300,7 @@ def _comparing(check: Any, name: str, type_check: bool, accept_error: Any) -> An
             r_np_list = list(r_np) if isinstance(r_np, (tuple, list)) else [r_np]
             r_cp_list = list(r_cp) if isinstance(r_cp, (tuple, list)) else [r_cp]
             assert len(r_np_list) == len(r_cp_list)
-            for e, a in zip(r_np_list, r_cp_list):
+            for e, a in zip(r_np_list, r_cp_list, strict=True):
                 a = _host(a)
                 if type_check:
                     assert np.asarray(a).dtype == np.asarray(e).dtype, (
@@ -305,22 +314,36 @@ def _comparing(check: Any, name: str, type_check: bool, accept_error: Any) -> An
 
 
 def numpy_cupy_allclose(
-    rtol: float = 1e-7, atol: float = 0, err_msg: str = "", verbose: bool = True,
-    name: str = "xp", type_check: bool = True, accept_error: Any = False, **_: Any,
+    rtol: float = 1e-7,
+    atol: float = 0,
+    err_msg: str = "",
+    verbose: bool = True,
+    name: str = "xp",
+    type_check: bool = True,
+    accept_error: Any = False,
+    **_: Any,
 ) -> Any:
     return _comparing(
         lambda a, e: np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=err_msg),
-        name, type_check, accept_error,
+        name,
+        type_check,
+        accept_error,
     )
 
 
 def numpy_cupy_array_equal(
-    err_msg: str = "", verbose: bool = True, name: str = "xp", type_check: bool = True,
-    accept_error: Any = False, **_: Any,
+    err_msg: str = "",
+    verbose: bool = True,
+    name: str = "xp",
+    type_check: bool = True,
+    accept_error: Any = False,
+    **_: Any,
 ) -> Any:
     return _comparing(
         lambda a, e: np.testing.assert_array_equal(a, e, err_msg=err_msg),
-        name, type_check, accept_error,
+        name,
+        type_check,
+        accept_error,
     )
 
 
@@ -353,11 +376,25 @@ def _testing_module(base: Any) -> types.ModuleType:
     import pytest
 
     for f in (
-        for_dtypes, for_all_dtypes, for_float_dtypes, for_int_dtypes, for_signed_dtypes,
-        for_unsigned_dtypes, for_complex_dtypes, for_dtypes_combination,
-        for_all_dtypes_combination, for_int_dtypes_combination, for_float_dtypes_combination,
-        shaped_random, shaped_arange, assert_allclose, assert_array_equal,
-        assert_array_list_equal, numpy_cupy_allclose, numpy_cupy_array_equal, with_requires,
+        for_dtypes,
+        for_all_dtypes,
+        for_float_dtypes,
+        for_int_dtypes,
+        for_signed_dtypes,
+        for_unsigned_dtypes,
+        for_complex_dtypes,
+        for_dtypes_combination,
+        for_all_dtypes_combination,
+        for_int_dtypes_combination,
+        for_float_dtypes_combination,
+        shaped_random,
+        shaped_arange,
+        assert_allclose,
+        assert_array_equal,
+        assert_array_list_equal,
+        numpy_cupy_allclose,
+        numpy_cupy_array_equal,
+        with_requires,
         multi_gpu,
     ):
         setattr(mod, f.__name__, f)
@@ -401,9 +438,9 @@ def _install(mode: str) -> None:
         cupy = install()
         submodules = {}
     elif mode == "cupy":
-        import cupy  # noqa: F401  (the real one)
+        import importlib
 
-        cupy = sys.modules["cupy"]
+        cupy = importlib.import_module("cupy")  # the real one
         submodules = {}
     else:
         cupy = _numpy_cupy()
@@ -510,14 +547,27 @@ def _run(mode: str, pkg: Path, root: Path, extra: list[str]) -> dict[str, Any]:
         env["CUNUMPY_FAKE_CUPY"] = "1"
     report = root / f"report-{mode}.txt"
     cmd = [
-        sys.executable, "-m", "pytest", str(pkg), "-p", "cupy_fusion_suite", "-rA", "-q",
-        "--tb=line", "-p", "no:cacheprovider", "-o", "addopts=", *extra,
+        sys.executable,
+        "-m",
+        "pytest",
+        str(pkg),
+        "-p",
+        "cupy_fusion_suite",
+        "-rA",
+        "-q",
+        "--tb=line",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        *extra,
     ]
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     report.write_text(proc.stdout + proc.stderr)
     outcomes: dict[str, str] = {}
-    for m in re.finditer(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(.*)$", proc.stdout,
-                         re.M):
+    for m in re.finditer(
+        r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(.*)$", proc.stdout, re.M
+    ):
         outcomes[m.group(2)] = m.group(1) + m.group(3)
     counts: dict[str, int] = {}
     for v in outcomes.values():

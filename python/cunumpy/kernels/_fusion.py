@@ -42,7 +42,10 @@ _SKIP_DIRS = tuple(
     if getattr(m, "__file__", None)
 )
 # the op names and reductions a fused function may call, from the Rust op table
-_OPS = {name for name, _ in _core._fusion_ops()} | {a for a, _ in _core._fusion_op_aliases()}
+# (names starting with `_` are internal steps, such as the rounding of float16 results)
+_OPS = {name for name, _ in _core._fusion_ops() if not name.startswith("_")} | {
+    a for a, _ in _core._fusion_op_aliases()
+}
 # the dtype of a Python scalar argument or constant (weak, NEP 50), by _python_scalar_kind
 _PYTHON_SCALAR_DTYPES = {
     "bool": "bool",
@@ -266,11 +269,14 @@ def _raise(exc: BaseException) -> Any:
     raise exc
 
 
+_COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+
+
 def _check_python_ints(tracer: _Tracer, name: str, args: tuple[Any, ...]) -> None:
     """NumPy 2 refuses a Python int that does not fit the integer dtype it meets
     (``int8_array + 300`` is an ``OverflowError``)."""
     ints = [a for a in args if type(a) is int]
-    if not ints:
+    if not ints or name in _COMPARISONS:  # NumPy compares out-of-range ints exactly
         return
     dtypes = [
         a.dtype for a in args if isinstance(a, Symbol) and not a._weak and a.dtype.kind in "iu"
@@ -486,8 +492,13 @@ class Symbol:
     def __array_function__(self, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
         module = getattr(func, "__module__", "numpy") or "numpy"
         what = f"{module.replace('numpy', 'np', 1)}.{func.__name__}"
-        if module not in ("numpy", "numpy._core.multiarray", "numpy._core.fromnumeric",
-                          "numpy._core.numeric", "numpy.lib._function_base_impl"):
+        if module not in (
+            "numpy",
+            "numpy._core.multiarray",
+            "numpy._core.fromnumeric",
+            "numpy._core.numeric",
+            "numpy.lib._function_base_impl",
+        ):
             return _namespace_function("", what)(*args, **kwargs)
         return _namespace_function(func.__name__, what)(*args, **kwargs)
 
@@ -559,8 +570,7 @@ class _Namespace:
             args = args[:-1]
         if len(args) != arity:
             raise FusionTypeError(
-                f"fuse: `{name}` takes {arity} argument(s) (and an optional out), "
-                f"{len(args)} given"
+                f"fuse: `{name}` takes {arity} argument(s) (and an optional out), {len(args)} given"
             )
         if isinstance(out, tuple):
             if len(out) != 1:
@@ -569,8 +579,7 @@ class _Namespace:
         t = _tracer_of(args, name)
         if dtype is not None:
             args = tuple(
-                a.astype(dtype) if isinstance(a, Symbol) else np.dtype(dtype).type(a)
-                for a in args
+                a.astype(dtype) if isinstance(a, Symbol) else np.dtype(dtype).type(a) for a in args
             )
         result = t.op(name, *args)
         if out is None:
@@ -638,15 +647,18 @@ class _Namespace:
         t.update(dst, src, casting=casting)
 
     def divmod(self, x: Any, y: Any, *out: Any, **kw: Any) -> tuple[Symbol, Symbol]:
-        return self._two("divmod", (self._op("floor_divide", x, y), self._op("remainder", x, y)),
-                         out, kw)
+        return self._two(
+            "divmod", (self._op("floor_divide", x, y), self._op("remainder", x, y)), out, kw
+        )
 
     def modf(self, x: Any, *out: Any, **kw: Any) -> tuple[Symbol, Symbol]:
         t = _tracer_of((x,), "modf")
         x = _as_float(t, x)
         whole = t.op("trunc", x)
         frac = t.op(
-            "where", t.op("isinf", x), t.op("copysign", 0.0, x),
+            "where",
+            t.op("isinf", x),
+            t.op("copysign", 0.0, x),
             t.op("copysign", t.op("subtract", x, whole), x),
         )
         return self._two("modf", (frac, whole), out, kw)
@@ -654,8 +666,7 @@ class _Namespace:
     def frexp(self, x: Any, *out: Any, **kw: Any) -> tuple[Symbol, Symbol]:
         t = _tracer_of((x,), "frexp")
         x = _as_float(t, x)
-        return self._two("frexp", (t.op("frexp_mantissa", x), t.op("frexp_exponent", x)),
-                         out, kw)
+        return self._two("frexp", (t.op("frexp_mantissa", x), t.op("frexp_exponent", x)), out, kw)
 
     @staticmethod
     def _two(name: str, results: tuple[Symbol, Symbol], out: Any, kw: Any) -> Any:
@@ -667,7 +678,7 @@ class _Namespace:
         if len(out) != 2:
             raise FusionTypeError(f"fuse: `{name}` has 2 outputs, out= gives {len(out)}")
         t = results[0]._tracer
-        return tuple(r if o is None else t.update(o, r) for r, o in zip(results, out))
+        return tuple(r if o is None else t.update(o, r) for r, o in zip(results, out, strict=True))
 
     def deg2rad(self, x: Any, out: Any = None) -> Symbol:
         t = _tracer_of((x,), "deg2rad")
@@ -687,6 +698,20 @@ class _Namespace:
             a = a.astype(np.float64)  # NumPy's angle of a real array is float64
         return t.op("multiply", a, 180.0 / np.pi) if deg else a
 
+    def ldexp(self, x: Any, n: Any, out: Any = None) -> Symbol:
+        t = _tracer_of((x, n), "ldexp")
+        xf = _as_float(t, x)
+        if isinstance(n, Symbol):
+            if n.dtype.kind not in "biu":
+                raise FusionTypeError(f"fuse: `ldexp` takes integer exponents, not {n.dtype}")
+            scale = t.op("exp2", n.astype(np.float64))
+        else:
+            scale = float(np.exp2(float(n)))
+        result = t.op("multiply", xf, scale)  # exact: a power of two (in float64)
+        if result.dtype != xf.dtype:
+            result = result.astype(xf.dtype)
+        return result if out is None else t.update(out, result)
+
     def sinc(self, x: Any) -> Symbol:
         t = _tracer_of((x,), "sinc")
         x = _as_float(t, x)
@@ -694,9 +719,10 @@ class _Namespace:
         return t.op("true_divide", t.op("sin", y), y)
 
     def float_power(self, x: Any, y: Any, out: Any = None) -> Symbol:
-        t = _tracer_of((x, y), "float_power")
-        kinds = {a.dtype.kind if isinstance(a, Symbol) else np.asarray(a).dtype.kind
-                 for a in (x, y)}
+        _tracer_of((x, y), "float_power")
+        kinds = {
+            a.dtype.kind if isinstance(a, Symbol) else np.asarray(a).dtype.kind for a in (x, y)
+        }
         d = np.complex128 if "c" in kinds else np.float64
         xs = [a.astype(d) if isinstance(a, Symbol) else a for a in (x, y)]
         return self._op("power", *xs, out=out)
@@ -704,8 +730,7 @@ class _Namespace:
     def heaviside(self, x: Any, h0: Any, out: Any = None) -> Symbol:
         t = _tracer_of((x, h0), "heaviside")
         x = _as_float(t, x)
-        step = t.op("where", t.op("less", x, 0), 0.0, t.op("where", t.op("greater", x, 0),
-                                                              1.0, h0))
+        step = t.op("where", t.op("less", x, 0), 0.0, t.op("where", t.op("greater", x, 0), 1.0, h0))
         result = t.op("where", t.op("isnan", x), x, step)
         return result if out is None else t.update(out, result)
 
@@ -726,14 +751,20 @@ class _Namespace:
         def tail(v: Symbol) -> Symbol:  # log_b(1 + b**v) for v <= 0
             if scale == 1.0:
                 return t.op("log1p", t.op("exp", v))
-            return t.op("multiply", t.op("log1p", t.op("exp", t.op("multiply", v, scale))),
-                        1.0 / scale)
+            return t.op(
+                "multiply", t.op("log1p", t.op("exp", t.op("multiply", v, scale))), 1.0 / scale
+            )
 
         pos = t.op("add", x, tail(t.op("negative", d)))
         neg = t.op("add", y, tail(d))
-        result = t.op("where", t.op("equal", x, y), t.op("add", x, same),
-                      t.op("where", t.op("greater", d, 0), pos,
-                           t.op("where", t.op("less_equal", d, 0), neg, d)))
+        result = t.op(
+            "where",
+            t.op("equal", x, y),
+            t.op("add", x, same),
+            t.op(
+                "where", t.op("greater", d, 0), pos, t.op("where", t.op("less_equal", d, 0), neg, d)
+            ),
+        )
         return result if out is None else t.update(out, result)
 
     def nansum(self, x: Any, *args: Any, **kw: Any) -> Symbol:
@@ -1019,7 +1050,12 @@ class FusedFunction(_core.FusedDispatcher):
             tracer.call("output", v)
         graph = tracer.builder.finish()
         return _Trace(
-            graph, tuple_out, tracer.constants, len(outs), tuple(updates), returns_none,
+            graph,
+            tuple_out,
+            tracer.constants,
+            len(outs),
+            tuple(updates),
+            returns_none,
             tuple(half),
         )
 
@@ -1088,14 +1124,15 @@ class FusedFunction(_core.FusedDispatcher):
                     f"{tuple(a.shape)} doesn't match the broadcast shape {shape}"
                 )
             targets.append(a)
-        run_arrays = [
-            a.astype(np.float32) if a.dtype == np.float16 else a for a in arrays
-        ]
+        run_arrays = [a.astype(np.float32) if a.dtype == np.float16 else a for a in arrays]
         if _profile.active:
             path = "host" if backend == "numpy" else "cuda"
             outs = _profile.timed_call(
-                self.kernel_name, path, self._run,
-                (plan, backend, run_arrays, scalars, targets, trace.half_outputs), {},
+                self.kernel_name,
+                path,
+                self._run,
+                (plan, backend, run_arrays, scalars, targets, trace.half_outputs),
+                {},
             )
         else:
             outs = self._run(plan, backend, run_arrays, scalars, targets, trace.half_outputs)
