@@ -112,7 +112,7 @@ CASES: list[tuple[str, Any, tuple[Any, ...]]] = [
     ("float_power", lambda a, b: xp.float_power(a, b), (POS, F64B)),
     ("heaviside", lambda a: xp.heaviside(a, 0.5), (SPECIAL,)),
     ("nansum", lambda a: xp.nansum(a), (SPECIAL,)),
-    ("nanprod", lambda a: xp.nanprod(a[:4]), (SPECIAL,)),
+    ("nanprod", lambda a: xp.nanprod(a), (SPECIAL[:4].copy(),)),
     ("sum_dtype", lambda a: a.sum(axis=0, dtype=np.int8), (I64,)),
     ("sum_dtype_float32", lambda a: xp.sum(a, axis=1, dtype=np.float32), (F64,)),
     ("copy", lambda a: xp.copy(a) + a.copy(), (F64,)),
@@ -174,6 +174,8 @@ def check_case(func: Any, args: tuple[Any, ...], to_device: Any, rtol: float = 1
     with np.errstate(all="ignore"):
         want = func(*ref_args)
         got = xp.fuse(func)(*dev_args)
+    if isinstance(want, np.ndarray) and want.dtype == np.float32:
+        rtol = max(rtol, 1e-6)  # (float32 sums: NumPy's summation order is not ours)
     if isinstance(want, np.ndarray) and want.dtype == np.float16:
         rtol = max(rtol, 1e-3)  # (one float16 rounding apart at most)
     if any(isinstance(a, np.ndarray) and a.dtype == np.float16 for a in args):

@@ -666,7 +666,12 @@ class _Namespace:
     def frexp(self, x: Any, *out: Any, **kw: Any) -> tuple[Symbol, Symbol]:
         t = _tracer_of((x,), "frexp")
         x = _as_float(t, x)
-        return self._two("frexp", (t.op("frexp_mantissa", x), t.op("frexp_exponent", x)), out, kw)
+        return self._two(
+            "frexp",
+            (t.op("_frexp_mantissa", x), t.op("_frexp_exponent", x).astype(np.int32)),
+            out,
+            kw,
+        )
 
     @staticmethod
     def _two(name: str, results: tuple[Symbol, Symbol], out: Any, kw: Any) -> Any:
@@ -694,8 +699,6 @@ class _Namespace:
     def angle(self, z: Any, deg: bool = False) -> Symbol:
         t = _tracer_of((z,), "angle")
         a = t.op("arctan2", t.op("imag", z), t.op("real", z))
-        if not (isinstance(z, Symbol) and z.dtype.kind == "c") and a.dtype != np.float64:
-            a = a.astype(np.float64)  # NumPy's angle of a real array is float64
         return t.op("multiply", a, 180.0 / np.pi) if deg else a
 
     def ldexp(self, x: Any, n: Any, out: Any = None) -> Symbol:
