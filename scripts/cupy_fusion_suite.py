@@ -444,7 +444,7 @@ def _install(mode: str) -> None:
         submodules = {}
     else:
         cupy = _numpy_cupy()
-        submodules = {"cupy": cupy}
+        submodules = {"cupy": cupy, "cupy.exceptions": np.exceptions}
     testing = _testing_module(getattr(cupy, "testing", None) if mode != "numpy" else None)
     cupy.testing = testing
     cupy.fuse = ck.fuse

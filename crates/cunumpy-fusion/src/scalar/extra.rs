@@ -161,7 +161,10 @@ mod tests {
     fn round_half_known_values() {
         // float16 has 11 significant bits: 1 + 2^-11 is a tie between 1 and 1 + 2^-10
         assert_eq!((1.0f32 + 2f32.powi(-11)).round_half_(), 1.0);
-        assert_eq!((1.0f32 + 3.0 * 2f32.powi(-11)).round_half_(), 1.0 + 2.0 * 2f32.powi(-10));
+        assert_eq!(
+            (1.0f32 + 3.0 * 2f32.powi(-11)).round_half_(),
+            1.0 + 2.0 * 2f32.powi(-10)
+        );
         assert_eq!(65504.0f32.round_half_(), 65504.0);
         assert_eq!(65519.0f32.round_half_(), 65504.0);
         assert_eq!(65520.0f32.round_half_(), f32::INFINITY);
