@@ -115,12 +115,7 @@ pub fn launch_args(
                     bad(launch, &p.name, "a declared scalar".into(), format!("{i}"))
                 })?;
                 if p.kind != ParamKind::Scalar(dtype) {
-                    return Err(bad(
-                        launch,
-                        &p.name,
-                        dtype.to_string(),
-                        param_c_type(p),
-                    ));
+                    return Err(bad(launch, &p.name, dtype.to_string(), param_c_type(p)));
                 }
                 let cast = to_sv(*value, dtype)
                     .ok_or_else(|| bad(launch, &p.name, dtype.to_string(), format!("{value:?}")))?;
@@ -128,7 +123,9 @@ pub fn launch_args(
                 // and it writes these very bits
                 Arg::Scalar(from_sv(cast), ScalarSource::NumPy(dtype))
             }
-            ParamValue::Int(v) => Arg::Scalar(Scalar::Int((*v).into()), ScalarSource::NumPy(DType::Int64)),
+            ParamValue::Int(v) => {
+                Arg::Scalar(Scalar::Int((*v).into()), ScalarSource::NumPy(DType::Int64))
+            }
         };
         out.push(arg);
     }
@@ -264,6 +261,9 @@ mod tests {
             workspace: 0,
         };
         let err = packed(&p, &launch, &ptrs, &[]).unwrap_err();
-        assert!(err.contains("k(): argument 0 (int n)") && err.contains("out of range"), "{err}");
+        assert!(
+            err.contains("k(): argument 0 (int n)") && err.contains("out of range"),
+            "{err}"
+        );
     }
 }
