@@ -10,8 +10,9 @@ use crate::parser::lexer::{join, tokenize, TokKind};
 const PREFIXES: [&str; 5] = ["::", "thrust::", "cuda::std::", "cuda::", "std::"];
 
 /// The qualifiers that do not change which dtype a type is.
-pub(crate) const QUALIFIERS: [&str; 5] = [
+pub(crate) const QUALIFIERS: [&str; 6] = [
     "const",
+    "__grid_constant__",
     "volatile",
     "__restrict__",
     "__restrict",

@@ -338,7 +338,20 @@ impl KernelLauncher {
         if shape.is_empty() {
             return Ok(());
         }
-        crate::emulate::run(py, config, flat, buffer, shape, shared, None, true)?;
+        let order = crate::emulate::launch_order();
+        crate::emulate::run(
+            py,
+            config,
+            flat,
+            buffer,
+            shape,
+            shared,
+            crate::emulate::Checks {
+                shuffle_seed: order.shuffle_seed,
+                bounds: true,
+                detect_races: order.detect_races,
+            },
+        )?;
         if record::recording() {
             Self::record_launch(py, config.name(), &shape);
         }
@@ -742,7 +755,14 @@ impl KernelLauncher {
     fn _compile(&self, py: Python<'_>) -> PyResult<bool> {
         let config = self.config()?;
         match Device::current().map_err(|e| errors::cuda_error(py, config.name(), e))? {
-            Device::Emulated => Ok(crate::emulate::library_for(py, config)?.1),
+            Device::Emulated => {
+                // launches run the bounds-checked build: build it now too, so that the first
+                // launch after compile() builds nothing (a kernel whose checked build does not
+                // compile launches the plain one, as a launch would decide)
+                let (lib, hit) = crate::emulate::library_for(py, config)?;
+                py.detach(|| cunumpy_runtime::emulated::use_checked_build(&lib, true, None));
+                Ok(hit)
+            }
             Device::Cuda(device) => Ok(self.loaded_for(py, device)?.from_cache()),
         }
     }
@@ -938,7 +958,7 @@ impl KernelLauncher {
 /// Runs `launcher` in the emulator: the arguments are checked and packed as for a launch
 /// (pointer arguments must be arrays with host addresses behind their device interface).
 #[pyfunction]
-#[pyo3(signature = (launcher, *args, n_threads=None, grid=None, block=None, shared_mem=0, shuffle_seed=None, bounds=true))]
+#[pyo3(signature = (launcher, *args, n_threads=None, grid=None, block=None, shared_mem=0, shuffle_seed=None, bounds=true, detect_races=true))]
 #[allow(clippy::too_many_arguments)]
 fn _emulate_launch(
     launcher: &Bound<'_, KernelLauncher>,
@@ -949,6 +969,7 @@ fn _emulate_launch(
     shared_mem: i64,
     shuffle_seed: Option<u64>,
     bounds: bool,
+    detect_races: bool,
 ) -> PyResult<()> {
     let py = launcher.py();
     let this = launcher.get();
@@ -966,8 +987,11 @@ fn _emulate_launch(
         buffer,
         shape,
         shared,
-        shuffle_seed,
-        bounds,
+        crate::emulate::Checks {
+            shuffle_seed,
+            bounds,
+            detect_races,
+        },
     )
 }
 

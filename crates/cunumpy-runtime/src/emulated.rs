@@ -107,12 +107,8 @@ pub fn library(key: LibraryKey) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
         return Ok((lib.clone(), lib.cache_outcome() == CacheOutcome::DiskHit));
     }
     let cxx = compiler()?;
-    if let Some(dir) = &key.cache_dir {
-        std::fs::create_dir_all(dir).map_err(|e| EmuError::Io {
-            context: format!("creating the emulation cache {}", dir.display()),
-            message: e.to_string(),
-        })?;
-    }
+    // an unusable cache folder is replaced by a temporary one inside cunumpy-emu (with a
+    // warning, `cunumpy_emu::take_cache_warnings`)
     let lib = Arc::new(cxx.compile(
         &key.source,
         &key.expression,

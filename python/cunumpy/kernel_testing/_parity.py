@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import random
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -12,6 +14,8 @@ from .._backend import use_backend
 from .._conversions import is_cupy_array, to_numpy
 from ..kernels._catalog import KernelCatalog
 from ..kernels._dispatch import Kernel
+from ..exceptions import EmulatedKernelFault
+from ._emulation import shuffled_threads
 from ._markers import cuda_gate
 
 __all__ = ["TEST_ARGS_SETTINGS", "assert_kernels_agree", "check_parity", "parity_cases"]
@@ -26,6 +30,7 @@ TEST_ARGS_SETTINGS: dict[str, str] = {
     "N_CALLS": "n_calls",
     "OUTPUTS": "outputs",
     "SEED": "seed",
+    "SHUFFLE_SEED": "shuffle_seed",
 }
 
 
@@ -104,13 +109,20 @@ def assert_kernels_agree(
     n_calls: int = 1,
     outputs: Any = None,
     seed: int = 0,
+    shuffle_seed: int | bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Runs ``kernel`` on the NumPy backend (host version) and on the CuPy backend (CUDA
     version) with ``make_args(backend, seed)``, ``n_calls`` times each, and compares the arrays
     of the selected arguments (``outputs``, else the host kernel's outputs, else all; searched
     two levels into tuples, lists, dicts and objects) with ``np.testing.assert_allclose``.
     ``n_threads`` may be a function of the arguments. Returns the host arrays by name. Skips
-    without a device backend (fails with ``CUNUMPY_REQUIRE_CUDA``)."""
+    without a device backend (fails with ``CUNUMPY_REQUIRE_CUDA``).
+
+    ``shuffle_seed`` (an int, or ``True`` for a random one) runs the CUDA version's threads on
+    the emulated device in an order drawn from that seed (see
+    :func:`~cunumpy.kernel_testing.shuffled_threads`), so that a result depending on the order
+    of threads shows up as a difference; a failure names the seed, to rerun it. On a GPU the
+    hardware picks the order and the seed is only reported."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"assert_kernels_agree needs a Kernel, got {type(kernel).__name__}")
     if kernel.cuda_kernel is None:
@@ -127,14 +139,24 @@ def assert_kernels_agree(
 
         pytest.skip("neither a GPU nor the emulated device backend is available")
 
+    order = _shuffle_seed(shuffle_seed)
+    note = "" if order is None else f" (CUDA threads in shuffled order, shuffle_seed={order})"
     results: dict[str, dict[str, Any]] = {}
     for backend in ("numpy", "cupy"):
         with use_backend(backend, strict=backend == "cupy"):
             args = make_args(backend, seed)
             args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
             threads = n_threads(*args) if callable(n_threads) else n_threads
-            for _ in range(n_calls):
-                kernel(*args, n_threads=threads, grid=grid, block=block)
+            shuffled = shuffled_threads(order) if backend == "cupy" else contextlib.nullcontext()
+            try:
+                with shuffled:
+                    for _ in range(n_calls):
+                        kernel(*args, n_threads=threads, grid=grid, block=block)
+            except EmulatedKernelFault as e:
+                add_note = getattr(e, "add_note", None)  # Python 3.11+
+                if order is not None and add_note is not None:
+                    add_note(f"{kernel.name}: rerun with shuffle_seed={order}")
+                raise
             results[backend] = _selected(kernel, args, outputs)
 
     host, device = results["numpy"], results["cupy"]
@@ -152,10 +174,22 @@ def assert_kernels_agree(
             host_array,
             rtol=rtol,
             atol=atol,
-            err_msg=f"{kernel.name}: {label} differs between the host and CUDA kernels",
+            err_msg=f"{kernel.name}: {label} differs between the host and CUDA kernels{note}",
         )
         out[label] = host_array
     return out
+
+
+def _shuffle_seed(shuffle_seed: int | bool | None) -> int | None:
+    if shuffle_seed is None or shuffle_seed is False:
+        return None
+    if shuffle_seed is True:
+        return random.SystemRandom().randrange(2**32)
+    if isinstance(shuffle_seed, int) and shuffle_seed >= 0:
+        return shuffle_seed
+    raise TypeError(
+        f"shuffle_seed must be a non-negative int, True (a random seed) or None, got {shuffle_seed!r}"
+    )
 
 
 def check_parity(kernel: Kernel, **overrides: Any) -> dict[str, np.ndarray]:
