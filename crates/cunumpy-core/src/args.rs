@@ -70,6 +70,8 @@ pub enum Arg<'a> {
     Other {
         type_name: &'a str,
     },
+    /// Python's `None`: a NULL pointer for a pointer parameter, refused for anything else.
+    Null,
 }
 
 /// 16-byte aligned storage, so any by-value parameter can be read in place (the emulator
@@ -286,6 +288,9 @@ impl ArgPlan {
                 let bytes = cast_scalar(&p.label, *dtype, arg)?;
                 buffer.write(p.first_slot, &bytes[..dtype.itemsize()]);
             }
+            ParamKind::Pointer { .. } if matches!(arg, Arg::Null) => {
+                buffer.write(p.first_slot, &0u64.to_le_bytes());
+            }
             ParamKind::Pointer { dtype, .. } => {
                 let array = device_array(&p.label, arg, *dtype, device)?;
                 if !array.c_contiguous {
@@ -369,6 +374,7 @@ pub fn describe(arg: &Arg<'_>) -> String {
         Arg::HostArray { type_name } => format!("a host array ({type_name})"),
         Arg::Struct { name, .. } => format!("a value of struct {name}"),
         Arg::Other { type_name } => format!("a value of type {type_name}"),
+        Arg::Null => "None (accepted only for a pointer parameter, as NULL)".to_string(),
     }
 }
 
@@ -710,5 +716,39 @@ mod interface_tests {
         assert!(interface_problem(64, &[4], Some(-3)).is_some());
         assert!(interface_problem(64, &[4], Some(1)).is_none());
         assert!(interface_problem(64, &[2, 2], None).is_none());
+    }
+}
+
+#[cfg(test)]
+mod null_tests {
+    use super::*;
+    use crate::parser::parse_signature;
+
+    #[test]
+    fn none_is_null_for_pointers_only() {
+        let sig = parse_signature(
+            "__global__ void k(float* a, const int* b, int n) {}",
+            "k",
+            &[],
+            None,
+        )
+        .expect("parses");
+        let plan = ArgPlan::new(&sig, &|_| None).expect("plan");
+        let mut buffer = plan.new_buffer();
+        buffer.write(plan.params[0].first_slot, &7u64.to_le_bytes());
+        plan.pack(0, &Arg::Null, 0, &mut buffer)
+            .expect("NULL for float*");
+        assert_eq!(buffer.bytes_of(&plan, 0), 0u64.to_le_bytes().to_vec());
+        plan.pack(1, &Arg::Null, 0, &mut buffer)
+            .expect("NULL for const int*");
+        let err = plan
+            .pack(2, &Arg::Null, 0, &mut buffer)
+            .expect_err("None for an int");
+        assert!(
+            err.message.contains("argument 2 (int n)"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("None"), "{}", err.message);
     }
 }

@@ -655,6 +655,8 @@ fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<Launch
                 }
             },
             Object::Struct(_, bytes) => bytes,
+            // an unchecked launch: None is a NULL pointer
+            Object::Null => 0u64.to_le_bytes().to_vec(),
             Object::Host(t) | Object::Other(t) => {
                 return Err(PyTypeError::new_err(format!(
                     "{}(): argument {i} is {t}, which an unchecked launch cannot pass; arrays \
