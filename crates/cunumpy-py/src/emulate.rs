@@ -157,7 +157,11 @@ pub(crate) fn run(
     let name = config.name();
     emulated::validate(name, &shape, shared).map_err(|e| errors::launch_error(py, e))?;
     let (lib, _) = library_for(py, config)?;
-    if lib.param_count() != flat.len() {
+    let with_defaults = config
+        .plan
+        .as_ref()
+        .is_some_and(|p| p.len() == lib.param_count());
+    if lib.param_count() != flat.len() && !(with_defaults && flat.len() < lib.param_count()) {
         return Err(errors::raise(
             py,
             "KernelArgumentTypeError",

@@ -505,6 +505,11 @@ impl KernelLauncher {
             plan.pack(i, &arg, device, &mut buffer)
                 .map_err(|e| errors::arg_error(py, e))?;
         }
+        // trailing arguments left out: their C default values (check_count saw they have one)
+        for i in args.len()..plan.len() {
+            plan.pack_default(i, device, &mut buffer)
+                .map_err(|e| errors::arg_error(py, e))?;
+        }
         Ok(buffer)
     }
 
