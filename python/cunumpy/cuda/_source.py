@@ -80,9 +80,7 @@ def template_arg_texts(template_args: Any) -> list[str] | None:
     ``double``, ``np.float32`` -> ``float``, ``np.int64`` -> ``long long``)."""
     if template_args is None:
         return None
-    if isinstance(template_args, (str, bool, int, type)) or not hasattr(
-        template_args, "__iter__"
-    ):
+    if isinstance(template_args, (str, bool, int, type)) or not hasattr(template_args, "__iter__"):
         template_args = (template_args,)
     texts = []
     for value in template_args:

@@ -12,9 +12,9 @@ import numpy as np
 
 from .._backend import use_backend
 from .._conversions import is_cupy_array, to_numpy
+from ..exceptions import EmulatedKernelFault
 from ..kernels._catalog import KernelCatalog
 from ..kernels._dispatch import Kernel
-from ..exceptions import EmulatedKernelFault
 from ._emulation import shuffled_threads
 from ._markers import cuda_gate
 
@@ -188,7 +188,8 @@ def _shuffle_seed(shuffle_seed: int | bool | None) -> int | None:
     if isinstance(shuffle_seed, int) and shuffle_seed >= 0:
         return shuffle_seed
     raise TypeError(
-        f"shuffle_seed must be a non-negative int, True (a random seed) or None, got {shuffle_seed!r}"
+        "shuffle_seed must be a non-negative int, True (a random seed) or None, "
+        f"got {shuffle_seed!r}"
     )
 
 
