@@ -51,10 +51,17 @@ def _hist_args(n=256, cells=16):
     return np.zeros(cells, np.float32), cell, w, np.int32(n)
 
 
-def _run(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    code: str, env: dict[str, str] | None = None, **sources: str
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``code`` (dedented; each ``NAME`` of ``sources`` replaced by its repr) in a fresh
+    interpreter."""
     full = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    code = textwrap.dedent(code)
+    for name, text in sources.items():
+        code = code.replace(name, repr(text))
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", code],
         env=full,
         capture_output=True,
         text=True,
@@ -103,19 +110,23 @@ from cunumpy.kernels import CudaKernel, Kernel
 from cunumpy.kernel_testing import assert_kernels_agree
 
 SRC = r'''
-extern "C" __global__ void shift(const int* x, int* y) {
-    __shared__ int s[64];
-    s[threadIdx.x] = x[threadIdx.x];
-    // no __syncthreads(): the neighbour's value may not be there yet
-    y[threadIdx.x] = s[(threadIdx.x + 1) % 64];
+extern "C" __global__ void neighbour(const int* x, int* buf, int* y) {
+    int i = threadIdx.x;
+    buf[i] = 2 * x[i];
+    // no barrier: thread i - 1 may not have written buf[i - 1] yet
+    y[i] = i > 0 ? buf[i - 1] : 0;
 }
 '''
 
-def shift(x, y):
-    y[:] = np.roll(x, -1)
+def neighbour(x, buf, y):
+    buf[:] = 2 * x
+    y[0] = 0
+    y[1:] = buf[:-1]
 
-k = Kernel(shift, CudaKernel(SRC, "shift", block_size=64))
-make = lambda backend, seed: (xp.asarray(np.arange(1, 65, dtype=np.int32)), xp.zeros(64, xp.int32))
+k = Kernel(neighbour, CudaKernel(SRC, "neighbour", block_size=64))
+def make(backend, seed):
+    x = xp.asarray(np.arange(1, 65, dtype=np.int32))
+    return x, xp.zeros(64, dtype=xp.int32), xp.zeros(64, dtype=xp.int32)
 assert_kernels_agree(k, make, n_threads=64)  # the serial order hides the missing barrier
 try:
     assert_kernels_agree(k, make, n_threads=64, shuffle_seed=SEED)
@@ -157,7 +168,7 @@ def test_shuffled_threads_on_the_emulated_device_reports_a_race_and_restores_the
                 print("RACE", "data race on h[" in str(e))
         print("RESTORED", _core._set_emulated_launch_order(None, True))
         """
-    result = _run(code.replace("SOURCE", repr(HIST)), env={"CUNUMPY_FAKE_CUPY": "1"})
+    result = _run(code, env={"CUNUMPY_FAKE_CUPY": "1"}, SOURCE=HIST)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "RACE True" in result.stdout and "RESTORED (None, True)" in result.stdout, result.stdout
 
@@ -187,7 +198,7 @@ def test_a_write_through_null_or_a_wild_pointer_is_reported_not_a_segfault(where
         from cunumpy.kernels import CudaKernel
         from cunumpy.kernel_testing import emulate_cuda_kernel
         from cunumpy.exceptions import EmulatedOutOfBoundsError
-        k = CudaKernel(r'''{WILD}''', "store")
+        k = CudaKernel(WILD_SOURCE, "store")
         x = np.zeros(4, np.float32)
         try:
             emulate_cuda_kernel(k, x, np.int64({where}), grid=1, block=4, bounds={bounds})
@@ -196,7 +207,8 @@ def test_a_write_through_null_or_a_wild_pointer_is_reported_not_a_segfault(where
         # the process carries on and launches again
         emulate_cuda_kernel(k, x, np.int64(x.ctypes.data), grid=1, block=4, bounds={bounds})
         print("AGAIN", x.tolist())
-        """
+        """,
+        WILD_SOURCE=WILD,
     )
     assert result.returncode == 0, f"rc {result.returncode}: {result.stderr[-3000:]}"
     assert "REPORTED kernel 'store'" in result.stdout, result.stdout
@@ -365,58 +377,7 @@ def test_build_folders_of_a_killed_process_are_swept_and_slow_compiles_say_so(tm
 
 
 # -- item 10: real CUDA code -----------------------------------------------------------------
-REAL = r"""
-#include <cooperative_groups.h>
-#include <cooperative_groups/reduce.h>
-namespace cg = cooperative_groups;
-typedef unsigned int uint;
-typedef float real_t;
-struct Params { real_t scale; int n; };
-
-extern "C" __global__ void scale_typedef(real_t* x, const __grid_constant__ Params p, uint stride) {
-    uint i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i * stride < (uint)p.n) x[i * stride] *= p.scale;
-}
-
-extern "C" __global__ void timed(long long* ticks, clock_t* small, int n) {
-    clock_t t0 = clock();
-    long long c0 = clock64();
-    int i = threadIdx.x;
-    if (i < n) { ticks[i] = clock64() - c0 >= 0 ? 1 : 0; small[i] = clock() - t0 >= 0 ? 1 : 0; }
-}
-
-extern "C" __global__ void axpb(float* y, const float* x, int n, float a = 2.0f, float b = 0.5f,
-                                const float* offset = nullptr) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i] + b + (offset ? offset[i] : 0.0f);
-}
-
-extern "C" __global__ void block_sums(const float* x, float* out, float* tile_out, int n) {
-    cg::thread_block block = cg::this_thread_block();
-    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    cg::thread_block_tile<8> eight = cg::tiled_partition<8>(block);
-    __shared__ float partial[32];
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = i < n ? x[i] : 0.0f;
-    float s = v;
-    for (int o = warp.size() / 2; o > 0; o /= 2) s += warp.shfl_down(s, o);
-    if (warp.thread_rank() == 0) partial[warp.meta_group_rank()] = s;
-    block.sync();
-    if (block.thread_rank() == 0) {
-        float t = 0.0f;
-        for (int w = 0; w < (int)((block.size() + 31) / 32); w++) t += partial[w];
-        out[blockIdx.x] = t;
-    }
-    float e = cg::reduce(eight, v, cg::plus<float>());
-    eight.sync();
-    if (eight.thread_rank() == 0 && i < n) tile_out[i / 8] = e;
-}
-
-extern "C" __global__ void bad_shuffle(int* out) {
-    int v = threadIdx.x;
-    if (threadIdx.x < 16) out[threadIdx.x] = __shfl_sync(0x0000ffffu, v, 20);
-}
-"""
+REAL = (Path(__file__).resolve().parents[1] / "programs" / "real_cuda_constructs.cu").read_text()
 
 
 def test_typedefs_and_grid_constant_structs_are_read_and_run():
@@ -499,7 +460,7 @@ def test_compile_builds_what_launches_use(tmp_path):
             k.compile()
             built = sorted(glob.glob(cache + "/*.so"))
             x = np.ones(4, np.float32)
-            k(x, n_threads=4)
+            k(x, grid=1, block=4)
         print("SAME", built == sorted(glob.glob(cache + "/*.so")), len(built), x.tolist())
         """,
         env={"CUNUMPY_EMULATION_CACHE": str(tmp_path / "c")},

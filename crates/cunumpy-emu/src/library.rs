@@ -77,6 +77,7 @@ pub struct EmuLibrary {
     info: KernelInfo,
     plain: Loaded,
     checked: OnceLock<Result<Loaded, EmuError>>,
+    reported: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for EmuLibrary {
@@ -96,6 +97,7 @@ impl EmuLibrary {
             info,
             plain,
             checked: OnceLock::new(),
+            reported: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -129,6 +131,17 @@ impl EmuLibrary {
     /// Seconds the host compiler ran for the plain build (0 when it came from the disk cache).
     pub fn compile_seconds(&self) -> f64 {
         self.info.compile_seconds
+    }
+
+    /// The compile time and cache folder of the plain build, the first time it is asked for
+    /// after a compile (None on later calls and for disk-cache hits): what a caller reports
+    /// once per build, however many kernels share the library.
+    pub fn take_compile_report(&self) -> Option<(f64, Option<&Path>)> {
+        let first = !self
+            .reported
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        (first && self.info.compile_seconds > 0.0)
+            .then(|| (self.info.compile_seconds, self.info.cached_in.as_deref()))
     }
 
     /// The folder the plain build is cached in (None when it is not on disk: no cache, or an

@@ -44,10 +44,11 @@ pub(crate) fn after_build(py: Python<'_>, name: &str, lib: Option<&EmuLibrary>) 
     for message in cunumpy_emu::take_cache_warnings() {
         errors::warn(py, "CacheFallbackWarning", &message)?;
     }
-    let Some(lib) = lib else { return Ok(()) };
-    let seconds = lib.compile_seconds();
-    if seconds > 0.0 && seconds >= cunumpy_core::config::emulation_slow_compile_seconds() {
-        let cached = match lib.cached_in() {
+    let Some((seconds, cached_in)) = lib.and_then(EmuLibrary::take_compile_report) else {
+        return Ok(());
+    };
+    if seconds >= cunumpy_core::config::emulation_slow_compile_seconds() {
+        let cached = match cached_in {
             Some(dir) => format!("cached in {}; later runs load it", dir.display()),
             None => "not cached (no usable disk cache)".to_string(),
         };
