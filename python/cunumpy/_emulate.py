@@ -264,7 +264,9 @@ def compile_for_emulation(
     """Compiles ``kernel`` for the emulator now (or finds it in the disk cache) and returns
     what was built: ``kernel`` (the expression), ``library``, ``from_cache`` (found in the disk
     cache, possibly written by another process), ``uses_fibers``, ``param_count``,
-    ``param_names`` and ``cache_dir``. ``compiler`` and ``options`` as for
+    ``param_names``, ``cache_dir`` and ``checked_build`` (the bounds-checked build that launches
+    run was built too; False when it does not compile and launches run the plain one). A
+    launch after it builds nothing. ``compiler`` and ``options`` as for
     :func:`emulate_cuda_kernel`."""
     _require_kernel(kernel)
     with _host_compiler(compiler):

@@ -141,7 +141,7 @@ impl EmuLibrary {
             .reported
             .swap(true, std::sync::atomic::Ordering::Relaxed);
         (first && self.info.compile_seconds > 0.0)
-            .then(|| (self.info.compile_seconds, self.info.cached_in.as_deref()))
+            .then_some((self.info.compile_seconds, self.info.cached_in.as_deref()))
     }
 
     /// The folder the plain build is cached in (None when it is not on disk: no cache, or an

@@ -1010,7 +1010,10 @@ fn _compile_for_emulation<'py>(
     let py = launcher.py();
     let config = launcher.get().config()?;
     let (lib, from_cache) = crate::emulate::library_for(py, config)?;
+    // launches run the bounds-checked build: build it now, so that they build nothing
+    let checked = py.detach(|| emulated::use_checked_build(&lib, true, None));
     let out = PyDict::new(py);
+    out.set_item("checked_build", checked)?;
     out.set_item("kernel", lib.kernel())?;
     out.set_item("library", lib.library_path())?;
     out.set_item("from_cache", from_cache)?;
