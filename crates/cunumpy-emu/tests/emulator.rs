@@ -793,7 +793,7 @@ fn writes_through_null_or_wild_pointers_and_sigfpe_fail_the_launch_not_the_proce
         (1, "points into no array"),
         (2, "arithmetic fault (SIGFPE)"),
     ] {
-        let mut args = Args::default().buf(&mut x).val(which as i32);
+        let mut args = Args::default().buf(&mut x).val(which);
         let err = run(&lib, &mut args, 1, 8, 0, &LaunchOptions::default()).expect_err("fault");
         let text = err.to_string();
         assert!(text.contains(needle), "{which}: {text}");
