@@ -6,6 +6,8 @@ would expect to catch (``TypeError``, ``ValueError``, ``RuntimeError``).
 
 from __future__ import annotations
 
+from numpy.exceptions import AxisError as _AxisError
+
 __all__ = [
     "CunumpyError",
     "BackendError",
@@ -25,6 +27,8 @@ __all__ = [
     "FusionTypeError",
     "FusionValueError",
     "FusionUnsupportedError",
+    "FusionAxisError",
+    "FusionOverflowError",
     "CudaStructError",
     "DeviceMirrorError",
     "KernelOutputsError",
@@ -64,6 +68,9 @@ __all__ = [
     "CudaPortUnsupportedError",
     "CudaPortRaceError",
     "CudaPortInputError",
+    "GraphError",
+    "GraphCaptureError",
+    "GraphRecaptureError",
 ]
 
 
@@ -146,6 +153,24 @@ class FusionValueError(FusionError, ValueError):
 class FusionUnsupportedError(FusionError, TypeError):
     """A fused function uses an operation the fusion compiler does not support; the message
     names the operation and the line of the user's function."""
+
+
+class FusionAxisError(FusionValueError, _AxisError):
+    """A reduction's ``axis`` is out of range for its argument (also NumPy's ``AxisError``, so
+    ``except np.exceptions.AxisError`` catches it as it catches NumPy's own)."""
+
+    def __init__(self, message: str) -> None:
+        # AxisError's own constructor takes (axis, ndim, prefix); keep the message as given
+        ValueError.__init__(self, message)
+        self._message = message
+
+    def __str__(self) -> str:
+        return self._message
+
+
+class FusionOverflowError(FusionError, OverflowError):
+    """A Python integer given to a fused function does not fit the dtype it is used with, as
+    NumPy 2 raises for ``int8_array + 300``."""
 
 
 class EmulationError(CunumpyError, RuntimeError):
@@ -346,3 +371,19 @@ class CudaPortRaceError(CudaPortError):
 class CudaPortInputError(CudaPortError):
     """``generate_cuda`` was given something it cannot use: no such function, an argument
     without a type, a parallel-loop line that is not a top-level loop."""
+
+
+class GraphError(CunumpyError):
+    """Base of what :func:`cunumpy.cuda.graph` refuses."""
+
+
+class GraphCaptureError(GraphError, RuntimeError):
+    """A call inside a captured step that a graph cannot hold (a host kernel or fallback, a
+    copy through host memory, a host synchronization, a launch on another stream), raised at
+    that call, naming it and the user's line; or a step that cannot be captured at all."""
+
+
+class GraphRecaptureError(GraphError, ValueError):
+    """A replay's value that the captured graph cannot take (a scalar of another kind, an
+    array of another dtype, shape or strides, a different number of arguments): capture the
+    graph again for it. The message names the parameter, what it was and what was given."""

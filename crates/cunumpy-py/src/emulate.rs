@@ -17,7 +17,6 @@ use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_runtime::{device, emulated};
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The kernel's emulation library (built with the GIL released on first use); whether it
@@ -60,14 +59,6 @@ pub(crate) fn after_build(py: Python<'_>, name: &str, lib: Option<&EmuLibrary>) 
             .call_method1("write", (line,))?;
     }
     Ok(())
-}
-
-/// Whether a `kernel_testing.emulated_launches()` block is open: `CudaKernel` launches then go
-/// to the Python method `_emulated_launch` (NumPy arrays stand for device memory there).
-static EMULATED_LAUNCHES: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn emulated_launches_active() -> bool {
-    EMULATED_LAUNCHES.load(Ordering::Relaxed)
 }
 
 /// The byte length of each pointer argument (None for anything else), for the bounds checks.
@@ -140,23 +131,25 @@ fn _set_emulated_launch_order(
     before
 }
 
-/// Runs a packed launch in the emulator with the GIL released.
-pub(crate) fn run(
+/// What an emulated launch of `config` with these arguments runs: its library (built on
+/// first use) and options (bounds from the arguments' byte lengths). Checks the shape against
+/// the device's limits and the argument count against the compiled kernel.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn prepare(
     py: Python<'_>,
     config: &Config,
     flat: &[Bound<'_, PyAny>],
-    mut buffer: LaunchBuffer,
-    shape: LaunchShape,
+    shape: &LaunchShape,
     shared: u32,
     checks: Checks,
-) -> PyResult<()> {
+) -> PyResult<(Arc<EmuLibrary>, LaunchOptions)> {
     let Checks {
         shuffle_seed,
         bounds,
         detect_races,
     } = checks;
     let name = config.name();
-    emulated::validate(name, &shape, shared).map_err(|e| errors::launch_error(py, e))?;
+    emulated::validate(name, shape, shared).map_err(|e| errors::launch_error(py, e))?;
     let (lib, _) = library_for(py, config)?;
     let with_defaults = config
         .plan
@@ -185,6 +178,22 @@ pub(crate) fn run(
         detect_races: detect_races && bounds,
         ..LaunchOptions::default()
     };
+    Ok((lib, options))
+}
+
+/// Runs a packed launch in the emulator with the GIL released.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    py: Python<'_>,
+    config: &Config,
+    flat: &[Bound<'_, PyAny>],
+    mut buffer: LaunchBuffer,
+    shape: LaunchShape,
+    shared: u32,
+    checks: Checks,
+) -> PyResult<()> {
+    let name = config.name();
+    let (lib, options) = prepare(py, config, flat, &shape, shared, checks)?;
     let result = py.detach(move || {
         // SAFETY: the buffer was packed by the kernel's ArgPlan (or, unchecked, as the caller
         // asked) and holds one value per parameter of the compiled kernel (counted above).
@@ -224,7 +233,7 @@ fn _fake_backend_active() -> bool {
 /// Routes `CudaKernel` launches to `_emulated_launch` (set by `emulated_launches()`).
 #[pyfunction]
 fn _set_emulated_launches(active: bool) {
-    EMULATED_LAUNCHES.store(active, Ordering::Relaxed);
+    device::set_emulated_launches(active);
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

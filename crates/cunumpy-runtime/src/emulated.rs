@@ -106,16 +106,10 @@ pub fn library(key: LibraryKey) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
     if let Some(lib) = lock(&LIBRARIES).as_ref().and_then(|m| m.get(&key)) {
         return Ok((lib.clone(), lib.cache_outcome() == CacheOutcome::DiskHit));
     }
-    let cxx = compiler()?;
-    // an unusable cache folder is replaced by a temporary one inside cunumpy-emu (with a
-    // warning, `cunumpy_emu::take_cache_warnings`)
-    let lib = Arc::new(cxx.compile(
-        &key.source,
-        &key.expression,
-        &key.options,
-        &key.include_dirs,
-        key.cache_dir.as_deref(),
-    )?);
+    let start = std::time::Instant::now();
+    let built = build(&key);
+    crate::count_compile_time(start);
+    let lib = Arc::new(built?);
     let hit = lib.cache_outcome() == CacheOutcome::DiskHit;
     let mut table = lock(&LIBRARIES);
     let lib = table
@@ -123,6 +117,20 @@ pub fn library(key: LibraryKey) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
         .entry(key)
         .or_insert(lib);
     Ok((lib.clone(), hit))
+}
+
+/// Compiles the library of `key` (or finds it in the disk cache).
+fn build(key: &LibraryKey) -> Result<EmuLibrary, EmuError> {
+    let cxx = compiler()?;
+    // an unusable cache folder is replaced by a temporary one inside cunumpy-emu (with a
+    // warning, `cunumpy_emu::take_cache_warnings`)
+    cxx.compile(
+        &key.source,
+        &key.expression,
+        &key.options,
+        &key.include_dirs,
+        key.cache_dir.as_deref(),
+    )
 }
 
 /// The library of kernel `kernel` of a generated, self-contained module `source` (no
@@ -150,9 +158,12 @@ pub fn is_loaded(source: &str, expression: &str, options: &[String]) -> bool {
 /// build compiles (pointer parameters become accessor types, which a kernel handing them to a
 /// template deducing `T*` does not accept). Blocks for that compile.
 pub fn use_checked_build(lib: &EmuLibrary, bounds: bool, shuffle_seed: Option<u64>) -> bool {
-    bounds
+    let start = std::time::Instant::now();
+    let checked = bounds
         && (shuffle_seed.is_some()
-            || !matches!(lib.prepare_checked(), Err(EmuError::Compile { .. })))
+            || !matches!(lib.prepare_checked(), Err(EmuError::Compile { .. })));
+    crate::count_compile_time(start);
+    checked
 }
 
 /// Validates `shape` and `shared` bytes of dynamic shared memory against the emulated
