@@ -183,6 +183,7 @@ def emulate_cuda_kernel(
     shared_mem: int = 0,
     shuffle_seed: int | None = None,
     bounds: bool = True,
+    detect_races: bool = True,
 ) -> None:
     """Runs ``kernel`` (a :class:`~cunumpy.kernels.CudaKernel`) on the CPU with NumPy arrays.
 
@@ -196,7 +197,11 @@ def emulate_cuda_kernel(
     ``shuffle_seed`` runs the threads of each block in a seeded random order, switching at
     barriers, warp intrinsics and accesses through pointer parameters, so a kernel with a race
     gives seed-dependent results. ``bounds`` (on by default) checks every access through a
-    pointer parameter against the array's extent. Faults raise
+    pointer parameter against the array's extent. ``detect_races`` (on by default, with
+    ``bounds``) reports two threads writing one element of an array argument with no
+    ``__syncthreads()`` or warp operation between them, as an unsynchronised ``h[c] += w``
+    does: :class:`~cunumpy.exceptions.EmulatedRaceError` names the kernel, the array, the index
+    and both threads (atomics are not writes here). Faults raise
     :class:`~cunumpy.exceptions.EmulatedKernelFault` (an out-of-bounds access:
     :class:`~cunumpy.exceptions.EmulatedOutOfBoundsError`); the process survives.
 
@@ -218,6 +223,7 @@ def emulate_cuda_kernel(
             shared_mem,
             shuffle_seed,
             bounds,
+            detect_races,
         )
 
 
@@ -230,6 +236,7 @@ def _launch(
     shared_mem: int,
     shuffle_seed: int | None,
     bounds: bool,
+    detect_races: bool = True,
 ) -> None:
     presented: list[Any] = []
     cupy = sys.modules.get("cupy")
@@ -253,6 +260,7 @@ def _launch(
         shared_mem=shared_mem,
         shuffle_seed=shuffle_seed,
         bounds=bounds,
+        detect_races=detect_races,
     )
 
 
@@ -304,7 +312,9 @@ def compile_for_emulation(
     """Compiles ``kernel`` for the emulator now (or finds it in the disk cache) and returns
     what was built: ``kernel`` (the expression), ``library``, ``from_cache`` (found in the disk
     cache, possibly written by another process), ``uses_fibers``, ``param_count``,
-    ``param_names`` and ``cache_dir``. ``compiler`` and ``options`` as for
+    ``param_names``, ``cache_dir`` and ``checked_build`` (the bounds-checked build that launches
+    run was built too; False when it does not compile and launches run the plain one). A
+    launch after it builds nothing. ``compiler`` and ``options`` as for
     :func:`emulate_cuda_kernel`."""
     _require_kernel(kernel)
     with _host_compiler(compiler):

@@ -45,11 +45,13 @@ __all__ = [
     "EmulationCompileError",
     "EmulatedKernelFault",
     "EmulatedOutOfBoundsError",
+    "EmulatedRaceError",
     "CunumpyVersionError",
     "RemovedNameError",
     "DeviceSelectionError",
     "SharedDeviceWarning",
     "LaunchSizeWarning",
+    "CacheFallbackWarning",
     "MPIBufferError",
     "MPIStagingError",
     "MPIStagingBusyError",
@@ -194,15 +196,23 @@ class EmulatedKernelFault(EmulationError, CudaRuntimeError):
     """An emulated kernel faulted (``__trap``, a failed ``assert``, a deadlock at a barrier, a
     misused warp intrinsic); the launch was abandoned and the process is fine. Attributes:
     ``kernel``, ``fault`` (``"trap"``, ``"assert"``, ``"deadlock"``, ``"invalid_warp_op"``,
-    ``"out_of_bounds"``, ``"other"``). Also a :class:`CudaRuntimeError`, as on a GPU."""
+    ``"out_of_bounds"``, ``"race"``, ``"other"``). Also a :class:`CudaRuntimeError`, as on a GPU."""
 
     kernel: str
     fault: str
 
 
 class EmulatedOutOfBoundsError(EmulatedKernelFault, IndexError):
-    """An emulated kernel accessed a pointer argument outside its array; the message names the
-    kernel, the parameter, the element index and the thread."""
+    """An emulated kernel accessed a pointer argument outside its array, or through NULL or a
+    pointer into no array of the launch; the message names the kernel, the parameter (when
+    there is one), the element index or address, and the thread."""
+
+
+class EmulatedRaceError(EmulatedKernelFault):
+    """Race detection (``detect_races=True``, on whenever threads run in a shuffled order)
+    found two threads writing one element of a pointer argument with no ``__syncthreads()``
+    or warp operation between them, as an unsynchronised ``hist[c] += w`` does; the message
+    names the kernel, the array, the index and both threads. ``fault`` is ``"race"``."""
 
 
 # -- the porting layer (Kernel, KernelCatalog, PyccelKernel, host implementations) ------------
@@ -276,6 +286,12 @@ class SharedDeviceWarning(UserWarning):
 class LaunchSizeWarning(UserWarning):
     """A launch without ``n_threads`` took its size from the first array argument while other
     array arguments have other sizes (shown once per kernel; pass ``n_threads=`` to choose)."""
+
+
+class CacheFallbackWarning(UserWarning):
+    """The emulation cache folder cannot be used (a file, read-only, a damaged entry): this
+    process uses a temporary folder instead. Shown once per folder; the message names the
+    folder and ``CUNUMPY_EMULATION_CACHE``, which moves the cache."""
 
 
 class MPIBufferError(CunumpyError, RuntimeError):

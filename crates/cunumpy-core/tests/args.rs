@@ -15,6 +15,7 @@ fn signature(params: Vec<(&str, &str, ParamKind)>) -> Signature {
                 name: name.into(),
                 decl: decl.into(),
                 kind,
+                default: None,
             })
             .collect(),
         template_params: vec![],

@@ -16,6 +16,8 @@ pub enum Object {
     Host(String),
     Struct(String, Vec<u8>),
     Other(String),
+    /// `None`: NULL for a pointer parameter.
+    Null,
 }
 
 impl Object {
@@ -34,6 +36,7 @@ impl Object {
             Object::Host(t) => Arg::HostArray { type_name: t },
             Object::Struct(name, bytes) => Arg::Struct { name, bytes },
             Object::Other(t) => Arg::Other { type_name: t },
+            Object::Null => Arg::Null,
         }
     }
 }
@@ -297,6 +300,9 @@ pub fn scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
 /// Classifies an argument. `full` asks for the shape and strides of device arrays.
 pub fn read_object(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<Object> {
     let py = obj.py();
+    if obj.is_none() {
+        return Ok(Object::Null);
+    }
     if let Some(s) = python_scalar(obj)? {
         return Ok(Object::Scalar(s, ScalarSource::Python));
     }

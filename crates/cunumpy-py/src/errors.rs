@@ -117,6 +117,7 @@ pub fn emu_error(py: Python<'_>, err: EmuError) -> PyErr {
                 Fault::Assert => ("EmulatedKernelFault", "assert"),
                 Fault::Deadlock => ("EmulatedKernelFault", "deadlock"),
                 Fault::InvalidWarpOp => ("EmulatedKernelFault", "invalid_warp_op"),
+                Fault::Race => ("EmulatedRaceError", "race"),
                 Fault::Other => ("EmulatedKernelFault", "other"),
             };
             let exc = raise(py, class, err.to_string());

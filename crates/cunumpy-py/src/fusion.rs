@@ -660,6 +660,7 @@ impl FusionPlan {
             Object::Host(t) | Object::Other(t) => Err(t),
             Object::Scalar(..) => Err("a scalar".to_string()),
             Object::Struct(n, _) => Err(n),
+            Object::Null => Err("None".to_string()),
         };
         let info = match got {
             Ok(info) => info,

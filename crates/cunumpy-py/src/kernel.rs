@@ -377,9 +377,15 @@ impl KernelLauncher {
         if shape.is_empty() {
             return Ok(());
         }
+        let order = crate::emulate::launch_order();
+        let checks = crate::emulate::Checks {
+            shuffle_seed: order.shuffle_seed,
+            bounds: true,
+            detect_races: order.detect_races,
+        };
         if crate::graph::capturing() {
             let (library, options) =
-                crate::emulate::prepare(py, config, flat, &shape, shared, None, true)?;
+                crate::emulate::prepare(py, config, flat, &shape, shared, checks)?;
             let captured = crate::graph::Launch {
                 name: config.name(),
                 shape,
@@ -391,7 +397,7 @@ impl KernelLauncher {
             crate::graph::keep(flat.iter());
             return crate::graph::record_emulated(py, captured, library, options);
         }
-        crate::emulate::run(py, config, flat, buffer, shape, shared, None, true)?;
+        crate::emulate::run(py, config, flat, buffer, shape, shared, checks)?;
         if record::recording() {
             Self::record_launch(py, config.name(), &shape);
         }
@@ -571,6 +577,11 @@ impl KernelLauncher {
             plan.pack(i, &arg, device, &mut buffer)
                 .map_err(|e| errors::arg_error(py, e))?;
         }
+        // trailing arguments left out: their C default values (check_count saw they have one)
+        for i in args.len()..plan.len() {
+            plan.pack_default(i, device, &mut buffer)
+                .map_err(|e| errors::arg_error(py, e))?;
+        }
         Ok(buffer)
     }
 
@@ -721,6 +732,8 @@ fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<Launch
                 }
             },
             Object::Struct(_, bytes) => bytes,
+            // an unchecked launch: None is a NULL pointer
+            Object::Null => 0u64.to_le_bytes().to_vec(),
             Object::Host(t) | Object::Other(t) => {
                 return Err(PyTypeError::new_err(format!(
                     "{}(): argument {i} is {t}, which an unchecked launch cannot pass; arrays \
@@ -833,7 +846,14 @@ impl KernelLauncher {
     fn _compile(&self, py: Python<'_>) -> PyResult<bool> {
         let config = self.config()?;
         match Device::current().map_err(|e| errors::cuda_error(py, config.name(), e))? {
-            Device::Emulated => Ok(crate::emulate::library_for(py, config)?.1),
+            Device::Emulated => {
+                // launches run the bounds-checked build: build it now too, so that the first
+                // launch after compile() builds nothing (a kernel whose checked build does not
+                // compile launches the plain one, as a launch would decide)
+                let (lib, hit) = crate::emulate::library_for(py, config)?;
+                py.detach(|| cunumpy_runtime::emulated::use_checked_build(&lib, true, None));
+                Ok(hit)
+            }
             Device::Cuda(device) => Ok(self.loaded_for(py, device)?.from_cache()),
         }
     }
@@ -1029,7 +1049,7 @@ impl KernelLauncher {
 /// Runs `launcher` in the emulator: the arguments are checked and packed as for a launch
 /// (pointer arguments must be arrays with host addresses behind their device interface).
 #[pyfunction]
-#[pyo3(signature = (launcher, *args, n_threads=None, grid=None, block=None, shared_mem=0, shuffle_seed=None, bounds=true))]
+#[pyo3(signature = (launcher, *args, n_threads=None, grid=None, block=None, shared_mem=0, shuffle_seed=None, bounds=true, detect_races=true))]
 #[allow(clippy::too_many_arguments)]
 fn _emulate_launch(
     launcher: &Bound<'_, KernelLauncher>,
@@ -1040,6 +1060,7 @@ fn _emulate_launch(
     shared_mem: i64,
     shuffle_seed: Option<u64>,
     bounds: bool,
+    detect_races: bool,
 ) -> PyResult<()> {
     let py = launcher.py();
     let this = launcher.get();
@@ -1057,8 +1078,11 @@ fn _emulate_launch(
         buffer,
         shape,
         shared,
-        shuffle_seed,
-        bounds,
+        crate::emulate::Checks {
+            shuffle_seed,
+            bounds,
+            detect_races,
+        },
     )
 }
 
@@ -1070,7 +1094,10 @@ fn _compile_for_emulation<'py>(
     let py = launcher.py();
     let config = launcher.get().config()?;
     let (lib, from_cache) = crate::emulate::library_for(py, config)?;
+    // launches run the bounds-checked build: build it now, so that they build nothing
+    let checked = py.detach(|| emulated::use_checked_build(&lib, true, None));
     let out = PyDict::new(py);
+    out.set_item("checked_build", checked)?;
     out.set_item("kernel", lib.kernel())?;
     out.set_item("library", lib.library_path())?;
     out.set_item("from_cache", from_cache)?;

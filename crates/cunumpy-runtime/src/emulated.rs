@@ -122,12 +122,8 @@ pub fn library(key: LibraryKey) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
 /// Compiles the library of `key` (or finds it in the disk cache).
 fn build(key: &LibraryKey) -> Result<EmuLibrary, EmuError> {
     let cxx = compiler()?;
-    if let Some(dir) = &key.cache_dir {
-        std::fs::create_dir_all(dir).map_err(|e| EmuError::Io {
-            context: format!("creating the emulation cache {}", dir.display()),
-            message: e.to_string(),
-        })?;
-    }
+    // an unusable cache folder is replaced by a temporary one inside cunumpy-emu (with a
+    // warning, `cunumpy_emu::take_cache_warnings`)
     cxx.compile(
         &key.source,
         &key.expression,

@@ -19,6 +19,8 @@ This module does not import pytest.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +32,7 @@ from .._emulate import compile_for_emulation, emulate_cuda_kernel
 from ..kernels._metal_kernel import emulate_metal_kernel
 
 __all__ = [
+    "shuffled_threads",
     "compile_for_emulation",
     "emulate_cuda_kernel",
     "emulate_metal_kernel",
@@ -78,3 +81,24 @@ def host_buffer(array: Any) -> np.ndarray:
     if not isinstance(array, _fake.ndarray):
         raise TypeError(f"host_buffer() takes a fake-CuPy array, got {type(array).__name__}")
     return array._a
+
+
+@contextlib.contextmanager
+def shuffled_threads(seed: int | None, *, detect_races: bool = True) -> Iterator[None]:
+    """Within the block, ``CudaKernel`` launches on the emulated device (the fake CuPy) run the
+    threads of each block in an order drawn from ``seed`` (``None``: the serial order),
+    switching threads at barriers, warp intrinsics and every access through a pointer
+    argument, so that a result that depends on the order of threads changes with the seed.
+
+    ``detect_races`` (on by default, as outside the block) reports two threads writing one
+    element of an array argument with nothing ordering them
+    (:class:`~cunumpy.exceptions.EmulatedRaceError`). The setting is process-wide and restored
+    on exit. On a GPU it does nothing: the hardware picks the order."""
+    valid = isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0
+    if seed is not None and not valid:
+        raise TypeError(f"shuffled_threads: seed must be a non-negative int or None, got {seed!r}")
+    previous = _core._set_emulated_launch_order(seed, detect_races)
+    try:
+        yield
+    finally:
+        _core._set_emulated_launch_order(*previous)
