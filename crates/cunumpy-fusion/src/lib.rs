@@ -54,7 +54,8 @@ pub use cpu::host_loops::{
     HostLoopStatus,
 };
 pub use cpu::shared::BLOCK;
-pub use device::pack::{launch_param_values, DevicePointers};
+pub use codegen::cuda::param_c_type;
+pub use device::pack::{launch_args, launch_signature, DevicePointers};
 pub use device::{DeviceKernel, DevicePlan, DeviceTarget};
 pub use error::{FusionError, Result};
 pub use ir::graph::{

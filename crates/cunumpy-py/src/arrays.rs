@@ -285,6 +285,15 @@ fn python_scalar_subclass(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     Ok(None)
 }
 
+/// A Python scalar (bool, int, float, complex, or a subclass of one of them that is not a
+/// NumPy scalar), or None: the one scalar reader of kernel launches and fused calls.
+pub fn scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    match python_scalar(obj)? {
+        Some(s) => Ok(Some(s)),
+        None => python_scalar_subclass(obj),
+    }
+}
+
 /// Classifies an argument. `full` asks for the shape and strides of device arrays.
 pub fn read_object(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<Object> {
     let py = obj.py();

@@ -17,7 +17,6 @@ use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_runtime::{device, emulated};
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The kernel's emulation library (built with the GIL released on first use); whether it
@@ -31,14 +30,6 @@ pub(crate) fn library_for(py: Python<'_>, config: &Config) -> PyResult<(Arc<EmuL
                 .setattr("options", config.kernel.source().options.clone());
             err
         })
-}
-
-/// Whether a `kernel_testing.emulated_launches()` block is open: `CudaKernel` launches then go
-/// to the Python method `_emulated_launch` (NumPy arrays stand for device memory there).
-static EMULATED_LAUNCHES: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn emulated_launches_active() -> bool {
-    EMULATED_LAUNCHES.load(Ordering::Relaxed)
 }
 
 /// The byte length of each pointer argument (None for anything else), for the bounds checks.
@@ -66,20 +57,21 @@ fn pointer_extents(config: &Config, flat: &[Bound<'_, PyAny>]) -> PyResult<Vec<O
     Ok(out)
 }
 
-/// Runs a packed launch in the emulator with the GIL released.
+/// What an emulated launch of `config` with these arguments runs: its library (built on
+/// first use) and options (bounds from the arguments' byte lengths). Checks the shape against
+/// the device's limits and the argument count against the compiled kernel.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run(
+pub(crate) fn prepare(
     py: Python<'_>,
     config: &Config,
     flat: &[Bound<'_, PyAny>],
-    mut buffer: LaunchBuffer,
-    shape: LaunchShape,
+    shape: &LaunchShape,
     shared: u32,
     shuffle_seed: Option<u64>,
     bounds: bool,
-) -> PyResult<()> {
+) -> PyResult<(Arc<EmuLibrary>, LaunchOptions)> {
     let name = config.name();
-    emulated::validate(name, &shape, shared).map_err(|e| errors::launch_error(py, e))?;
+    emulated::validate(name, shape, shared).map_err(|e| errors::launch_error(py, e))?;
     let (lib, _) = library_for(py, config)?;
     if lib.param_count() != flat.len() {
         return Err(errors::raise(
@@ -103,6 +95,23 @@ pub(crate) fn run(
         shuffle_seed,
         ..LaunchOptions::default()
     };
+    Ok((lib, options))
+}
+
+/// Runs a packed launch in the emulator with the GIL released.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    py: Python<'_>,
+    config: &Config,
+    flat: &[Bound<'_, PyAny>],
+    mut buffer: LaunchBuffer,
+    shape: LaunchShape,
+    shared: u32,
+    shuffle_seed: Option<u64>,
+    bounds: bool,
+) -> PyResult<()> {
+    let name = config.name();
+    let (lib, options) = prepare(py, config, flat, &shape, shared, shuffle_seed, bounds)?;
     let result = py.detach(move || {
         // SAFETY: the buffer was packed by the kernel's ArgPlan (or, unchecked, as the caller
         // asked) and holds one value per parameter of the compiled kernel (counted above).
@@ -142,7 +151,7 @@ fn _fake_backend_active() -> bool {
 /// Routes `CudaKernel` launches to `_emulated_launch` (set by `emulated_launches()`).
 #[pyfunction]
 fn _set_emulated_launches(active: bool) {
-    EMULATED_LAUNCHES.store(active, Ordering::Relaxed);
+    device::set_emulated_launches(active);
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

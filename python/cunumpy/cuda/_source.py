@@ -48,6 +48,11 @@ def parse_cuda_signature(
         structs=[struct_name(s) for s in structs],
         template_args=template_arg_texts(template_args),
     )
+    return parameters_of(params)
+
+
+def parameters_of(params: Any) -> list[CudaParameter]:
+    """``CudaParameter`` values from the field tuples the Rust parser gives."""
     return [
         CudaParameter(n, ctype, None if dt is None else np.dtype(dt), ptr, st, nd, contiguous, decl)
         for (n, ctype, dt, ptr, st, nd, contiguous, decl) in params

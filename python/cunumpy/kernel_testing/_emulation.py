@@ -8,6 +8,8 @@ atomics, shared memory, the math library); arguments go through the same checks 
 packed argument buffer as a GPU launch. Out-of-bounds accesses through pointer arguments raise
 :class:`~cunumpy.exceptions.EmulatedOutOfBoundsError` naming the kernel, the parameter and the
 index; ``shuffle_seed`` runs the threads of a block in a seeded random order to expose races.
+``emulate_metal_kernel(kernel, *args, out=...)`` does the same for a
+:class:`~cunumpy.kernels.MetalKernel` on the emulated Metal device.
 
 ``install_fake_cupy()`` (or ``CUNUMPY_FAKE_CUPY=1`` before ``import cunumpy``) installs a CuPy
 stand-in backed by host memory; on it every ``CudaKernel`` launch runs in the emulator.
@@ -22,13 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import _backend, _core
 from .. import _fake_cupy as _fake
 from .._emulate import compile_for_emulation, emulate_cuda_kernel
+from ..kernels._metal_kernel import emulate_metal_kernel
 
 __all__ = [
     "compile_for_emulation",
     "emulate_cuda_kernel",
+    "emulate_metal_kernel",
     "emulation_cache_dir",
     "emulation_compiler",
     "fake_cupy_active",
@@ -56,12 +60,12 @@ def install_fake_cupy() -> ModuleType:
     """Installs the fake CuPy (the emulated device backend) and returns it; afterwards
     ``xp.set_backend("cupy")`` selects it and ``CudaKernel`` launches run in the emulator.
     Raises ``RuntimeError`` when the real CuPy is already imported."""
-    return _fake.install()
+    return _backend.install_fake_cupy()
 
 
 def uninstall_fake_cupy() -> None:
     """Removes the fake CuPy (switching the backend back to NumPy if needed)."""
-    _fake.uninstall()
+    _backend.uninstall_fake_cupy()
 
 
 def fake_cupy_active() -> bool:

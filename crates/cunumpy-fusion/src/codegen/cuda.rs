@@ -6,7 +6,7 @@
 //! a fixed order by a second launch, no atomics.
 
 use crate::codegen::dialect::{
-    acc_ctype, c_type as ctype, combine, init_value, is_complex, op_expression,
+    acc_ctype, acc_dtype, c_type as ctype, combine, init_value, is_complex, op_expression,
 };
 use crate::ir::graph::ReduceKind;
 use crate::plan::{contiguous_strides, Geometry};
@@ -15,6 +15,7 @@ use crate::plan::{
     Strategy,
 };
 use cunumpy_core::dtype::DType;
+use cunumpy_core::signature::ParamKind;
 use std::fmt::Write as _;
 
 /// Whether a program calls a math-library function (a long computation per element).
@@ -29,12 +30,38 @@ struct Params {
     list: Vec<Param>,
 }
 
+/// A pointer parameter to elements of `dtype`.
+fn pointer(dtype: DType, is_const: bool) -> ParamKind {
+    ParamKind::Pointer {
+        dtype: Some(dtype),
+        is_const,
+    }
+}
+
+/// The C type of a launch parameter as the generated kernel declares it (`const double*`,
+/// `int`, `cn_c64`, ...).
+pub fn param_c_type(p: &Param) -> String {
+    match &p.kind {
+        ParamKind::Scalar(d) => ctype(*d).to_string(),
+        ParamKind::Pointer {
+            dtype: Some(d),
+            is_const,
+        } => format!("{}{}*", if *is_const { "const " } else { "" }, ctype(*d)),
+        ParamKind::Pointer {
+            dtype: None,
+            is_const,
+        } => format!("{}void*", if *is_const { "const " } else { "" }),
+        // the planner makes only scalars and pointers
+        ParamKind::View { .. } | ParamKind::Struct { .. } => String::new(),
+    }
+}
+
 impl Params {
-    fn add(&mut self, name: &str, ctype: String, value: ParamValue) {
+    fn add(&mut self, name: &str, kind: ParamKind, value: ParamValue) {
         if !self.list.iter().any(|p| p.name == name) {
             self.list.push(Param {
                 name: name.to_string(),
-                ctype,
+                kind,
                 value,
             });
         }
@@ -43,7 +70,7 @@ impl Params {
     /// workspace), scalar parameters, then sizes and strides.
     fn sort(&mut self) {
         self.list
-            .sort_by_key(|p| match (&p.value, p.ctype.starts_with("const ")) {
+            .sort_by_key(|p| match (&p.value, matches!(p.kind, ParamKind::Pointer { is_const: true, .. })) {
                 (
                     ParamValue::Input(_) | ParamValue::Output(_) | ParamValue::Workspace { .. },
                     true,
@@ -62,10 +89,10 @@ impl Params {
         self.list
             .iter()
             .map(|p| {
-                if p.ctype.ends_with('*') {
-                    format!("    {} __restrict__ {}", p.ctype, p.name)
+                if matches!(p.kind, ParamKind::Pointer { .. }) {
+                    format!("    {} __restrict__ {}", param_c_type(p), p.name)
                 } else {
-                    format!("    const {} {}", p.ctype, p.name)
+                    format!("    const {} {}", param_c_type(p), p.name)
                 }
             })
             .collect::<Vec<_>>()
@@ -83,7 +110,12 @@ struct Gen<'p> {
 
 impl Gen<'_> {
     fn index_param(&self, ps: &mut Params, name: &str, v: usize) {
-        ps.add(name, self.idx.to_string(), ParamValue::Int(v as i64));
+        let d = if self.idx == "int" {
+            DType::Int32
+        } else {
+            DType::Int64
+        };
+        ps.add(name, ParamKind::Scalar(d), ParamValue::Int(v as i64));
     }
 
     /// Pointer name and parameter for an array read by a leaf.
@@ -99,7 +131,7 @@ impl Gen<'_> {
             ),
             LeafSrc::Scalar(_) | LeafSrc::Reduced(_) => return None,
         };
-        ps.add(&name, format!("const {}*", ctype(dtype)), value);
+        ps.add(&name, pointer(dtype, true), value);
         Some(name)
     }
 
@@ -115,7 +147,7 @@ impl Gen<'_> {
             Operand::Input(i) => (format!("in{i}"), ParamValue::Input(i)),
             Operand::Scalar(i) => (format!("s{i}"), ParamValue::Scalar(i)),
         };
-        ps.add(&name, format!("{}*", ctype(dtype)), value);
+        ps.add(&name, pointer(dtype, false), value);
         name
     }
 
@@ -217,7 +249,7 @@ impl Gen<'_> {
                 RegKind::Leaf(l) => match l.src {
                     LeafSrc::Scalar(s) => {
                         let name = format!("s{s}");
-                        ps.add(&name, ctype(reg.dtype).to_string(), ParamValue::Scalar(s));
+                        ps.add(&name, ParamKind::Scalar(reg.dtype), ParamValue::Scalar(s));
                         name
                     }
                     LeafSrc::Reduced(j) => format!("red{j}"),
@@ -606,7 +638,7 @@ impl Gen<'_> {
                         .unwrap_or(0);
                     ps.add(
                         &pname,
-                        format!("{}*", acc_ctype(r.acc)),
+                        pointer(acc_dtype(r.acc), false),
                         ParamValue::Workspace { offset: off },
                     );
                     part_names.push((pname, off));
@@ -655,7 +687,7 @@ impl Gen<'_> {
                     let (pn, off) = &part_names[j];
                     ps.add(
                         pn,
-                        format!("const {}*", acc_ctype(r.acc)),
+                        pointer(acc_dtype(r.acc), true),
                         ParamValue::Workspace { offset: *off },
                     );
                 }

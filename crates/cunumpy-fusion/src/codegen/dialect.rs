@@ -237,13 +237,18 @@ pub(crate) fn c_type(d: DType) -> &'static str {
     }
 }
 
-/// The C type a reduction accumulates in (shuffles need 32-bit or wider types).
-pub(crate) fn acc_ctype(d: DType) -> &'static str {
+/// The dtype a reduction of `d` accumulates in (shuffles need 32-bit or wider types).
+pub(crate) fn acc_dtype(d: DType) -> DType {
     match d {
-        DType::Bool | DType::Int8 | DType::Int16 => "int",
-        DType::UInt8 | DType::UInt16 => "unsigned int",
-        _ => c_type(d),
+        DType::Bool | DType::Int8 | DType::Int16 => DType::Int32,
+        DType::UInt8 | DType::UInt16 => DType::UInt32,
+        _ => d,
     }
+}
+
+/// The C type a reduction accumulates in ([`acc_dtype`]'s).
+pub(crate) fn acc_ctype(d: DType) -> &'static str {
+    c_type(acc_dtype(d))
 }
 
 pub(crate) fn init_value(kind: ReduceKind, acc: DType) -> String {

@@ -9,4 +9,5 @@ pub(crate) mod extra;
 mod value;
 pub(crate) mod vmath;
 
+pub(crate) use value::{from_sv, to_sv};
 pub use value::ScalarValue;
