@@ -44,6 +44,7 @@ pub fn launch_signature(launch: &Launch) -> Signature {
                 name: p.name.clone(),
                 decl: format!("{} {}", param_c_type(p), p.name),
                 kind: p.kind.clone(),
+                default: None,
             })
             .collect(),
         template_params: Vec::new(),
@@ -179,11 +180,17 @@ mod tests {
             match &param.value {
                 ParamValue::Input(0) => assert_eq!(bytes, &0x1000u64.to_le_bytes()),
                 ParamValue::Output(0) => assert_eq!(bytes, &0x2000u64.to_le_bytes()),
-                // a weak Python float meets float32: the parameter is a float
+                // a weak Python float meets float32: the scalar is passed as the plan declares
+                // it (float32, or float64 converted to float32 in the kernel, as NumPy converts
+                // the Python float), with exactly that dtype's bits
                 ParamValue::Scalar(0) => {
-                    assert_eq!(param.kind, ParamKind::Scalar(DType::Float32));
-                    assert_eq!(planned.scalars[0].0, DType::Float32);
-                    assert_eq!(bytes, &2.5f32.to_le_bytes());
+                    let declared = planned.scalars[0].0;
+                    assert_eq!(param.kind, ParamKind::Scalar(declared));
+                    match declared {
+                        DType::Float32 => assert_eq!(bytes, &2.5f32.to_le_bytes()),
+                        DType::Float64 => assert_eq!(bytes, &2.5f64.to_le_bytes()),
+                        other => panic!("a float scalar declared as {other}"),
+                    }
                 }
                 ParamValue::Int(v) => assert_eq!(bytes, &(*v as i32).to_le_bytes()),
                 other => panic!("unexpected parameter {other:?}"),
