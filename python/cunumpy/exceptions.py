@@ -13,6 +13,7 @@ __all__ = [
     "MixedBackendError",
     "CupyUnavailableError",
     "CudaSignatureError",
+    "CudaSourceEncodingError",
     "KernelArgumentTypeError",
     "KernelArgumentValueError",
     "KernelArgumentOverflowError",
@@ -26,6 +27,7 @@ __all__ = [
     "FusionValueError",
     "FusionUnsupportedError",
     "CudaStructError",
+    "CudaStructTypeError",
     "DeviceMirrorError",
     "KernelOutputsError",
     "KernelOutputIndexError",
@@ -65,8 +67,43 @@ __all__ = [
 ]
 
 
+#: Messages longer than this many characters are shortened in ``str(error)``; the whole text
+#: stays in the exception's ``full_message`` attribute.
+MESSAGE_LIMIT = 2000
+
+
+def _shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """The first and last parts of ``text`` with a marker saying how much was cut."""
+    head = limit * 3 // 4
+    tail = limit - head
+    cut = len(text) - head - tail
+    return (
+        f"{text[:head]}\n... [{cut} characters cut; the whole message is in the exception's "
+        f"full_message attribute] ...\n{text[-tail:]}"
+    )
+
+
 class CunumpyError(Exception):
-    """Base class of every error raised by cunumpy itself."""
+    """Base class of every error raised by cunumpy itself.
+
+    ``full_message`` is the whole message; ``str(error)`` shows at most about
+    :data:`MESSAGE_LIMIT` characters of it (the start and the end), so that an error about a
+    deeply nested template stays readable.
+    """
+
+    full_message: str
+
+    def __init__(self, *args: object) -> None:
+        message = args[0] if len(args) == 1 else None
+        if isinstance(message, str) and len(message) > MESSAGE_LIMIT:
+            self.full_message = message
+            args = (_shorten(message),)
+        else:
+            self.full_message = str(message) if message is not None else " ".join(map(str, args))
+        super().__init__(*args)
+
+    def __reduce__(self) -> tuple[object, ...]:  # pickles with the whole message
+        return (type(self), (self.full_message,), dict(self.__dict__))
 
 
 class BackendError(CunumpyError, ValueError):
@@ -87,6 +124,10 @@ class CupyUnavailableError(CunumpyError, ImportError):
 
 class CudaSignatureError(CunumpyError, ValueError):
     """A CUDA kernel's signature cannot be checked (unknown type, reference, no such kernel...)."""
+
+
+class CudaSourceEncodingError(CunumpyError, UnicodeError):
+    """A CUDA source file is not UTF-8 text; the message names the file and the byte."""
 
 
 class KernelArgumentTypeError(CunumpyError, TypeError):
@@ -226,6 +267,10 @@ class PyccelCompileError(CunumpyError, RuntimeError):
 class CudaStructError(CunumpyError, ValueError):
     """A ``CudaStruct`` cannot be laid out (bad name, unsupported or unknown field type,
     duplicate fields), or its layout differs from the compiler's."""
+
+
+class CudaStructTypeError(CudaStructError, TypeError):
+    """Something that is not a struct type was given where one is needed (``structs=``)."""
 
 
 class DeviceMirrorError(CunumpyError, ValueError):

@@ -148,6 +148,8 @@ impl LaunchBuffer {
 
 struct PlannedParam {
     label: String,
+    /// The C declaration as written (`int n`), for the argument-count message.
+    decl: String,
     kind: ParamKind,
     first_slot: usize,
     size: usize,
@@ -203,6 +205,7 @@ impl ArgPlan {
             })?;
             params.push(PlannedParam {
                 label,
+                decl: p.decl.clone(),
                 kind: p.kind.clone(),
                 first_slot: n_slots,
                 size,
@@ -255,19 +258,43 @@ impl ArgPlan {
         buffer
     }
 
-    /// Checks the number of arguments after argument objects were flattened.
+    /// Checks the number of arguments after argument objects were flattened. Too few names
+    /// every missing parameter (index and declaration); too many says how many are extra.
     pub fn check_count(&self, given: usize) -> Result<(), ArgError> {
-        if given == self.params.len() {
+        let expected = self.params.len();
+        if given == expected {
             return Ok(());
         }
-        Err(error(
-            ArgErrorKind::Type,
+        let all: Vec<&str> = self.params.iter().map(|p| p.decl.as_str()).collect();
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let message = if given < expected {
+            let missing: Vec<String> = self
+                .params
+                .iter()
+                .enumerate()
+                .skip(given)
+                .map(|(i, p)| format!("argument {i} ({})", p.decl))
+                .collect();
             format!(
-                "{}() takes {} argument(s) after flattening argument objects, got {given}",
+                "{}(): missing {} argument{}: {}; the kernel takes {expected} ({}), got {given} \
+                 (argument objects count as the values their __cuda_args__ gives)",
                 self.kernel,
-                self.params.len()
-            ),
-        ))
+                expected - given,
+                plural(expected - given),
+                missing.join(", "),
+                all.join(", "),
+            )
+        } else {
+            format!(
+                "{}(): {} argument{} too many: the kernel takes {expected} ({}), got {given} \
+                 (argument objects count as the values their __cuda_args__ gives)",
+                self.kernel,
+                given - expected,
+                plural(given - expected),
+                all.join(", "),
+            )
+        };
+        Err(error(ArgErrorKind::Type, message))
     }
 
     /// Checks argument `index` against its parameter and writes it into `buffer`.
@@ -345,6 +372,7 @@ pub fn pack_param_value(
         kernel: String::new(),
         params: vec![PlannedParam {
             label: label.to_string(),
+            decl: label.to_string(),
             kind: kind.clone(),
             first_slot: 0,
             size,

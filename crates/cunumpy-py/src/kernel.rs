@@ -90,11 +90,15 @@ fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<StreamHandle> {
         // is its error, as with any CUDA API that takes a stream (the driver reports it).
         return Ok(unsafe { StreamHandle::from_raw(raw) });
     }
-    Err(PyTypeError::new_err(format!(
-        "stream must be a CuPy stream, an object with .ptr or .cuda_stream, or a raw handle \
-         (int), got {}",
-        obj.get_type().name()?
-    )))
+    Err(errors::raise(
+        py,
+        "LaunchShapeTypeError",
+        format!(
+            "stream must be a CuPy stream, an object with .ptr or .cuda_stream, or a raw handle \
+             (int), got {}",
+            obj.get_type().name()?
+        ),
+    ))
 }
 
 /// Extents given as an int (the common case, kept on the stack) or a sequence.
@@ -112,22 +116,153 @@ impl Dims {
     }
 }
 
-fn dims(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Dims>> {
+/// `n_threads`, `grid` or `block` as given: an int or a sequence of ints. Anything else (a
+/// string, a float, a bool) is a `LaunchShapeTypeError` naming the kernel, never iterated or
+/// truncated; an int that does not fit 64 bits is a `LaunchShapeError`.
+fn dims(obj: Option<&Bound<'_, PyAny>>, what: &str, kernel: &str) -> PyResult<Option<Dims>> {
     let Some(obj) = obj else { return Ok(None) };
     if obj.is_none() {
         return Ok(None);
     }
-    if let Ok(v) = obj.extract::<i64>() {
-        return Ok(Some(Dims::One([v])));
-    }
-    obj.extract::<Vec<i64>>()
-        .map(|v| Some(Dims::Many(v)))
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{what} must be an int or a tuple of 1 to 3 ints, got {}",
-                obj.repr().map(|r| r.to_string()).unwrap_or_default()
-            ))
+    let py = obj.py();
+    let shown = || {
+        let repr = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+        let type_name = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        format!("{repr} ({type_name})")
+    };
+    let wrong = || {
+        errors::raise(
+            py,
+            "LaunchShapeTypeError",
+            format!(
+                "{kernel}: {what} must be an int or a tuple of 1 to 3 ints, got {}",
+                shown()
+            ),
+        )
+    };
+    let one = |item: &Bound<'_, PyAny>| -> PyResult<i64> {
+        if item.is_instance_of::<pyo3::types::PyBool>()
+            || item.is_instance_of::<pyo3::types::PyString>()
+            || item.is_instance_of::<pyo3::types::PyBytes>()
+        {
+            return Err(wrong());
+        }
+        // `__index__` only: 1.5 and numpy floats are refused, numpy ints accepted
+        let as_int = py
+            .import("operator")?
+            .getattr("index")?
+            .call1((item,))
+            .map_err(|_| wrong())?;
+        as_int.extract::<i64>().map_err(|_| {
+            errors::raise(
+                py,
+                "LaunchShapeError",
+                format!(
+                    "{kernel}: {what} has an extent that does not fit 64 bits: {}",
+                    shown()
+                ),
+            )
         })
+    };
+    if obj.is_exact_instance_of::<pyo3::types::PyInt>() {
+        return one(obj).map(|v| Some(Dims::One([v])));
+    }
+    if obj.is_instance_of::<pyo3::types::PyTuple>() || obj.is_instance_of::<pyo3::types::PyList>() {
+        let items: Vec<i64> = obj
+            .try_iter()?
+            .map(|item| item.and_then(|i| one(&i)))
+            .collect::<PyResult<_>>()?;
+        return Ok(Some(Dims::Many(items)));
+    }
+    if obj.is_instance_of::<pyo3::types::PyString>()
+        || obj.is_instance_of::<pyo3::types::PyBytes>()
+        || obj.is_instance_of::<pyo3::types::PyBool>()
+    {
+        return Err(wrong());
+    }
+    // a NumPy integer, or another object with __index__
+    if obj.hasattr(intern!(py, "__index__"))? {
+        return one(obj).map(|v| Some(Dims::One([v])));
+    }
+    // another sequence (a NumPy array of ints, a range)
+    if obj.hasattr(intern!(py, "__len__"))? && obj.hasattr(intern!(py, "__getitem__"))? {
+        let items: Vec<i64> = obj
+            .try_iter()
+            .map_err(|_| wrong())?
+            .map(|item| item.and_then(|i| one(&i)))
+            .collect::<PyResult<_>>()?;
+        return Ok(Some(Dims::Many(items)));
+    }
+    Err(wrong())
+}
+
+/// An error from reading argument `label`'s object (a malformed `__cuda_array_interface__`,
+/// an int beyond 128 bits, a failing property) as the kernel-argument error naming the kernel
+/// and the argument; other errors (`MemoryError`, `KeyboardInterrupt`) pass unchanged.
+pub(crate) fn relabel(py: Python<'_>, err: PyErr, label: &str) -> PyErr {
+    use pyo3::exceptions::PyOverflowError;
+    let class = if err.is_instance_of::<PyOverflowError>(py) {
+        "KernelArgumentOverflowError"
+    } else if err.is_instance_of::<PyTypeError>(py) {
+        "KernelArgumentTypeError"
+    } else if err.is_instance_of::<PyValueError>(py) {
+        "KernelArgumentValueError"
+    } else {
+        return err;
+    };
+    let message = err.value(py).to_string();
+    if message.starts_with(label) {
+        return err;
+    }
+    let new = errors::raise(py, class, format!("{label}: {message}"));
+    new.set_cause(py, Some(err));
+    new
+}
+
+/// `shared_mem=` as bytes: an int (a NumPy integer too); anything else is a
+/// `LaunchShapeTypeError` naming the kernel.
+pub(crate) fn shared_mem_bytes(kernel: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(0);
+    };
+    let py = obj.py();
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(errors::raise(
+            py,
+            "LaunchShapeTypeError",
+            format!("{kernel}: shared_mem must be an int (bytes), got {obj} (bool)"),
+        ));
+    }
+    let index = py
+        .import("operator")?
+        .getattr("index")?
+        .call1((obj,))
+        .map_err(|_| {
+            let type_name = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            errors::raise(
+                py,
+                "LaunchShapeTypeError",
+                format!(
+                    "{kernel}: shared_mem must be an int (bytes), got {} ({type_name})",
+                    obj.repr().map(|r| r.to_string()).unwrap_or_default()
+                ),
+            )
+        })?;
+    index.extract::<i64>().map_err(|_| {
+        errors::raise(
+            py,
+            "LaunchShapeError",
+            format!("{kernel}: shared_mem must be between 0 and 2**32-1 bytes, got {index}"),
+        )
+    })
 }
 
 /// Expands argument objects (`__cuda_args__()`) into their values.
@@ -487,7 +622,8 @@ impl KernelLauncher {
                 plan.kind(i),
                 Some(cunumpy_core::signature::ParamKind::View { .. })
             );
-            let object = arrays::read_object(obj, full)?;
+            let object =
+                arrays::read_object(obj, full).map_err(|e| relabel(py, e, plan.label(i)))?;
             let arg = object.as_arg(device);
             plan.pack(i, &arg, device, &mut buffer)
                 .map_err(|e| errors::arg_error(py, e))?;
@@ -510,7 +646,7 @@ impl KernelLauncher {
     ) -> PyResult<(LaunchShape, u32)> {
         let config = self.config()?;
         let given_block;
-        let block_dims: &[u32] = match dims(block, "block")? {
+        let block_dims: &[u32] = match dims(block, "block", config.name())? {
             Some(b) => {
                 given_block =
                     launch::block_shape(b.as_slice()).map_err(|e| errors::launch_error(py, e))?;
@@ -518,8 +654,8 @@ impl KernelLauncher {
             }
             None => &config.block,
         };
-        let mut n = dims(n_threads, "n_threads")?;
-        let g = dims(grid, "grid")?;
+        let mut n = dims(n_threads, "n_threads", config.name())?;
+        let g = dims(grid, "grid", config.name())?;
         if n.is_none() && g.is_none() {
             n = self
                 .infer_n_threads(py, flat, args, block_dims.len())?
@@ -532,10 +668,14 @@ impl KernelLauncher {
         )
         .map_err(|e| errors::launch_error(py, e))?;
         let shared = u32::try_from(shared_mem).map_err(|_| {
-            PyValueError::new_err(format!(
-                "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
-                config.name()
-            ))
+            errors::raise(
+                py,
+                "LaunchShapeError",
+                format!(
+                    "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
+                    config.name()
+                ),
+            )
         })?;
         Ok((shape, shared))
     }
@@ -580,7 +720,11 @@ impl KernelLauncher {
         let chosen = match rule {
             NThreadsFrom::Disabled => None,
             NThreadsFrom::Callable(f) => {
-                dims(Some(&f.call1(py, (original,))?.into_bound(py)), "n_threads")?
+                dims(
+                    Some(&f.call1(py, (original,))?.into_bound(py)),
+                    "n_threads",
+                    self.config.get().map_or("kernel", |c| c.name()),
+                )?
                     .map(|d| d.as_slice().to_vec())
             }
             NThreadsFrom::FirstArray => Some(vec![first().ok_or_else(missing)?[0]]),
@@ -595,8 +739,9 @@ impl KernelLauncher {
                         py,
                         "LaunchShapeError",
                         format!(
-                            "cannot infer {block_dims}D n_threads from the first array's shape \
-                             {shape:?}; pass n_threads="
+                            "{}: cannot infer {block_dims}D n_threads from the first array's \
+                             shape {shape:?}; pass n_threads=",
+                            self.config.get().map_or("kernel", |c| c.name())
                         ),
                     ));
                 }
@@ -627,6 +772,9 @@ impl KernelLauncher {
 }
 
 fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<LaunchBuffer> {
+    let Some(py) = args.first().map(|a| a.py()) else {
+        return Ok(LaunchBuffer::from_raw_values(&[]));
+    };
     let mut values = Vec::with_capacity(args.len());
     for (i, obj) in args.iter().enumerate() {
         let bytes = match arrays::read_object(obj, false)? {
@@ -643,11 +791,15 @@ fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<Launch
             },
             Object::Struct(_, bytes) => bytes,
             Object::Host(t) | Object::Other(t) => {
-                return Err(PyTypeError::new_err(format!(
-                    "{}(): argument {i} is {t}, which an unchecked launch cannot pass; arrays \
-                     are never copied to the device",
-                    config.name()
-                )))
+                return Err(errors::raise(
+                    py,
+                    "KernelArgumentTypeError",
+                    format!(
+                        "{}(): argument {i} is {t}, which an unchecked launch cannot pass; \
+                         arrays are never copied to the device",
+                        config.name()
+                    ),
+                ))
             }
         };
         values.push(bytes);
@@ -725,16 +877,43 @@ impl KernelLauncher {
     }
 
     /// The launch path.
-    #[pyo3(signature = (*args, n_threads=None, grid=None, block=None, shared_mem=0, stream=None))]
+    #[pyo3(signature = (*args, n_threads=None, grid=None, block=None, shared_mem=None, stream=None, **unexpected))]
+    #[allow(clippy::too_many_arguments)]
     fn __call__(
         slf: &Bound<'_, Self>,
         args: &Bound<'_, PyTuple>,
         n_threads: Option<&Bound<'_, PyAny>>,
         grid: Option<&Bound<'_, PyAny>>,
         block: Option<&Bound<'_, PyAny>>,
-        shared_mem: i64,
+        shared_mem: Option<&Bound<'_, PyAny>>,
         stream: Option<&Bound<'_, PyAny>>,
+        unexpected: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
+        let py = slf.py();
+        let name = slf.get().config.get().map_or("kernel", |c| c.name()).to_string();
+        if let Some(extra) = unexpected.filter(|d| !d.is_empty()) {
+            let names: Vec<String> = extra
+                .keys()
+                .iter()
+                .map(|k| k.str().map(|s| s.to_string()).unwrap_or_default())
+                .collect();
+            return Err(errors::raise(
+                py,
+                "KernelArgumentTypeError",
+                format!(
+                    "{name}(): unexpected keyword argument{} {}; kernel arguments are passed by \
+                     position, and a launch takes the keywords n_threads, grid, block, \
+                     shared_mem and stream",
+                    if names.len() == 1 { "" } else { "s" },
+                    names
+                        .iter()
+                        .map(|n| format!("'{n}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let shared_mem = shared_mem_bytes(&name, shared_mem)?;
         Self::launch(slf, args, n_threads, grid, block, shared_mem, stream)
     }
 
