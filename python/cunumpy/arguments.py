@@ -27,7 +27,12 @@ import numpy as np
 
 from . import _core
 from .cuda._source import CudaParameter
-from .exceptions import CudaStructError, CupyUnavailableError, KernelArgumentTypeError
+from .exceptions import (
+    CudaStructError,
+    CupyUnavailableError,
+    InvalidArgumentTypeError,
+    KernelArgumentTypeError,
+)
 
 __all__ = [
     "CudaArguments",
@@ -736,14 +741,18 @@ class CudaStructArguments(CudaArguments):
         has_name = "struct_name" in cls.__dict__
         has_fields = "fields" in cls.__dict__
         if has_name != has_fields:
-            raise TypeError(f"{cls.__name__} must define both struct_name and fields")
+            raise InvalidArgumentTypeError(
+                f"{cls.__name__} must define both struct_name and fields"
+            )
         if has_name:
             cls.struct = CudaStruct(cls.struct_name, cls.fields)  # type: ignore[arg-type]
 
     def _field_values(self) -> dict[str, Any]:
         struct = type(self).struct
         if struct is None:
-            raise TypeError(f"{type(self).__name__} does not define struct_name and fields")
+            raise InvalidArgumentTypeError(
+                f"{type(self).__name__} does not define struct_name and fields"
+            )
         out = {}
         for name in struct.field_names:
             try:

@@ -8,6 +8,15 @@ from __future__ import annotations
 
 __all__ = [
     "CunumpyError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
+    "InvalidArgumentKeyError",
+    "InvalidStateError",
+    "InternalError",
+    "HostMemoryError",
+    "NonFiniteOutputError",
+    "KernelPackageError",
+    "KernelParityError",
     "BackendError",
     "BackendUnavailableError",
     "MixedBackendError",
@@ -93,17 +102,63 @@ class CunumpyError(Exception):
 
     full_message: str
 
-    def __init__(self, *args: object) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         message = args[0] if len(args) == 1 else None
         if isinstance(message, str) and len(message) > MESSAGE_LIMIT:
             self.full_message = message
             args = (_shorten(message),)
         else:
             self.full_message = str(message) if message is not None else " ".join(map(str, args))
-        super().__init__(*args)
+        super().__init__(*args, **kwargs)
 
     def __reduce__(self) -> tuple[object, ...]:  # pickles with the whole message
         return (type(self), (self.full_message,), dict(self.__dict__))
+
+
+class InvalidArgumentError(CunumpyError, ValueError):
+    """A cunumpy function or constructor got a value it does not accept (an unknown option, a
+    negative count); the message names the function, the parameter and the value."""
+
+
+class InvalidArgumentTypeError(CunumpyError, TypeError):
+    """A cunumpy function or constructor got an argument of the wrong type; the message names
+    the function, the parameter, what it takes and what it got."""
+
+
+class InvalidArgumentKeyError(CunumpyError, KeyError):
+    """A name looked up in a cunumpy object is not there (a kernel that was not profiled)."""
+
+    def __str__(self) -> str:  # KeyError would show the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidStateError(CunumpyError, RuntimeError):
+    """A call that needs a state the process is not in (the CuPy backend, the fake CuPy, a
+    PETSc built with CUDA); the message says what to set up first."""
+
+
+class InternalError(CunumpyError, RuntimeError):
+    """A bug in cunumpy (a state that should be impossible); please report it with the
+    message."""
+
+
+class HostMemoryError(CunumpyError, MemoryError):
+    """The host memory pool (pinned staging buffers, pooled host arrays) could not allocate."""
+
+
+class NonFiniteOutputError(CunumpyError, FloatingPointError):
+    """A kernel with ``check_finite=True`` left a NaN or an infinity in an output; the message
+    names the kernel and the argument."""
+
+
+class KernelPackageError(CunumpyError, ModuleNotFoundError):
+    """A kernel package (``KernelCatalog.from_package``, ``Kernel.from_folder``) is a module,
+    not a package of kernel folders."""
+
+
+class KernelParityError(CunumpyError, AssertionError):
+    """``kernel_testing.assert_kernels_agree`` found host and CUDA calls that cannot be compared
+    (different array arguments)."""
 
 
 class BackendError(CunumpyError, ValueError):
@@ -337,7 +392,8 @@ class StagingTypeError(CunumpyError, TypeError):
 
 
 class TransferBudgetExceeded(CunumpyError, AssertionError):
-    """``TransferBudget.check()`` found transfers that break a phase's rules."""
+    """``TransferBudget.check()`` found transfers that break a phase's rules, or
+    ``assert_no_transfers`` found a transfer in its block."""
 
 
 class TransferRuleError(CunumpyError, ValueError):

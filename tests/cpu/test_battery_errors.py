@@ -356,7 +356,7 @@ def _cases() -> list[Case]:
         for value in (lo - 1, hi + 1, 2**200, -(2**200)):
             add(
                 Case(
-                    f"overflow-{param}-{value if abs(value) < 2**100 else ('huge' if value > 0 else '-huge')}",
+                    f"overflow-{param}-{value if abs(value) < 2**100 else str(value)[:2]}",
                     f"call_scalars({param}={value})",
                     "KernelArgumentOverflowError",
                     "OverflowError",
@@ -517,7 +517,7 @@ def _cases() -> list[Case]:
         )
 
     # the struct declared in the kernel source, compared field by field at construction
-    declared = "struct P { double x; int n; float w[3]; };\\n__global__ void k(P p) {}"
+    declared = "struct P { double x; int n; float w[3]; };\n__global__ void k(P p) {}"
     for i, (fields, names) in enumerate(
         [
             ("[('n', 'int'), ('x', 'double'), ('w[3]', 'float')]", ("field 0 is 'x'", "'n'")),
@@ -689,12 +689,13 @@ def _cases() -> list[Case]:
             "full-message-keeps-everything",
             "from cunumpy.exceptions import CudaSignatureError\n"
             "try:\n"
-            f"    CudaKernel('__global__ void k(int n) {{}}', 'k' + 'x' * 5000)\n"
+            "    CudaKernel('__global__ void k(int n) {}', 'k' + 'x' * 5000)\n"
             "except CudaSignatureError as e:\n"
-            "    assert len(str(e)) < 2300 and len(e.full_message) > 5000, (len(str(e)), len(e.full_message))\n"
+            "    assert len(str(e)) < 2300 and len(e.full_message) > 5000\n"
             "    assert str(e).startswith(e.full_message[:100])\n"
             "    assert str(e).endswith(e.full_message[-100:])\n"
-            "    import pickle; assert pickle.loads(pickle.dumps(e)).full_message == e.full_message\n",
+            "    import pickle\n"
+            "    assert pickle.loads(pickle.dumps(e)).full_message == e.full_message\n",
             None,
         )
     )
@@ -743,7 +744,8 @@ def _cases() -> list[Case]:
     add(
         Case(
             "fake-cupy-alone-selects-the-emulated-device",
-            "import cunumpy as xp, cupy\nassert xp.get_backend() == 'cupy' and cupy.__cunumpy_fake__",
+            "import cunumpy as xp, cupy\n"
+            "assert xp.get_backend() == 'cupy' and cupy.__cunumpy_fake__",
             None,
             prelude="none",
             env={"CUNUMPY_FAKE_CUPY": "1", "CUNUMPY_BACKEND": ""},

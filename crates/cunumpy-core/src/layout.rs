@@ -23,7 +23,7 @@ pub enum LayoutError {
     InvalidStructName(String),
     #[error("struct {struct_name}: invalid field name {field:?}: a field name must be a C identifier, optionally followed by array extents like [3]")]
     InvalidFieldName { struct_name: String, field: String },
-    #[error("struct {struct_name}: duplicate field names {names:?}")]
+    #[error("struct {struct_name}: duplicate field names {}", quoted(.names))]
     DuplicateFields {
         struct_name: String,
         names: Vec<String>,
@@ -51,6 +51,15 @@ pub enum LayoutError {
         field: String,
         detail: String,
     },
+}
+
+/// `'a', 'b'`.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// C and C++ keywords (and CUDA's alternative tokens) that cannot name a struct or a field.
@@ -653,7 +662,10 @@ impl StructLayout {
                 .iter()
                 .map(|m| {
                     let extents: String = m.extents.iter().map(|e| format!("[{e}]")).collect();
-                    (m.name.clone(), FieldSpec::Text(format!("{}{extents}", m.ctype)))
+                    (
+                        m.name.clone(),
+                        FieldSpec::Text(format!("{}{extents}", m.ctype)),
+                    )
                 })
                 .collect();
             let declared = |m: &crate::parser::SourceMember| {

@@ -62,7 +62,9 @@ fn the_reader_finds_data_members_only() {
     );
     assert!(skipped.is_empty());
     let typedef = "typedef struct { float a; int b; } Q;";
-    assert!(matches!(&struct_definitions(typedef, "Q")[..], [StructDefinition::Members { members, .. }] if members.len() == 2));
+    assert!(
+        matches!(&struct_definitions(typedef, "Q")[..], [StructDefinition::Members { members, .. }] if members.len() == 2)
+    );
     let methods = "struct R { double a; __device__ double twice() const { return 2 * a; } static const int K = 2; };";
     let [StructDefinition::Members { members, skipped }] = &struct_definitions(methods, "R")[..]
     else {
@@ -94,30 +96,63 @@ fn a_matching_struct_passes_and_every_kind_of_difference_names_the_field() {
 
     let cases: &[(&[(&str, &str)], &str)] = &[
         (
-            &[("tag", "char"), ("y", "double*"), ("x", "double"), ("n[3]", "int"), ("s", "unsigned short")],
+            &[
+                ("tag", "char"),
+                ("y", "double*"),
+                ("x", "double"),
+                ("n[3]", "int"),
+                ("s", "unsigned short"),
+            ],
             "field 1 is 'x' (double x) in the CUDA source but 'y' (double* y) in the CudaStruct",
         ),
         (
-            &[("tag", "char"), ("x", "float"), ("y", "double*"), ("n[3]", "int"), ("s", "unsigned short")],
+            &[
+                ("tag", "char"),
+                ("x", "float"),
+                ("y", "double*"),
+                ("n[3]", "int"),
+                ("s", "unsigned short"),
+            ],
             "field 'x' is double x in the CUDA source but float x in the CudaStruct",
         ),
         (
-            &[("tag", "char"), ("x", "double"), ("y", "double*"), ("n[4]", "int"), ("s", "unsigned short")],
+            &[
+                ("tag", "char"),
+                ("x", "double"),
+                ("y", "double*"),
+                ("n[4]", "int"),
+                ("s", "unsigned short"),
+            ],
             "field 'n' is int n[3] in the CUDA source but int n[4] in the CudaStruct",
         ),
         (
-            &[("tag", "char"), ("x", "double"), ("y", "double*"), ("n[3]", "int")],
+            &[
+                ("tag", "char"),
+                ("x", "double"),
+                ("y", "double*"),
+                ("n[3]", "int"),
+            ],
             "field 4 's' (unsigned short s) of the CUDA source is missing from the CudaStruct",
         ),
         (
-            &[("tag", "char"), ("x", "double"), ("y", "double*"), ("n[3]", "int"), ("s", "unsigned short"), ("z", "int")],
+            &[
+                ("tag", "char"),
+                ("x", "double"),
+                ("y", "double*"),
+                ("n[3]", "int"),
+                ("s", "unsigned short"),
+                ("z", "int"),
+            ],
             "field 5 'z' (int z) of the CudaStruct is missing from the CUDA source",
         ),
     ];
     for (fields, expected) in cases {
         let ours = layout("P", fields);
         let got = ours.source_mismatch(SOURCE, true).unwrap_or_default();
-        assert!(got.starts_with("struct P in the CUDA source does not match its CudaStruct: "), "{got}");
+        assert!(
+            got.starts_with("struct P in the CUDA source does not match its CudaStruct: "),
+            "{got}"
+        );
         assert!(got.contains(expected), "{got}\nexpected: {expected}");
     }
     // const does not change the layout
@@ -169,7 +204,11 @@ fn compiler_offsets(cxx: &str, source: &str, name: &str, fields: &[&str]) -> Vec
         .arg(&exe)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}\n{src}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{src}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run = Command::new(&exe).output().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     String::from_utf8_lossy(&run.stdout)
@@ -197,7 +236,13 @@ fn offsets_of_a_matching_struct_are_the_compilers() {
     let t = layout("T", &[("c", "char"), ("d", "float"), ("n", "int")]);
     let measured = compiler_offsets(&cxx, src2, "T", &["c", "d", "n"]);
     let ours: Vec<usize> = t.fields.iter().map(|f| f.offset).chain([t.size]).collect();
-    assert_ne!(measured, ours, "the compiler lays the source struct out differently");
+    assert_ne!(
+        measured, ours,
+        "the compiler lays the source struct out differently"
+    );
     let message = t.source_mismatch(src2, true).unwrap_or_default();
-    assert!(message.contains("field 'd' is double d in the CUDA source but float d"), "{message}");
+    assert!(
+        message.contains("field 'd' is double d in the CUDA source but float d"),
+        "{message}"
+    );
 }

@@ -193,7 +193,11 @@ fn read_interface(iface: &Bound<'_, PyAny>) -> PyResult<DeviceInfo> {
     let iface = iface.cast::<PyDict>()?;
     let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
         iface.get_item(key)?.ok_or_else(|| {
-            pyo3::exceptions::PyTypeError::new_err(format!("__cuda_array_interface__ has no {key}"))
+            crate::errors::raise(
+                py,
+                "KernelArgumentTypeError",
+                format!("__cuda_array_interface__ has no {key:?}"),
+            )
         })
     };
     let shape: Vec<i64> = get("shape")?.extract()?;

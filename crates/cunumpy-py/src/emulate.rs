@@ -79,7 +79,8 @@ pub(crate) fn run(
     bounds: bool,
 ) -> PyResult<()> {
     let name = config.name();
-    emulated::validate(name, &shape, shared).map_err(|e| errors::launch_error(py, e))?;
+    emulated::validate(name, &shape, shared)
+        .map_err(|e| errors::kernel_launch_error(py, name, e))?;
     let (lib, _) = library_for(py, config)?;
     if lib.param_count() != flat.len() {
         return Err(errors::raise(

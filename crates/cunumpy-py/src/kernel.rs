@@ -14,7 +14,7 @@ use cunumpy_core::parser;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_runtime::{device, emulated, record, Device, Kernel, KernelSource, LoadedKernel};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -78,7 +78,7 @@ pub(crate) fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
 
 /// The stream a caller passed (`stream=`): a CuPy stream, an object with `.ptr` or
 /// `.cuda_stream`, or a raw handle.
-fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<StreamHandle> {
+fn stream_handle(obj: &Bound<'_, PyAny>, kernel: &str) -> PyResult<StreamHandle> {
     let py = obj.py();
     let raw = obj.extract::<usize>().ok().or_else(|| {
         [intern!(py, "ptr"), intern!(py, "cuda_stream")]
@@ -94,8 +94,9 @@ fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<StreamHandle> {
         py,
         "LaunchShapeTypeError",
         format!(
-            "stream must be a CuPy stream, an object with .ptr or .cuda_stream, or a raw handle \
-             (int), got {}",
+            "{kernel}: stream must be a CuPy stream, an object with .ptr or .cuda_stream, or a \
+             raw handle (int), got {} ({})",
+            obj.repr()?,
             obj.get_type().name()?
         ),
     ))
@@ -307,7 +308,10 @@ impl KernelLauncher {
 
     pub(crate) fn config(&self) -> PyResult<&Config> {
         self.config.get().ok_or_else(|| {
-            PyRuntimeError::new_err("the kernel was not configured (call _configure first)")
+            errors::raise_here(
+                "InvalidStateError",
+                "the kernel was not configured (call _configure first)".into(),
+            )
         })
     }
 
@@ -362,6 +366,12 @@ impl KernelLauncher {
         // 1. the launch shape
         let (shape, shared) =
             this.call_shape(py, &flat, args, n_threads, grid, block, shared_mem)?;
+        // a stream of the wrong kind is refused before anything runs (the emulated device
+        // ignores streams but not their type)
+        let given_stream = match stream {
+            Some(s) if !s.is_none() => Some(stream_handle(s, config.name())?),
+            _ => None,
+        };
         // The emulated device (fake CuPy): the same checks and packed buffer, run on the CPU
         // by the emulator (see emulate.rs).
         if device::emulated() {
@@ -400,9 +410,9 @@ impl KernelLauncher {
         loaded
             .prepare(config.name(), &shape, shared)
             .map_err(|e| errors::runtime_error(py, config.name(), e))?;
-        let stream = match stream {
-            Some(s) if !s.is_none() => stream_handle(s)?,
-            _ => crate::cupy_stream::stream_on_device(py, device)?,
+        let stream = match given_stream {
+            Some(s) => s,
+            None => crate::cupy_stream::stream_on_device(py, device)?,
         };
 
         // 4. launch, with the last call's buffer when the arguments are the same objects
@@ -417,7 +427,13 @@ impl KernelLauncher {
                 Some(b) => b,
                 None => match last.as_mut() {
                     Some(l) => &mut l.buffer,
-                    None => return Err(PyRuntimeError::new_err("internal: no packed arguments")),
+                    None => {
+                        return Err(errors::raise(
+                            py,
+                            "InternalError",
+                            "internal: no packed arguments".into(),
+                        ))
+                    }
                 },
             };
             // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
@@ -648,8 +664,8 @@ impl KernelLauncher {
         let given_block;
         let block_dims: &[u32] = match dims(block, "block", config.name())? {
             Some(b) => {
-                given_block =
-                    launch::block_shape(b.as_slice()).map_err(|e| errors::launch_error(py, e))?;
+                given_block = launch::block_shape(b.as_slice())
+                    .map_err(|e| errors::kernel_launch_error(py, config.name(), e))?;
                 &given_block
             }
             None => &config.block,
@@ -666,7 +682,7 @@ impl KernelLauncher {
             g.as_ref().map(Dims::as_slice),
             block_dims,
         )
-        .map_err(|e| errors::launch_error(py, e))?;
+        .map_err(|e| errors::kernel_launch_error(py, config.name(), e))?;
         let shared = u32::try_from(shared_mem).map_err(|_| {
             errors::raise(
                 py,
@@ -719,14 +735,12 @@ impl KernelLauncher {
         let last = matches!(rule, NThreadsFrom::LastAxis);
         let chosen = match rule {
             NThreadsFrom::Disabled => None,
-            NThreadsFrom::Callable(f) => {
-                dims(
-                    Some(&f.call1(py, (original,))?.into_bound(py)),
-                    "n_threads",
-                    self.config.get().map_or("kernel", |c| c.name()),
-                )?
-                    .map(|d| d.as_slice().to_vec())
-            }
+            NThreadsFrom::Callable(f) => dims(
+                Some(&f.call1(py, (original,))?.into_bound(py)),
+                "n_threads",
+                self.config.get().map_or("kernel", |c| c.name()),
+            )?
+            .map(|d| d.as_slice().to_vec()),
             NThreadsFrom::FirstArray => Some(vec![first().ok_or_else(missing)?[0]]),
             NThreadsFrom::LastAxis => {
                 let shape = first().ok_or_else(missing)?;
@@ -832,7 +846,8 @@ impl KernelLauncher {
         template_args: Option<Vec<String>>,
         check_signature: bool,
     ) -> PyResult<String> {
-        let block = launch::block_shape(&block).map_err(|e| errors::launch_error(py, e))?;
+        let block =
+            launch::block_shape(&block).map_err(|e| errors::kernel_launch_error(py, &name, e))?;
         let (plan, expression) = if check_signature {
             let names: Vec<String> = structs.iter().map(|(n, _)| n.clone()).collect();
             let signature =
@@ -870,9 +885,13 @@ impl KernelLauncher {
             block,
             plan,
         };
-        self.config
-            .set(config)
-            .map_err(|_| PyRuntimeError::new_err("the kernel is configured already"))?;
+        self.config.set(config).map_err(|_| {
+            errors::raise(
+                py,
+                "InvalidStateError",
+                "the kernel is configured already".into(),
+            )
+        })?;
         Ok(expression)
     }
 
@@ -890,7 +909,12 @@ impl KernelLauncher {
         unexpected: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let py = slf.py();
-        let name = slf.get().config.get().map_or("kernel", |c| c.name()).to_string();
+        let name = slf
+            .get()
+            .config
+            .get()
+            .map_or("kernel", |c| c.name())
+            .to_string();
         if let Some(extra) = unexpected.filter(|d| !d.is_empty()) {
             let names: Vec<String> = extra
                 .keys()
@@ -1006,7 +1030,13 @@ impl KernelLauncher {
     /// at the least (call it after one ordinary launch).
     fn _bare_launch(&self, py: Python<'_>) -> PyResult<()> {
         let config = self.config()?;
-        let first = || PyRuntimeError::new_err("_bare_launch: launch the kernel once first");
+        let first = || {
+            errors::raise(
+                py,
+                "InvalidStateError",
+                "_bare_launch: launch the kernel once first".into(),
+            )
+        };
         let loaded = config.kernel.any_loaded().ok_or_else(first)?;
         let mut last = lock(&self.last_call);
         let call = last.as_mut().ok_or_else(first)?;
@@ -1014,8 +1044,11 @@ impl KernelLauncher {
         // references taken here keep them so for the launch
         let alive: Option<Vec<_>> = call.objects.iter().map(|h| h.get(py)).collect();
         if alive.is_none() {
-            return Err(PyRuntimeError::new_err(
-                "_bare_launch: the last call's arrays are gone; launch the kernel again first",
+            return Err(errors::raise(
+                py,
+                "InvalidStateError",
+                "_bare_launch: the last call's arrays are gone; launch the kernel again first"
+                    .into(),
             ));
         }
         // SAFETY: the buffer was packed and checked by an earlier launch of this kernel with
@@ -1109,7 +1142,7 @@ impl KernelLauncher {
         let buffer = self.pack(py, config, &flat, device)?;
         let loaded = self.loaded_for(py, device)?;
         let shape = launch::launch_shape(Some(&[n_threads]), None, &config.block)
-            .map_err(|e| errors::launch_error(py, e))?;
+            .map_err(|e| errors::kernel_launch_error(py, config.name(), e))?;
         Ok((device, buffer, loaded, shape))
     }
 }

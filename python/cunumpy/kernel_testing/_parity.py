@@ -10,6 +10,7 @@ import numpy as np
 
 from .._backend import use_backend
 from .._conversions import is_cupy_array, to_numpy
+from ..exceptions import InvalidArgumentError, InvalidArgumentTypeError, KernelParityError
 from ..kernels._catalog import KernelCatalog
 from ..kernels._dispatch import Kernel
 from ._markers import cuda_gate
@@ -75,7 +76,7 @@ def _selected(kernel: Kernel, args: tuple[Any, ...], outputs: Any) -> dict[str, 
             entry, field = entry.split(".", 1)
         if isinstance(entry, str):
             if entry not in names:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{kernel.name}: output {entry!r} is not a parameter of the host kernel "
                     f"({', '.join(names)})"
                 )
@@ -83,7 +84,9 @@ def _selected(kernel: Kernel, args: tuple[Any, ...], outputs: Any) -> dict[str, 
         else:
             index = entry + len(args) if entry < 0 else entry
         if not 0 <= index < len(args):
-            raise ValueError(f"{kernel.name}: output {entry!r} names no argument of the call")
+            raise InvalidArgumentError(
+                f"{kernel.name}: output {entry!r} names no argument of the call"
+            )
         value, label = args[index], f"argument {index}"
         if field is not None:
             value = value[field] if isinstance(value, dict) else getattr(value, field)
@@ -112,16 +115,18 @@ def assert_kernels_agree(
     ``n_threads`` may be a function of the arguments. Returns the host arrays by name. Skips
     without a device backend (fails with ``CUNUMPY_REQUIRE_CUDA``)."""
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"assert_kernels_agree needs a Kernel, got {type(kernel).__name__}")
+        raise InvalidArgumentTypeError(
+            f"assert_kernels_agree needs a Kernel, got {type(kernel).__name__}"
+        )
     if kernel.cuda_kernel is None:
-        raise ValueError(f"kernel {kernel.name!r} has no CUDA version")
+        raise InvalidArgumentError(f"kernel {kernel.name!r} has no CUDA version")
     if n_threads is None and grid is None and kernel.cuda_kernel.n_threads_from is None:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"kernel {kernel.name!r}: pass n_threads= or grid= (its CudaKernel has "
             "n_threads_from=None)"
         )
     if n_calls < 1:
-        raise ValueError(f"n_calls must be at least 1, got {n_calls}")
+        raise InvalidArgumentError(f"n_calls must be at least 1, got {n_calls}")
     if cuda_gate("device"):
         import pytest
 
@@ -139,7 +144,7 @@ def assert_kernels_agree(
 
     host, device = results["numpy"], results["cupy"]
     if set(host) != set(device):
-        raise AssertionError(
+        raise KernelParityError(
             f"{kernel.name}: the host and CUDA calls do not have the same array arguments "
             f"(host: {sorted(host)}, CUDA: {sorted(device)}); make_args must build the same "
             "structure on both backends"
@@ -164,13 +169,13 @@ def check_parity(kernel: Kernel, **overrides: Any) -> dict[str, np.ndarray]:
     :data:`TEST_ARGS_SETTINGS`; keyword ``overrides`` win."""
     module = kernel.test_args
     if module is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"kernel {kernel.name!r} has no test-arguments module "
             f"({kernel.name}_test_args.py next to its host kernel)"
         )
     make_args = getattr(module, "make_args", None)
     if not callable(make_args):
-        raise ValueError(f"{module.__name__} must define make_args(backend, seed)")
+        raise InvalidArgumentError(f"{module.__name__} must define make_args(backend, seed)")
     settings = {
         keyword: getattr(module, constant)
         for constant, keyword in TEST_ARGS_SETTINGS.items()

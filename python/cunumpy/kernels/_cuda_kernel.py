@@ -33,8 +33,11 @@ from ..exceptions import (
     CudaSignatureError,
     CudaSourceEncodingError,
     CudaStructTypeError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     KernelArgumentTypeError,
     LaunchShapeTypeError,
+    NonFiniteOutputError,
 )
 from ._vectorcall import use_vectorcall
 
@@ -74,9 +77,8 @@ def _block_tuple(block_size: Any, name: str) -> tuple[int, ...]:
     floats, bools) is refused rather than iterated or truncated."""
 
     def one(value: Any) -> int:
-        if isinstance(value, bool | np.bool_):
-            raise TypeError
-        return operator.index(value)
+        # a bool is an int to operator.index; index it as a str instead, which refuses it
+        return operator.index("bool" if isinstance(value, bool | np.bool_) else value)
 
     try:
         if not isinstance(block_size, str | bytes):
@@ -464,7 +466,7 @@ class CudaKernel(_core.KernelLauncher):
         for i, a in enumerate(args):
             if isinstance(a, cupy.ndarray) and a.dtype.kind in "fc" and a.size:
                 if not bool(cupy.isfinite(a).all()):
-                    raise FloatingPointError(
+                    raise NonFiniteOutputError(
                         f"kernel {self._name!r} left a NaN or inf in argument {i} "
                         f"(dtype {a.dtype}, shape {a.shape})"
                     )
@@ -506,7 +508,7 @@ class CudaKernelVariants:
         if kernel is None:
             kernel = self._factory(*key)
             if not isinstance(kernel, CudaKernel):
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"the variant factory must return a CudaKernel, got {type(kernel).__name__}"
                 )
             self._kernels[key] = kernel
@@ -536,7 +538,7 @@ def compile_kernels(kernels: dict[Any, CudaKernel], *, jobs: int | None = 1) -> 
     if jobs is None:
         jobs = os.cpu_count() or 1
     if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+        raise InvalidArgumentError(f"jobs must be at least 1, got {jobs}")
 
     def attempt(item: tuple[Any, CudaKernel]) -> tuple[Any, BaseException | None]:
         key, kernel = item

@@ -146,8 +146,7 @@ fn arity_detail(required: usize, expected: usize, given: Option<usize>) -> Strin
 fn bare_type(ctype: &str) -> String {
     ctype
         .split(|c: char| c.is_whitespace() || c == '*' || c == '&')
-        .filter(|w| !w.is_empty() && !matches!(*w, "const" | "volatile" | "struct" | "__restrict__"))
-        .next_back()
+        .rfind(|w| !w.is_empty() && !matches!(*w, "const" | "volatile" | "struct" | "__restrict__"))
         .unwrap_or(ctype)
         .to_string()
 }

@@ -39,8 +39,8 @@ use std::collections::{HashMap, HashSet};
 use crate::signature::{Param, Signature, TemplateParam};
 use decl::{split_top_level, KernelDecl, Source};
 pub use error::SignatureError;
-pub use structs::{struct_definitions, SourceMember, StructDefinition};
 use lexer::{bracket_matches, join, tokenize, TokKind, Token};
+pub use structs::{struct_definitions, SourceMember, StructDefinition};
 
 /// Every `__global__` function's name, in source order, each once. Comments, literals and
 /// preprocessor directives are ignored.
