@@ -163,6 +163,7 @@ pub fn runtime_error(py: Python<'_>, kernel: &str, err: cunumpy_runtime::Runtime
         RuntimeError::Launch(e) => launch_error(py, e),
         RuntimeError::Fusion(e) => fusion_error(py, e),
         RuntimeError::Setting(message) => raise(py, "BackendError", message),
+        RuntimeError::Graph(g) => crate::graph::graph_error(py, g),
         RuntimeError::Internal(what) => raise(py, "InternalError", format!("internal: {what}")),
     }
 }
