@@ -14,6 +14,7 @@ __all__ = [
     "InvalidStateError",
     "InternalError",
     "HostMemoryError",
+    "MetalUnavailableError",
     "NonFiniteOutputError",
     "KernelPackageError",
     "KernelParityError",
@@ -162,6 +163,11 @@ class KernelPackageError(CunumpyError, ModuleNotFoundError):
 class KernelParityError(CunumpyError, AssertionError):
     """``kernel_testing.assert_kernels_agree`` found host and CUDA calls that cannot be compared
     (different array arguments)."""
+
+
+class MetalUnavailableError(CunumpyError, ImportError):
+    """A ``MetalKernel`` call needs MLX on an Apple silicon Mac with a Metal GPU (or
+    ``CUNUMPY_FAKE_METAL=1`` for the emulated Metal device)."""
 
 
 class BackendError(CunumpyError, ValueError):

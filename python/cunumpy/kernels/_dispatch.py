@@ -98,7 +98,7 @@ class Kernel(_core.KernelDispatcher):
         metal_path: str | os.PathLike[str] | None = None,
     ) -> None:
         if metal_kernel is not None and not isinstance(metal_kernel, MetalKernel):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"metal_kernel must be a MetalKernel or None, got {type(metal_kernel).__name__}"
             )
         if dispatch not in ("backend", "arrays"):
