@@ -79,10 +79,12 @@ FAULTS = {
         ("'f'",),
     ),
     "deadlock": (
-        "if (threadIdx.x < 4) __syncthreads(); x[threadIdx.x] = 1.0;",
+        # half the block at __syncthreads, the other half at a __syncwarp the first half
+        # never reaches (threads that have exited do not hold a barrier, as on a GPU)
+        "if (threadIdx.x < 4) { __syncthreads(); } else { __syncwarp(); } x[threadIdx.x] = 1;",
         "EmulatedKernelFault",
         "deadlock",
-        ("'f'",),
+        ("'f'", "4 thread(s) wait at __syncthreads()"),
     ),
     "write-past-the-end": (
         "x[threadIdx.x + 8] = 1.0;",
