@@ -166,8 +166,9 @@ class KernelParityError(CunumpyError, AssertionError):
 
 
 class MetalUnavailableError(CunumpyError, ImportError):
-    """A ``MetalKernel`` call needs MLX on an Apple silicon Mac with a Metal GPU (or
-    ``CUNUMPY_FAKE_METAL=1`` for the emulated Metal device)."""
+    """A ``MetalKernel`` call needs MLX, which is not installed (on an Apple silicon Mac:
+    ``pip install 'cunumpy[metal]'``; elsewhere ``CUNUMPY_FAKE_METAL=1`` for the emulated
+    Metal device)."""
 
 
 class BackendError(CunumpyError, ValueError):

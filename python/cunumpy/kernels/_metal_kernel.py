@@ -21,6 +21,7 @@ from .. import _config, _core
 from .._ledger import record
 from ..exceptions import (
     InvalidArgumentTypeError,
+    InvalidStateError,
     KernelArgumentOverflowError,
     KernelArgumentTypeError,
     KernelArgumentValueError,
@@ -449,7 +450,7 @@ class MetalKernel:
                 "Metal device"
             )
         if not metal_available():
-            raise MetalUnavailableError(
+            raise InvalidStateError(
                 f"MetalKernel {self.name!r} needs a Metal GPU, but MLX reports none "
                 "(set CUNUMPY_FAKE_METAL=1 to run on the emulated Metal device)"
             )
