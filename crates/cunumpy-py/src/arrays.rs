@@ -3,7 +3,6 @@
 
 use cunumpy_core::args::{Arg, DeviceArray, Scalar, ScalarSource};
 use cunumpy_core::dtype::DType;
-use pyo3::exceptions::PyOverflowError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -197,7 +196,11 @@ fn read_interface(iface: &Bound<'_, PyAny>) -> PyResult<DeviceInfo> {
     let iface = iface.cast::<PyDict>()?;
     let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
         iface.get_item(key)?.ok_or_else(|| {
-            pyo3::exceptions::PyTypeError::new_err(format!("__cuda_array_interface__ has no {key}"))
+            crate::errors::raise(
+                py,
+                "KernelArgumentTypeError",
+                format!("__cuda_array_interface__ has no {key:?}"),
+            )
         })
     };
     let shape: Vec<i64> = get("shape")?.extract()?;
@@ -256,9 +259,11 @@ fn python_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
         }
         return match obj.extract::<i128>() {
             Ok(v) => Ok(Some(Scalar::Int(v))),
-            Err(_) => Err(PyOverflowError::new_err(format!(
-                "the integer {obj} does not fit any C integer type"
-            ))),
+            Err(_) => Err(crate::errors::raise(
+                obj.py(),
+                "KernelArgumentOverflowError",
+                format!("the integer {obj} does not fit any C integer type"),
+            )),
         };
     }
     if obj.is_exact_instance_of::<PyBool>() {
@@ -277,7 +282,14 @@ fn python_scalar_subclass(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
         return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
     }
     if obj.is_instance_of::<PyInt>() {
-        return Ok(obj.extract::<i128>().ok().map(Scalar::Int));
+        return match obj.extract::<i128>() {
+            Ok(v) => Ok(Some(Scalar::Int(v))),
+            Err(_) => Err(crate::errors::raise(
+                obj.py(),
+                "KernelArgumentOverflowError",
+                format!("the integer {obj} does not fit any C integer type"),
+            )),
+        };
     }
     if obj.is_instance_of::<PyFloat>() {
         return Ok(Some(Scalar::Float(obj.extract()?)));
