@@ -11,8 +11,8 @@ use cunumpy_core::dtype::DType;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_fusion::{
-    self as fusion, Axis, DevicePlan, DevicePointers, FusionError, Graph, GraphBuilder,
-    KernelKind, Operand, ParamValue, Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
+    self as fusion, Axis, DevicePlan, DevicePointers, FusionError, Graph, GraphBuilder, KernelKind,
+    Operand, ParamValue, Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
 };
 use cunumpy_runtime::fused::{Extents, LoadedPlan};
 pub(crate) use cunumpy_runtime::host::{byte_range, overlaps, HostArray as HostView};
@@ -257,7 +257,6 @@ pub(crate) fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarV
     ))
 }
 
-
 /// NumPy's `PyArrayInterface`, what an `__array_struct__` capsule points at (a stable ABI:
 /// the array interface protocol, version 3).
 #[repr(C)]
@@ -401,7 +400,6 @@ fn host_view(
         shape,
     })
 }
-
 
 impl FusionPlan {
     fn name(&self) -> &str {
@@ -804,7 +802,13 @@ impl FusionPlan {
                 let params: Vec<(String, String, String)> = l
                     .params
                     .iter()
-                    .map(|p| (p.name.clone(), fusion::param_c_type(p), param_value(&p.value)))
+                    .map(|p| {
+                        (
+                            p.name.clone(),
+                            fusion::param_c_type(p),
+                            param_value(&p.value),
+                        )
+                    })
                     .collect();
                 ld.set_item("params", params)?;
                 launches.append(ld)?;

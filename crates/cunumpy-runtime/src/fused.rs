@@ -18,8 +18,8 @@ use cunumpy_core::sync::lock;
 use cunumpy_cuda::{CudaError, Function, Module, StreamHandle};
 use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_fusion::{
-    launch_args, launch_signature, DevicePlan, DevicePointers, DeviceTarget, HostLoopCache,
-    Launch, ParamValue, Plan, ScalarValue,
+    launch_args, launch_signature, DevicePlan, DevicePointers, DeviceTarget, HostLoopCache, Launch,
+    ParamValue, Plan, ScalarValue,
 };
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -255,9 +255,16 @@ mod tests {
         let mut out = [0u8; 3];
         // SAFETY: live arrays of the plan's shapes and one-byte elements.
         let err = unsafe {
-            fused.run_host(&[view(&bad, DType::Bool)], &[view_mut(&mut out, DType::Bool)], &[])
+            fused.run_host(
+                &[view(&bad, DType::Bool)],
+                &[view_mut(&mut out, DType::Bool)],
+                &[],
+            )
         }
         .unwrap_err();
-        assert!(err.to_string().contains("bytes other than 0 and 1"), "{err}");
+        assert!(
+            err.to_string().contains("bytes other than 0 and 1"),
+            "{err}"
+        );
     }
 }

@@ -69,8 +69,11 @@ impl Params {
     /// Puts the parameters in their launch order: arrays read, arrays written (and
     /// workspace), scalar parameters, then sizes and strides.
     fn sort(&mut self) {
-        self.list
-            .sort_by_key(|p| match (&p.value, matches!(p.kind, ParamKind::Pointer { is_const: true, .. })) {
+        self.list.sort_by_key(|p| {
+            match (
+                &p.value,
+                matches!(p.kind, ParamKind::Pointer { is_const: true, .. }),
+            ) {
                 (
                     ParamValue::Input(_) | ParamValue::Output(_) | ParamValue::Workspace { .. },
                     true,
@@ -81,7 +84,8 @@ impl Params {
                 ) => 1,
                 (ParamValue::Scalar(_), _) => 2,
                 (ParamValue::Int(_), _) => 3,
-            });
+            }
+        });
     }
 
     fn signature(&mut self) -> String {

@@ -115,12 +115,7 @@ pub fn launch_args(
                     bad(launch, &p.name, "a declared scalar".into(), format!("{i}"))
                 })?;
                 if p.kind != ParamKind::Scalar(dtype) {
-                    return Err(bad(
-                        launch,
-                        &p.name,
-                        dtype.to_string(),
-                        param_c_type(p),
-                    ));
+                    return Err(bad(launch, &p.name, dtype.to_string(), param_c_type(p)));
                 }
                 let cast = to_sv(*value, dtype)
                     .ok_or_else(|| bad(launch, &p.name, dtype.to_string(), format!("{value:?}")))?;
@@ -128,7 +123,9 @@ pub fn launch_args(
                 // and it writes these very bits
                 Arg::Scalar(from_sv(cast), ScalarSource::NumPy(dtype))
             }
-            ParamValue::Int(v) => Arg::Scalar(Scalar::Int((*v).into()), ScalarSource::NumPy(DType::Int64)),
+            ParamValue::Int(v) => {
+                Arg::Scalar(Scalar::Int((*v).into()), ScalarSource::NumPy(DType::Int64))
+            }
         };
         out.push(arg);
     }
@@ -182,11 +179,15 @@ mod tests {
             match &param.value {
                 ParamValue::Input(0) => assert_eq!(bytes, &0x1000u64.to_le_bytes()),
                 ParamValue::Output(0) => assert_eq!(bytes, &0x2000u64.to_le_bytes()),
-                // a weak Python float meets float32: the parameter is a float
+                // the parameter has the scalar's declared dtype, and holds 2.5 in it
                 ParamValue::Scalar(0) => {
-                    assert_eq!(param.kind, ParamKind::Scalar(DType::Float32));
-                    assert_eq!(planned.scalars[0].0, DType::Float32);
-                    assert_eq!(bytes, &2.5f32.to_le_bytes());
+                    let declared = planned.scalars[0].0;
+                    assert_eq!(param.kind, ParamKind::Scalar(declared));
+                    let want = match declared {
+                        DType::Float32 => 2.5f32.to_le_bytes().to_vec(),
+                        _ => 2.5f64.to_le_bytes().to_vec(),
+                    };
+                    assert_eq!(bytes, &want);
                 }
                 ParamValue::Int(v) => assert_eq!(bytes, &(*v as i32).to_le_bytes()),
                 other => panic!("unexpected parameter {other:?}"),
@@ -264,6 +265,9 @@ mod tests {
             workspace: 0,
         };
         let err = packed(&p, &launch, &ptrs, &[]).unwrap_err();
-        assert!(err.contains("k(): argument 0 (int n)") && err.contains("out of range"), "{err}");
+        assert!(
+            err.contains("k(): argument 0 (int n)") && err.contains("out of range"),
+            "{err}"
+        );
     }
 }

@@ -8,5 +8,5 @@ pub(crate) mod elem;
 mod value;
 pub(crate) mod vmath;
 
-pub(crate) use value::{from_sv, to_sv};
 pub use value::ScalarValue;
+pub(crate) use value::{from_sv, to_sv};
