@@ -6,6 +6,8 @@ would expect to catch (``TypeError``, ``ValueError``, ``RuntimeError``).
 
 from __future__ import annotations
 
+from numpy.exceptions import AxisError as _AxisError
+
 __all__ = [
     "CunumpyError",
     "BackendError",
@@ -25,6 +27,8 @@ __all__ = [
     "FusionTypeError",
     "FusionValueError",
     "FusionUnsupportedError",
+    "FusionAxisError",
+    "FusionOverflowError",
     "CudaStructError",
     "DeviceMirrorError",
     "KernelOutputsError",
@@ -147,6 +151,24 @@ class FusionValueError(FusionError, ValueError):
 class FusionUnsupportedError(FusionError, TypeError):
     """A fused function uses an operation the fusion compiler does not support; the message
     names the operation and the line of the user's function."""
+
+
+class FusionAxisError(FusionValueError, _AxisError):
+    """A reduction's ``axis`` is out of range for its argument (also NumPy's ``AxisError``, so
+    ``except np.exceptions.AxisError`` catches it as it catches NumPy's own)."""
+
+    def __init__(self, message: str) -> None:
+        # AxisError's own constructor takes (axis, ndim, prefix); keep the message as given
+        ValueError.__init__(self, message)
+        self._message = message
+
+    def __str__(self) -> str:
+        return self._message
+
+
+class FusionOverflowError(FusionError, OverflowError):
+    """A Python integer given to a fused function does not fit the dtype it is used with, as
+    NumPy 2 raises for ``int8_array + 300``."""
 
 
 class EmulationError(CunumpyError, RuntimeError):

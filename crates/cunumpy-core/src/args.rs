@@ -283,9 +283,10 @@ impl ArgPlan {
         Err(error(
             ArgErrorKind::Type,
             format!(
-                "{}() takes {} argument(s) after flattening argument objects, got {given}",
+                "{}() takes {} argument{} after flattening argument objects, got {given}",
                 self.kernel,
-                self.params.len()
+                self.params.len(),
+                if self.params.len() == 1 { "" } else { "s" }
             ),
         ))
     }

@@ -155,6 +155,7 @@ pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {
     let class = match &err {
         FusionError::UnknownOp { .. } => "FusionUnsupportedError",
         FusionError::Type { .. } | FusionError::UnsupportedDType { .. } => "FusionTypeError",
+        FusionError::Axis { .. } => "FusionAxisError",
         _ => "FusionValueError",
     };
     raise(py, class, err.to_string())

@@ -28,6 +28,10 @@ fn err(py: Python<'_>, e: FusionError) -> PyErr {
     errors::fusion_error(py, e)
 }
 
+/// The float16 dtype's name: the graph computes float16 values in float32 (see
+/// `GraphBuilder::mark_half`).
+const HALF: &str = "float16";
+
 fn dtype_arg(py: Python<'_>, what: &str, name: &str) -> PyResult<DType> {
     DType::from_name(name).ok_or_else(|| {
         errors::raise(
@@ -76,13 +80,32 @@ impl FusionGraphBuilder {
     }
 
     /// Declares the next array argument; returns its value id.
+    /// (A float16 input is a float32 one that the graph treats as float16: the caller passes
+    /// the array converted to float32.)
     fn input(&self, py: Python<'_>, dtype: &str, ndim: usize) -> PyResult<u32> {
+        if dtype == HALF {
+            return self
+                .with(py, |g| {
+                    let v = g.input(DType::Float32, ndim)?;
+                    g.mark_half(v).map(|_| v)
+                })
+                .map(|v| v.0);
+        }
         let d = dtype_arg(py, "input", dtype)?;
         self.with(py, |g| g.input(d, ndim)).map(|v| v.0)
     }
 
-    /// Declares the next scalar parameter (weak: a Python scalar).
+    /// Declares the next scalar parameter (weak: a Python scalar; a float16 one is passed
+    /// as its float value).
     fn scalar(&self, py: Python<'_>, dtype: &str, weak: bool) -> PyResult<u32> {
+        if dtype == HALF {
+            return self
+                .with(py, |g| {
+                    let v = g.scalar(DType::Float32, weak)?;
+                    g.mark_half(v).map(|_| v)
+                })
+                .map(|v| v.0);
+        }
         let d = dtype_arg(py, "scalar", dtype)?;
         self.with(py, |g| g.scalar(d, weak)).map(|v| v.0)
     }
@@ -94,6 +117,9 @@ impl FusionGraphBuilder {
     }
 
     fn astype(&self, py: Python<'_>, value: u32, dtype: &str) -> PyResult<u32> {
+        if dtype == HALF {
+            return self.with(py, |g| g.to_half(Value(value))).map(|v| v.0);
+        }
         let d = dtype_arg(py, "astype", dtype)?;
         self.with(py, |g| g.astype(Value(value), d)).map(|v| v.0)
     }
@@ -137,8 +163,8 @@ impl FusionGraphBuilder {
 
     /// `(dtype name, ndim, weak)` of a value.
     fn info(&self, py: Python<'_>, value: u32) -> PyResult<(&'static str, usize, bool)> {
-        self.with(py, |g| g.info(Value(value)))
-            .map(|i| (i.dtype.name(), i.ndim, i.weak))
+        self.with(py, |g| Ok((g.info(Value(value))?, g.is_half(Value(value)))))
+            .map(|(i, half)| (if half { HALF } else { i.dtype.name() }, i.ndim, i.weak))
     }
 
     /// Marks the next output.
@@ -892,6 +918,7 @@ impl FusionPlan {
                 "a replay updates the parameters of CudaKernel and Kernel launches only; pass \
                  it to a CudaKernel, or capture the graph again for each value",
             )?;
+            crate::graph::fix_derived(py, &format!("fused function '{}'", self.name()), &given)?;
             // the captured launches point at these arrays (and the workspace) at every replay
             crate::graph::keep(inputs.iter().chain(&outputs).chain(workspace.as_ref()));
         }

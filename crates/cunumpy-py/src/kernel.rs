@@ -225,6 +225,12 @@ impl KernelLauncher {
         let flat = flatten(args)?;
         if crate::graph::capturing() {
             crate::graph::fix_shape_params(config.name(), &[n_threads, grid, block]);
+            let kernel = format!("kernel '{}'", config.name());
+            let shape_args: Vec<&Bound<'_, PyAny>> =
+                [n_threads, grid, block].into_iter().flatten().collect();
+            crate::graph::fix_derived(py, &format!("the launch shape of {kernel}"), &shape_args)?;
+            let objects: Vec<&Bound<'_, PyAny>> = flat.iter().collect();
+            crate::graph::fix_derived(py, &kernel, &objects)?;
         }
 
         // 1. the launch shape

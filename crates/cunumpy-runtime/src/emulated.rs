@@ -162,9 +162,12 @@ pub fn is_loaded(source: &str, expression: &str, options: &[String]) -> bool {
 /// build compiles (pointer parameters become accessor types, which a kernel handing them to a
 /// template deducing `T*` does not accept). Blocks for that compile.
 pub fn use_checked_build(lib: &EmuLibrary, bounds: bool, shuffle_seed: Option<u64>) -> bool {
-    bounds
+    let start = std::time::Instant::now();
+    let checked = bounds
         && (shuffle_seed.is_some()
-            || !matches!(lib.prepare_checked(), Err(EmuError::Compile { .. })))
+            || !matches!(lib.prepare_checked(), Err(EmuError::Compile { .. })));
+    crate::count_compile_time(start);
+    checked
 }
 
 /// Validates `shape` and `shared` bytes of dynamic shared memory against the emulated

@@ -5,6 +5,7 @@
 
 pub(crate) mod complex;
 pub(crate) mod elem;
+pub(crate) mod extra;
 mod value;
 pub(crate) mod vmath;
 
