@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cunumpy as xp
-from cunumpy.exceptions import CudaPortInputError, CudaPortRaceError, CudaPortUnsupportedError
+from cunumpy.exceptions import CudaPortError, CudaPortInputError, CudaPortRaceError, CudaPortUnsupportedError
 from cunumpy.kernel_testing import (
     assert_kernels_agree,
     emulation_compiler,
@@ -241,3 +241,56 @@ def test_port_command_writes_next_to_the_kernel_and_checks_parity(tmp_path):
     assert refused.returncode == 1
     assert "refused: racy, line 16: reads 'x' at an index other than 'i'" in refused.stdout
     assert not (folder / "racy_cuda.cu").exists()
+
+
+@needs_compiler
+def test_struct_class_named_in_annotation_is_laid_out_and_agrees(emulated):
+    """``args: "GridArguments"`` names a Pyccel argument class: it becomes a struct argument
+    laid out by ``CudaStruct.from_pyccel_class`` (the 2-D field a ``CArray2D`` view), and the
+    generated kernel agrees with the host kernel."""
+    from port_cases import grid_args_maker
+
+    from cunumpy.arguments import CudaStruct
+
+    src = generate_cuda(pk.eval_on_grid)
+    expected = CudaStruct.from_pyccel_class(
+        Path(pk.__file__), "GridArguments", contiguous=True
+    )
+    assert [s.name for s in src.structs] == ["GridArguments"]
+    assert src.structs[0].offsets == expected.offsets
+    assert "CArray2D<double> coef;" in src and "args.coef(" in src
+    kernel = Kernel(pk.eval_on_grid, src.cuda_kernel())
+    out = assert_kernels_agree(
+        kernel, grid_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert any(np.any(a != 0) for a in out.values())
+
+
+@needs_compiler
+def test_plus_equal_into_a_struct_view_field_is_atomic(emulated):
+    from port_cases import grid_args_maker
+
+    src = generate_cuda(pk.deposit_on_grid)
+    assert src.atomics == ("args.coef",)
+    xs, host_args, _, n = grid_args_maker(src.structs[0])("numpy", 3)
+    xs = np.asarray(xs)
+    coef0 = host_args.coef.copy()
+    pk.deposit_on_grid(xs, host_args, n)
+    import cupy
+
+    coef_d = cupy.asarray(coef0)
+    dev = src.structs[0](
+        coef=coef_d, h=host_args.h, nx=host_args.nx, shift=cupy.asarray(host_args.shift)
+    )
+    src.cuda_kernel()(cupy.asarray(xs), dev, n)
+    np.testing.assert_allclose(cupy.asnumpy(coef_d), host_args.coef, rtol=1e-12, atol=1e-12)
+    assert not np.array_equal(host_args.coef, coef0)
+
+
+def test_unknown_annotation_class_is_refused_by_name():
+    from cunumpy.kernels._generate import translate_source
+
+    source = "def k(a: 'float[:]', g: 'NoSuchArgs', n: int):\n    for i in range(n):\n        a[i] = 0.0\n"
+    with pytest.raises(CudaPortError) as info:
+        translate_source(source, "k")
+    assert "NoSuchArgs" in str(info.value) and info.value.line == 1

@@ -469,18 +469,23 @@ impl<'a> Translator<'a> {
             }
             return Ok((format!("{key}[{}]", strip_parens(&x)), Ty::Scalar(s)));
         }
-        let base = name_of(value).ok_or_else(|| {
-            self.unsupported(
-                e,
-                "subscript",
-                "only arrays named by a variable can be indexed".into(),
-            )
-        })?;
-        let t = f
-            .vars
-            .get(base)
-            .cloned()
-            .ok_or_else(|| self.unsupported(e, "name", format!("'{base}' is not defined")))?;
+        let view = struct_field(f, value).filter(|(_, t)| matches!(t, Ty::View(..)));
+        let (base, t): (&str, Ty) = match &view {
+            Some((key, t)) => (key.as_str(), t.clone()),
+            None => {
+                let base = name_of(value).ok_or_else(|| {
+                    self.unsupported(
+                        e,
+                        "subscript",
+                        "only arrays named by a variable can be indexed".into(),
+                    )
+                })?;
+                let t = f.vars.get(base).cloned().ok_or_else(|| {
+                    self.unsupported(e, "name", format!("'{base}' is not defined"))
+                })?;
+                (base, t)
+            }
+        };
         let idx = indices(e);
         if t.rank() == 0 {
             return Err(self.unsupported(
@@ -1059,7 +1064,7 @@ impl<'a> Translator<'a> {
                         s.c(), dims.len(), s.c(), ext.join(", ")
                     ));
                 }
-                Ty::Array(..) | Ty::Struct(..) => {}
+                Ty::Array(..) | Ty::Struct(..) | Ty::View(..) => {}
             }
         }
         out
@@ -1443,8 +1448,18 @@ pub(crate) fn collect_assigns<'j>(
     }
 }
 
-/// `p.x` where `p` is a struct argument and `x` one of its array fields: ("p.x", element type).
+/// `p.x` where `p` is a struct argument and `x` one of its 1-D pointer fields: ("p.x",
+/// element type).
 pub(crate) fn struct_field_array(f: &FnCx, value: &Json) -> Option<(String, Scalar)> {
+    struct_field(f, value).and_then(|(k, t)| match t {
+        Ty::Array(s, _) => Some((k, s)),
+        _ => None,
+    })
+}
+
+/// `p.x` where `p` is a struct argument and `x` one of its array fields (a 1-D pointer or an
+/// array view): ("p.x", its type).
+pub(crate) fn struct_field(f: &FnCx, value: &Json) -> Option<(String, Ty)> {
     if value.kind() != "Attribute" {
         return None;
     }
@@ -1452,7 +1467,9 @@ pub(crate) fn struct_field_array(f: &FnCx, value: &Json) -> Option<(String, Scal
     let attr = value.get("attr").as_str()?;
     match f.vars.get(base) {
         Some(Ty::Struct(_, fields)) => fields.iter().find_map(|(n, t)| match t {
-            Ty::Array(s, _) if n == attr => Some((format!("{base}.{attr}"), *s)),
+            Ty::Array(..) | Ty::View(..) if n == attr => {
+                Some((format!("{base}.{attr}"), t.clone()))
+            }
             _ => None,
         }),
         _ => None,
@@ -1462,7 +1479,7 @@ pub(crate) fn struct_field_array(f: &FnCx, value: &Json) -> Option<(String, Scal
 /// The array a subscript's base names, as the proof keys it: an array argument (`rho`) or an
 /// array field of a struct argument (`p.x`); None for local arrays and anything else.
 pub(crate) fn array_key(f: &FnCx, value: &Json) -> Option<String> {
-    if let Some((key, _)) = struct_field_array(f, value) {
+    if let Some((key, _)) = struct_field(f, value) {
         return Some(key);
     }
     let n = name_of(value)?;
@@ -1476,7 +1493,7 @@ pub(crate) fn key_type(f: &FnCx, key: &str) -> (usize, Scalar) {
             Some(Ty::Struct(_, fields)) => fields
                 .iter()
                 .find(|(n, _)| n == field)
-                .map(|(_, t)| (1, t.scalar()))
+                .map(|(_, t)| (t.rank().max(1), t.scalar()))
                 .unwrap_or((1, Scalar::F64)),
             _ => (1, Scalar::F64),
         },
