@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 import cunumpy as xp
-from cunumpy.exceptions import CudaPortError, CudaPortInputError, CudaPortRaceError, CudaPortUnsupportedError
+from cunumpy.exceptions import (
+    CudaPortError,
+    CudaPortInputError,
+    CudaPortRaceError,
+    CudaPortUnsupportedError,
+)
 from cunumpy.kernel_testing import (
     assert_kernels_agree,
     emulation_compiler,
@@ -253,9 +258,7 @@ def test_struct_class_named_in_annotation_is_laid_out_and_agrees(emulated):
     from cunumpy.arguments import CudaStruct
 
     src = generate_cuda(pk.eval_on_grid)
-    expected = CudaStruct.from_pyccel_class(
-        Path(pk.__file__), "GridArguments", contiguous=True
-    )
+    expected = CudaStruct.from_pyccel_class(Path(pk.__file__), "GridArguments", contiguous=True)
     assert [s.name for s in src.structs] == ["GridArguments"]
     assert src.structs[0].offsets == expected.offsets
     assert "CArray2D<double> coef;" in src and "args.coef(" in src
@@ -290,7 +293,10 @@ def test_plus_equal_into_a_struct_view_field_is_atomic(emulated):
 def test_unknown_annotation_class_is_refused_by_name():
     from cunumpy.kernels._generate import translate_source
 
-    source = "def k(a: 'float[:]', g: 'NoSuchArgs', n: int):\n    for i in range(n):\n        a[i] = 0.0\n"
+    source = (
+        "def k(a: 'float[:]', g: 'NoSuchArgs', n: int):\n"
+        "    for i in range(n):\n        a[i] = 0.0\n"
+    )
     with pytest.raises(CudaPortError) as info:
         translate_source(source, "k")
     assert "NoSuchArgs" in str(info.value) and info.value.line == 1

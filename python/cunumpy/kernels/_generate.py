@@ -340,9 +340,7 @@ def _struct_arg_types(
     ``arg_types``), and those structs (for the launch)."""
     from ..exceptions import CudaStructError
 
-    fn = next(
-        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None
-    )
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
     if fn is None:
         return [], []
     types, structs = [], []
