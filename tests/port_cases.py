@@ -87,7 +87,9 @@ def grid_args_maker(struct, n=200):
         if backend == "numpy":
             args = pk.GridArguments(coef, 1.0 / 8, 8, shift)
         else:
-            args = struct(coef=xp.asarray(coef), h=1.0 / 8, nx=8, shift=xp.asarray(shift))
+            args = struct(
+                coef=xp.asarray(coef), h=1.0 / 8, nx=8, shift=xp.asarray(shift), n_cells=8
+            )
         return (xp.asarray(xs), args, xp.zeros(n), n)
 
     return make

@@ -162,6 +162,7 @@ class GridArguments:
         self.h = h
         self.nx = nx
         self.shift = shift
+        self.n_cells = coef.shape[0]  # derived: an extra integer field of the struct
 
 
 def eval_on_grid(xs: "float[:,:]", args: "GridArguments", out: "float[:]", n: int):
@@ -169,8 +170,8 @@ def eval_on_grid(xs: "float[:,:]", args: "GridArguments", out: "float[:]", n: in
     for ip in range(n):
         i = int(xs[ip, 0] / args.h)
         j = (i + args.shift[0]) % args.nx
-        if i >= args.nx:
-            i = args.nx - 1
+        if i >= args.n_cells:
+            i = args.n_cells - 1
         out[ip] = args.coef[i, j] * xs[ip, 1]
 
 

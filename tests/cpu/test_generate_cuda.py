@@ -260,7 +260,9 @@ def test_struct_class_named_in_annotation_is_laid_out_and_agrees(emulated):
     src = generate_cuda(pk.eval_on_grid)
     expected = CudaStruct.from_pyccel_class(Path(pk.__file__), "GridArguments", contiguous=True)
     assert [s.name for s in src.structs] == ["GridArguments"]
-    assert src.structs[0].offsets == expected.offsets
+    # the __init__ parameters as from_pyccel_class lays them out, then the derived integer
+    assert src.structs[0].field_names == (*expected.field_names, "n_cells")
+    assert {k: src.structs[0].offsets[k] for k in expected.offsets} == expected.offsets
     assert "CArray2D<double> coef;" in src and "args.coef(" in src
     kernel = Kernel(pk.eval_on_grid, src.cuda_kernel())
     out = assert_kernels_agree(
@@ -283,7 +285,11 @@ def test_plus_equal_into_a_struct_view_field_is_atomic(emulated):
 
     coef_d = cupy.asarray(coef0)
     dev = src.structs[0](
-        coef=coef_d, h=host_args.h, nx=host_args.nx, shift=cupy.asarray(host_args.shift)
+        coef=coef_d,
+        h=host_args.h,
+        nx=host_args.nx,
+        shift=cupy.asarray(host_args.shift),
+        n_cells=host_args.n_cells,
     )
     src.cuda_kernel()(cupy.asarray(xs), dev, n)
     np.testing.assert_allclose(cupy.asnumpy(coef_d), host_args.coef, rtol=1e-12, atol=1e-12)

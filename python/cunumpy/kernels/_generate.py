@@ -276,7 +276,9 @@ def _struct_of_class(
         return obj.struct
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
-            return CudaStruct.from_pyccel_class(source, class_name, contiguous=True)
+            return _with_derived_ints(
+                CudaStruct.from_pyccel_class(source, class_name, contiguous=True), node
+            )
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             for alias in node.names:
@@ -284,10 +286,62 @@ def _struct_of_class(
                     path = _module_file(node.module, search_paths)
                     if path is None:
                         return None
-                    return CudaStruct.from_pyccel_class(
+                    struct = CudaStruct.from_pyccel_class(
                         path, alias.name, class_name, contiguous=True
                     )
+                    cls = next(
+                        (
+                            n
+                            for n in ast.parse(path.read_text()).body
+                            if isinstance(n, ast.ClassDef) and n.name == alias.name
+                        ),
+                        None,
+                    )
+                    return struct if cls is None else _with_derived_ints(struct, cls)
     return None
+
+
+def _is_int_expr(e: ast.expr) -> bool:
+    """``x.shape[k]``, ``len(x)``, ``int(...)`` or an int literal: an integer for sure."""
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
+        return e.func.id in ("len", "int")
+    return (
+        isinstance(e, ast.Subscript)
+        and isinstance(e.value, ast.Attribute)
+        and e.value.attr == "shape"
+    )
+
+
+def _with_derived_ints(struct: Any, cls: ast.ClassDef) -> Any:
+    """``struct`` plus one ``long long`` field per attribute the class's ``__init__`` derives
+    as an integer (``self.n_markers = markers.shape[1]``), in the order they are set: the host
+    kernels read them like the parameters (struphy's ``MarkerArguments`` does this)."""
+    from ..arguments import CudaStruct
+
+    init = next(
+        (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+    )
+    if init is None:
+        return struct
+    names = set(struct.field_names)
+    extra = []
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            t = node.targets[0]
+            if (
+                isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+                and t.attr not in names
+                and _is_int_expr(node.value)
+            ):
+                names.add(t.attr)
+                extra.append((t.attr, "long long"))
+    if not extra:
+        return struct
+    return CudaStruct(struct.name, [(f.name, f.ctype) for f in struct.fields] + extra)
 
 
 def _struct_type_of(struct: Any, param: str, kernel: str, line: int) -> str:
