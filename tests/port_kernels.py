@@ -176,9 +176,11 @@ def eval_on_grid(xs: "float[:,:]", args: "GridArguments", out: "float[:]", n: in
 
 
 def deposit_on_grid(xs: "float[:,:]", args: "GridArguments", n: int):
-    """``+=`` of marker weights into the 2-D array field of a struct argument (atomic)."""
+    """``+=`` of marker weights into the 2-D array field of a struct argument (atomic), through
+    a local name for the field (``coef = args.coef``, as struphy's pushers do)."""
+    coef = args.coef
     for ip in range(n):
         i = int(xs[ip, 0] / args.h)
         if i >= args.nx:
             i = args.nx - 1
-        args.coef[i, ip % 3] += xs[ip, 1]
+        coef[i, ip % 3] += xs[ip, 1]

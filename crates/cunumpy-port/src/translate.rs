@@ -999,15 +999,28 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
-    /// `np.empty((3, 3))`, `np.zeros(3, dtype=int)`: a small fixed-size local array.
+    /// `np.empty((3, 3))`, `np.zeros(3, dtype=int)`, `empty(3, dtype=float)` (after `from
+    /// numpy import empty`): a small fixed-size local array.
     pub(crate) fn local_array(&self, v: &Json) -> R<Option<Ty>> {
-        if v.kind() != "Call" || v.get("func").kind() != "Attribute" {
+        if v.kind() != "Call" {
             return Ok(None);
         }
-        let base = name_of(v.get("func").get("value")).unwrap_or("");
-        let fname = v.get("func").get("attr").as_str().unwrap_or("");
-        if self.modules.get(base) != Some(&"numpy") || !matches!(fname, "empty" | "zeros" | "ones")
-        {
+        let func = v.get("func");
+        let (module, fname): (Option<&str>, String) = match func.kind() {
+            "Attribute" => (
+                self.modules
+                    .get(name_of(func.get("value")).unwrap_or(""))
+                    .copied(),
+                func.get("attr").as_str().unwrap_or("").to_string(),
+            ),
+            "Name" => match self.from_imports.get(name_of(func).unwrap_or("")) {
+                Some((m, real)) => (Some(*m), real.clone()),
+                None => (None, String::new()),
+            },
+            _ => (None, String::new()),
+        };
+        let fname = fname.as_str();
+        if module != Some("numpy") || !matches!(fname, "empty" | "zeros" | "ones") {
             return Ok(None);
         }
         let args = v.get("args").as_list();
@@ -1121,7 +1134,15 @@ impl<'a> Translator<'a> {
                         let n = name_of(target).unwrap_or("");
                         if let Some(Ty::Local(sc, dims)) = self.local_array(value)?.as_ref() {
                             let total: usize = dims.iter().product();
-                            let fname = value.get("func").get("attr").as_str().unwrap_or("");
+                            let func = value.get("func");
+                            let fname = match func.kind() {
+                                "Name" => self
+                                    .from_imports
+                                    .get(name_of(func).unwrap_or(""))
+                                    .map(|(_, real)| real.as_str())
+                                    .unwrap_or(""),
+                                _ => func.get("attr").as_str().unwrap_or(""),
+                            };
                             if fname != "empty" {
                                 let fill = if fname == "zeros" { "0" } else { "1" };
                                 out.push_str(&format!("{pad}for (int k = 0; k < {total}; ++k) {n}_data[k] = ({}){fill};\n", sc.c()));

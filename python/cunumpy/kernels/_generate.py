@@ -301,6 +301,55 @@ def _struct_of_class(
     return None
 
 
+def _inline_field_aliases(tree: ast.Module, name: str, struct_types: dict[str, str]) -> None:
+    """``markers = args.markers`` (a top-level statement of the kernel naming an array field of
+    a struct argument, the name assigned nowhere else) is dropped and every use of
+    ``markers`` reads ``args.markers``: the race proof then sees the field itself."""
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None or not struct_types:
+        return
+    stores: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    aliases: dict[str, ast.Attribute] = {}
+    keep = []
+    for stmt in fn.body:
+        value = getattr(stmt, "value", None)
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stores.get(stmt.targets[0].id) == 1
+            and isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id in struct_types
+            and f"{value.attr}: view " in struct_types[value.value.id]
+        ):
+            aliases[stmt.targets[0].id] = value
+            continue
+        keep.append(stmt)
+    if not aliases:
+        return
+    fn.body = keep
+
+    class _Inline(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            target = aliases.get(node.id)
+            if target is None or not isinstance(node.ctx, ast.Load):
+                return node
+            return ast.copy_location(
+                ast.Attribute(
+                    value=ast.Name(id=target.value.id, ctx=ast.Load()),  # type: ignore[attr-defined]
+                    attr=target.attr,
+                    ctx=ast.Load(),
+                ),
+                node,
+            )
+
+    _Inline().visit(fn)
+
+
 def _is_int_expr(e: ast.expr) -> bool:
     """``x.shape[k]``, ``len(x)``, ``int(...)`` or an int literal: an integer for sure."""
     if isinstance(e, ast.Constant):
@@ -464,6 +513,7 @@ def translate_source(
         namespace,
         [Path(p) for p in search_paths],
     )
+    _inline_field_aliases(tree, name, dict(struct_types))
     info = _core._port_translate(
         json.dumps(_dump(tree)),
         source,
