@@ -306,3 +306,22 @@ def test_unknown_annotation_class_is_refused_by_name():
     with pytest.raises(CudaPortError) as info:
         translate_source(source, "k")
     assert "NoSuchArgs" in str(info.value) and info.value.line == 1
+
+
+def test_local_arrays_from_numpy_names_keep_dtype_and_fill():
+    """``from numpy import empty, zeros`` then ``zeros(3, dtype=float)``, as struphy writes
+    them: a zero-filled local array of the given dtype (``empty`` is left unfilled)."""
+    from cunumpy.kernels._generate import translate_source
+
+    source = (
+        "from numpy import empty, zeros\n\n"
+        "def k(a: 'float[:,:]', out: 'float[:]', n: int):\n"
+        "    v = zeros(3, dtype=float)\n"
+        "    w = empty((2, 2), dtype=int)\n"
+        "    for ip in range(n):\n"
+        "        w[0, 0] = ip\n"
+        "        out[ip] = a[ip, 0] + v[1] + w[0, 0]\n"
+    )
+    src = translate_source(source, "k")
+    assert "double v_data[3];" in src and "long long w_data[4];" in src
+    assert "v_data[k] = (double)0;" in src and "w_data[k] =" not in src
