@@ -340,13 +340,21 @@ fn structs_need_their_own_packed_value() {
 
 #[test]
 fn argument_count_message_says_argument_for_one_parameter() {
-    // cunumpy 0.7 wrote "takes N arguments"; one parameter reads "takes 1 argument".
+    // one parameter reads "1 argument", not "1 arguments" or "argument(s)"
     let sig = signature(vec![("n", "int n", ParamKind::Scalar(DType::Int32))]);
     let plan = ArgPlan::new(&sig, &|_| None).expect("plan");
     let err = plan.check_count(0).expect_err("count");
-    assert_eq!(
-        err.message,
-        "k() takes 1 argument after flattening argument objects, got 0"
+    assert!(
+        err.message
+            .starts_with("k(): missing 1 argument: argument 0 (int n); the kernel takes 1 (int n)"),
+        "{}",
+        err.message
+    );
+    let err = plan.check_count(2).expect_err("count");
+    assert!(
+        err.message.starts_with("k(): 1 argument too many:"),
+        "{}",
+        err.message
     );
 }
 

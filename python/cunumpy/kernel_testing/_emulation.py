@@ -99,7 +99,9 @@ def shuffled_threads(seed: int | None, *, detect_races: bool = True) -> Iterator
     on exit. On a GPU it does nothing: the hardware picks the order."""
     valid = isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0
     if seed is not None and not valid:
-        raise TypeError(f"shuffled_threads: seed must be a non-negative int or None, got {seed!r}")
+        raise InvalidArgumentTypeError(
+            f"shuffled_threads: seed must be a non-negative int or None, got {seed!r}"
+        )
     previous = _core._set_emulated_launch_order(seed, detect_races)
     try:
         yield

@@ -235,7 +235,7 @@ def _shuffle_seed(shuffle_seed: int | bool | None) -> int | None:
         return random.SystemRandom().randrange(2**32)
     if isinstance(shuffle_seed, int) and shuffle_seed >= 0:
         return shuffle_seed
-    raise TypeError(
+    raise InvalidArgumentTypeError(
         "shuffle_seed must be a non-negative int, True (a random seed) or None, "
         f"got {shuffle_seed!r}"
     )
