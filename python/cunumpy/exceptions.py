@@ -266,6 +266,7 @@ class FusionAxisError(FusionValueError, _AxisError):
         # AxisError's own constructor takes (axis, ndim, prefix); keep the message as given
         ValueError.__init__(self, message)
         self._message = message
+        self.full_message = message
 
     def __str__(self) -> str:
         return self._message

@@ -307,21 +307,23 @@ impl ArgPlan {
                 return Ok(());
             }
             format!(
-                "{}(): missing {} argument{}: {}; the kernel takes {expected} ({}), got {given} \
+                "{}(): missing {} argument{}: {}; the kernel takes {expected} argument{} ({}), got {given} \
                  (argument objects count as the values their __cuda_args__ gives)",
                 self.kernel,
                 missing.len(),
                 plural(missing.len()),
                 missing.join(", "),
+                plural(expected),
                 all.join(", "),
             )
         } else {
             format!(
-                "{}(): {} argument{} too many: the kernel takes {expected} ({}), got {given} \
+                "{}(): {} argument{} too many: the kernel takes {expected} argument{} ({}), got {given} \
                  (argument objects count as the values their __cuda_args__ gives)",
                 self.kernel,
                 given - expected,
                 plural(given - expected),
+                plural(expected),
                 all.join(", "),
             )
         };

@@ -345,8 +345,9 @@ fn argument_count_message_says_argument_for_one_parameter() {
     let plan = ArgPlan::new(&sig, &|_| None).expect("plan");
     let err = plan.check_count(0).expect_err("count");
     assert!(
-        err.message
-            .starts_with("k(): missing 1 argument: argument 0 (int n); the kernel takes 1 (int n)"),
+        err.message.starts_with(
+            "k(): missing 1 argument: argument 0 (int n); the kernel takes 1 argument (int n)"
+        ),
         "{}",
         err.message
     );
@@ -368,13 +369,13 @@ fn argument_count_is_checked_and_pointers_point_at_slots() {
     let err = plan.check_count(3).expect_err("count");
     assert_eq!(
         err.message,
-        "k(): 1 argument too many: the kernel takes 2 (double a, int n), got 3 \
+        "k(): 1 argument too many: the kernel takes 2 arguments (double a, int n), got 3 \
          (argument objects count as the values their __cuda_args__ gives)"
     );
     let err = plan.check_count(1).expect_err("count");
     assert_eq!(
         err.message,
-        "k(): missing 1 argument: argument 1 (int n); the kernel takes 2 (double a, int n), \
+        "k(): missing 1 argument: argument 1 (int n); the kernel takes 2 arguments (double a, int n), \
          got 1 (argument objects count as the values their __cuda_args__ gives)"
     );
     let err = plan.check_count(0).expect_err("count");
