@@ -152,6 +152,7 @@ pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {
     let class = match &err {
         FusionError::UnknownOp { .. } => "FusionUnsupportedError",
         FusionError::Type { .. } | FusionError::UnsupportedDType { .. } => "FusionTypeError",
+        FusionError::Index { .. } => "FusionIndexError",
         _ => "FusionValueError",
     };
     raise(py, class, err.to_string())

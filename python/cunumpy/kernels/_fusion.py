@@ -259,7 +259,12 @@ class Symbol:
     __index__ = _refuse("using a traced value as an index")
     __len__ = _refuse("`len()` of a traced value")
     __iter__ = _refuse("iterating over a traced value")
-    __getitem__ = _refuse("indexing a traced value")
+
+    def __getitem__(self, key: Any) -> Symbol:
+        from ._fusion_index import getitem
+
+        return self._tracer.sym(getitem(self._tracer, self, key, Symbol, _unsupported))
+
     __setitem__ = _refuse("item assignment (fused functions are pure; use `where`)")
 
     @property

@@ -9,7 +9,7 @@ use crate::codegen::dialect::{
     acc_ctype, c_type as ctype, combine, init_value, is_complex, op_expression,
 };
 use crate::ir::graph::ReduceKind;
-use crate::plan::{contiguous_strides, Geometry};
+use crate::plan::{contiguous_istrides, Geometry};
 use crate::plan::{
     Body, Launch, LeafSrc, Operand, Param, ParamValue, Plan, Program, RedBody, RegKind, Space,
     Strategy,
@@ -30,6 +30,31 @@ struct Params {
 }
 
 impl Params {
+    /// Adds an integer parameter known at plan time; a name already taken by another value
+    /// (two views of one array with different strides) gets a suffix. Returns the name used.
+    fn add_int(&mut self, name: &str, ctype: &str, v: i64) -> String {
+        let mut k = 1;
+        loop {
+            let n = if k == 1 {
+                name.to_string()
+            } else {
+                format!("{name}_{k}")
+            };
+            match self.list.iter().find(|p| p.name == n) {
+                None => {
+                    self.list.push(Param {
+                        name: n.clone(),
+                        ctype: ctype.to_string(),
+                        value: ParamValue::Int(v),
+                    });
+                    return n;
+                }
+                Some(p) if p.value == ParamValue::Int(v) => return n,
+                Some(_) => k += 1,
+            }
+        }
+    }
+
     fn add(&mut self, name: &str, ctype: String, value: ParamValue) {
         if !self.list.iter().any(|p| p.name == name) {
             self.list.push(Param {
@@ -84,6 +109,37 @@ struct Gen<'p> {
 impl Gen<'_> {
     fn index_param(&self, ps: &mut Params, name: &str, v: usize) {
         ps.add(name, self.idx.to_string(), ParamValue::Int(v as i64));
+    }
+
+    /// The index expression of a leaf at a point whose linear index is `lin` and whose
+    /// coordinates (when needed) are `<prefix><j>`: `lin` for a leaf contiguous over the
+    /// space, else its strides, plus its offset (a slice not starting at 0).
+    #[allow(clippy::too_many_arguments)]
+    fn leaf_index(
+        &self,
+        ps: &mut Params,
+        l: &crate::plan::Leaf,
+        p: &str,
+        lin: &str,
+        prefix: &str,
+        stride_param: &str,
+        contiguous: &[isize],
+    ) -> String {
+        let all: Vec<usize> = (0..contiguous.len()).collect();
+        let base = if l.strides.iter().all(|&s| s == 0) {
+            None
+        } else if l.strides == contiguous {
+            Some(lin.to_string())
+        } else {
+            Some(self.offset(ps, &l.strides, &all, prefix, stride_param))
+        };
+        let off = (l.offset != 0).then(|| ps.add_int(&format!("o{p}"), self.idx, l.offset as i64));
+        match (off, base) {
+            (None, None) => "0".into(),
+            (None, Some(b)) => b,
+            (Some(o), None) => o,
+            (Some(o), Some(b)) => format!("{o} + {b}"),
+        }
     }
 
     /// Pointer name and parameter for an array read by a leaf.
@@ -160,7 +216,7 @@ impl Gen<'_> {
     fn offset(
         &self,
         ps: &mut Params,
-        strides: &[usize],
+        strides: &[isize],
         dims: &[usize],
         prefix: &str,
         stride_param: &str,
@@ -175,8 +231,7 @@ impl Gen<'_> {
             if Some(j) == last_nonzero && s == 1 {
                 terms.push(format!("{prefix}{j}"));
             } else {
-                let p = format!("{stride_param}_{j}");
-                self.index_param(ps, &p, s);
+                let p = ps.add_int(&format!("{stride_param}_{j}"), self.idx, s as i64);
                 terms.push(format!("{prefix}{j} * {p}"));
             }
         }
@@ -241,7 +296,7 @@ impl Gen<'_> {
         let n = space.size();
         let idx = self.idx;
         let all: Vec<usize> = (0..space.dims.len()).collect();
-        let contiguous = contiguous_strides(&space.dims);
+        let contiguous = contiguous_istrides(&space.dims);
         let needs_coords = prog.regs.iter().any(|r| match &r.kind {
             RegKind::Leaf(l) => {
                 !matches!(l.src, LeafSrc::Scalar(_))
@@ -258,15 +313,10 @@ impl Gen<'_> {
         let mut streamed_loads = 0;
         self.emit_prog(&mut ps, &mut body, ind, prog, "r", |ps, _, l, dt| {
             let p = self.read_ptr(ps, l.src, dt).unwrap_or_default();
-            let off = if l.strides.iter().all(|&s| s == 0) {
-                "0".to_string()
-            } else if l.strides == contiguous {
+            if l.strides.iter().any(|&s| s != 0) {
                 streamed_loads += 1;
-                "i".to_string()
-            } else {
-                streamed_loads += 1;
-                self.offset(ps, &l.strides, &all, "c", &format!("st{}", p))
-            };
+            }
+            let off = self.leaf_index(ps, l, &p, "i", "c", &format!("st{p}"), &contiguous);
             format!("{p}[{off}]")
         });
         for s in stores {
@@ -375,8 +425,16 @@ impl Gen<'_> {
         self.emit_prog(ps, &mut body, &inner, &rb.prog, "r", |ps, i, l, dt| {
             let p = self.read_ptr(ps, l.src, dt).unwrap_or_default();
             let stp = format!("st{p}");
-            let kept = self.offset(ps, &l.strides, &kd, "c", &stp);
+            let mut kept = self.offset(ps, &l.strides, &kd, "c", &stp);
             let red = self.offset(ps, &l.strides, &rd, "c", &stp);
+            if l.offset != 0 {
+                let o = ps.add_int(&format!("o{p}"), self.idx, l.offset as i64);
+                kept = if kept == "0" {
+                    o
+                } else {
+                    format!("{o} + {kept}")
+                };
+            }
             if kept == "0" {
                 format!("{p}[{red}]")
             } else {
@@ -495,7 +553,7 @@ impl Gen<'_> {
             );
         }
         let all: Vec<usize> = (0..rb.epi_space.dims.len()).collect();
-        let contiguous = contiguous_strides(&rb.epi_space.dims);
+        let contiguous = contiguous_istrides(&rb.epi_space.dims);
         let needs = rb.epi.regs.iter().any(|r| match &r.kind {
             RegKind::Leaf(l) => {
                 !matches!(l.src, LeafSrc::Scalar(_) | LeafSrc::Reduced(_))
@@ -509,13 +567,7 @@ impl Gen<'_> {
         }
         self.emit_prog(ps, &mut s, ind, &rb.epi, "q", |ps, _, l, dt| {
             let p = self.read_ptr(ps, l.src, dt).unwrap_or_default();
-            let off = if l.strides.iter().all(|&x| x == 0) {
-                "0".to_string()
-            } else if l.strides == contiguous {
-                "m".to_string()
-            } else {
-                self.offset(ps, &l.strides, &all, "e", &format!("et{p}"))
-            };
+            let off = self.leaf_index(ps, l, &p, "m", "e", &format!("et{p}"), &contiguous);
             format!("{p}[{off}]")
         });
         for st in &rb.stores {

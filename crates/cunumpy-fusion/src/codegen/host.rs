@@ -223,8 +223,8 @@ fn uniform(prog: &Program, kinds: &[Option<LeafKind>], reg: usize) -> bool {
 /// neither contiguous over the space nor uniform.
 pub(crate) fn leaf_kinds(
     prog: &Program,
-    strides: &[Vec<usize>],
-    contiguous: &[usize],
+    strides: &[Vec<isize>],
+    contiguous: &[isize],
 ) -> Option<Vec<Option<LeafKind>>> {
     prog.regs
         .iter()

@@ -94,42 +94,49 @@ fn operand<'x, T: Elem>(st: &RegState<'x>, col: &'x Column) -> Option<Operand<'x
     }
 }
 
+/// Reads `out.len()` points of a strided leaf from linear point `start` on: `base` is the
+/// element at the origin, strides may be negative (a reversed slice) or 0 (broadcast).
 fn gather<T: Elem>(
     src: &[T],
     dims: &[usize],
-    strides: &[usize],
+    strides: &[isize],
+    base: usize,
     start: usize,
     out: &mut [T],
 ) -> Option<()> {
     let r = dims.len();
     let mut coords = vec![0usize; r];
     let mut rem = start;
-    let mut off = 0usize;
+    let mut off = base as isize;
     for j in (0..r).rev() {
         coords[j] = rem % dims[j].max(1);
         rem /= dims[j].max(1);
-        off += coords[j] * strides[j];
+        off += coords[j] as isize * strides[j];
     }
     let last = r - 1;
     let (dl, sl) = (dims[last], strides[last]);
+    let at = |o: isize| -> Option<T> { src.get(usize::try_from(o).ok()?).copied() };
     let mut i = 0;
     while i < out.len() {
         let run = (dl - coords[last]).min(out.len() - i);
         if sl == 0 {
-            let v = *src.get(off)?;
+            let v = at(off)?;
             out[i..i + run].fill(v);
+        } else if sl == 1 {
+            let o = usize::try_from(off).ok()?;
+            out[i..i + run].copy_from_slice(src.get(o..o + run)?);
         } else {
             for (t, o) in out[i..i + run].iter_mut().enumerate() {
-                *o = *src.get(off + t * sl)?;
+                *o = at(off + t as isize * sl)?;
             }
         }
         i += run;
         // advance coordinates by `run`
         coords[last] += run;
-        off += run * sl;
+        off += run as isize * sl;
         let mut j = last;
         while coords[j] >= dims[j] && j > 0 {
-            off -= coords[j] * strides[j];
+            off -= coords[j] as isize * strides[j];
             coords[j] = 0;
             j -= 1;
             coords[j] += 1;
@@ -148,35 +155,48 @@ fn load_leaf<'a>(
     col: &mut Column,
 ) -> Result<RegState<'a>> {
     let st = &pr.strides[reg];
+    let base = pr.offsets[reg];
+    let bad = || internal("leaf out of bounds");
     if st.iter().all(|&s| s == 0) {
         if data.is_empty() {
             return Ok(RegState::Col);
         }
-        return Ok(RegState::Splat(data.get(0)));
+        if base >= data.len() {
+            return Err(bad());
+        }
+        return Ok(RegState::Splat(data.get(base)));
     }
     if *st == pr.contiguous {
-        return Ok(RegState::Borrowed(data.sub(start, len)));
+        if base + start + len > data.len() {
+            return Err(bad());
+        }
+        return Ok(RegState::Borrowed(data.sub(base + start, len)));
     }
     let r = pr.dims.len();
     let last = r - 1;
     let inner = start % pr.dims[last];
     if inner + len <= pr.dims[last] && (st[last] == 0 || st[last] == 1) {
         let mut rem = start;
-        let mut base = 0;
+        let mut at = base as isize;
         for j in (0..r).rev() {
-            base += (rem % pr.dims[j]) * st[j];
+            at += (rem % pr.dims[j]) as isize * st[j];
             rem /= pr.dims[j];
         }
+        let at = usize::try_from(at).map_err(|_| bad())?;
+        let end = if st[last] == 0 { at + 1 } else { at + len };
+        if end > data.len() {
+            return Err(bad());
+        }
         return Ok(if st[last] == 0 {
-            RegState::Splat(data.get(base))
+            RegState::Splat(data.get(at))
         } else {
-            RegState::Borrowed(data.sub(base, len))
+            RegState::Borrowed(data.sub(at, len))
         });
     }
     with_elem!(data.dtype(), T => {
         let src = T::slice(&data).ok_or_else(|| internal("leaf dtype"))?;
         let out = ensure_col::<T>(col, len);
-        gather(src, &pr.dims, st, start, out).ok_or_else(|| internal("gather out of bounds"))?;
+        gather(src, &pr.dims, st, base, start, out).ok_or_else(bad)?;
         Ok(RegState::Col)
     })
 }

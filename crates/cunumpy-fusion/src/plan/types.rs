@@ -159,8 +159,11 @@ pub(crate) enum LeafSrc {
 #[derive(Clone, Debug)]
 pub(crate) struct Leaf {
     pub src: LeafSrc,
-    /// Element strides over the program's (collapsed) space; 0 = broadcast.
-    pub strides: Vec<usize>,
+    /// Element strides over the program's (collapsed) space; 0 = broadcast, negative = a
+    /// slice with a negative step.
+    pub strides: Vec<isize>,
+    /// Element offset of the point at the space's origin (a slice not starting at 0).
+    pub offset: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -275,6 +278,14 @@ impl Plan {
     pub fn bytes_written(&self) -> u64 {
         self.kernels.iter().map(|k| k.bytes_written).sum()
     }
+}
+
+/// Element strides of a C-contiguous array of these dims, signed (as a leaf's).
+pub(crate) fn contiguous_istrides(dims: &[usize]) -> Vec<isize> {
+    contiguous_strides(dims)
+        .iter()
+        .map(|&s| s as isize)
+        .collect()
 }
 
 /// Element strides of a C-contiguous array of these dims.
