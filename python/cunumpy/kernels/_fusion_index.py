@@ -30,7 +30,12 @@ def _item(x: Any, unsupported: Any) -> tuple[str, int | None, int | None, int]:
         return ("ellipsis", None, None, 0)
     if isinstance(x, slice):
         step = _int(x.step, "step", unsupported)
-        return ("slice", _int(x.start, "start", unsupported), _int(x.stop, "stop", unsupported), 1 if step is None else step)
+        return (
+            "slice",
+            _int(x.start, "start", unsupported),
+            _int(x.stop, "stop", unsupported),
+            1 if step is None else step,
+        )
     if isinstance(x, (bool, np.bool_)):
         raise unsupported("indexing with a boolean (the result's shape depends on the data)")
     if isinstance(x, (int, np.integer)):

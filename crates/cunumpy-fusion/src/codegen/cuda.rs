@@ -124,6 +124,7 @@ impl Gen<'_> {
         prefix: &str,
         stride_param: &str,
         contiguous: &[isize],
+        prefix_reg: &str,
     ) -> String {
         let all: Vec<usize> = (0..contiguous.len()).collect();
         let base = if l.strides.iter().all(|&s| s == 0) {
@@ -134,11 +135,20 @@ impl Gen<'_> {
             Some(self.offset(ps, &l.strides, &all, prefix, stride_param))
         };
         let off = (l.offset != 0).then(|| ps.add_int(&format!("o{p}"), self.idx, l.offset as i64));
-        match (off, base) {
-            (None, None) => "0".into(),
-            (None, Some(b)) => b,
-            (Some(o), None) => o,
-            (Some(o), Some(b)) => format!("{o} + {b}"),
+        let mut terms: Vec<String> = off.into_iter().chain(base).collect();
+        for &(r, st) in &l.dynamic {
+            let idx = self.idx;
+            if st == 1 {
+                terms.push(format!("({idx}){prefix_reg}{r}"));
+            } else {
+                let sp = ps.add_int(&format!("g{p}"), idx, st as i64);
+                terms.push(format!("({idx}){prefix_reg}{r} * {sp}"));
+            }
+        }
+        if terms.is_empty() {
+            "0".into()
+        } else {
+            terms.join(" + ")
         }
     }
 
@@ -255,17 +265,17 @@ impl Gen<'_> {
         // Every load first, then the arithmetic: the loads of one element are all in flight
         // before a long computation (exp, sin) starts, which the compiler does not arrange by
         // itself across math-library calls (H200, exp(-a*a)*sin(b)+c: 3552 -> ~4390 GB/s).
+        // (a gathered leaf, `a[idx]`, loads after the index it depends on)
+        let plain_leaf = |r: &crate::plan::Reg| match &r.kind {
+            RegKind::Leaf(l) => l.dynamic.is_empty(),
+            _ => false,
+        };
         let leaves_first = prog
             .regs
             .iter()
             .enumerate()
-            .filter(|(_, r)| matches!(r.kind, RegKind::Leaf(_)))
-            .chain(
-                prog.regs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| !matches!(r.kind, RegKind::Leaf(_))),
-            );
+            .filter(|(_, r)| plain_leaf(r))
+            .chain(prog.regs.iter().enumerate().filter(|(_, r)| !plain_leaf(r)));
         for (i, reg) in leaves_first {
             let t = ctype(reg.dtype);
             let e = match &reg.kind {
@@ -280,6 +290,29 @@ impl Gen<'_> {
                 },
                 RegKind::Op { op, args } => op_expression(*op, args, rprefix),
                 RegKind::Cast { arg } => format!("({t})({rprefix}{arg})"),
+                RegKind::Index { arg, len, axis } => {
+                    // NumPy's IndexError has no device counterpart: an index out of range
+                    // prints what NumPy would say and traps (docs/kernel-fusion.md)
+                    let a = format!("{rprefix}{arg}");
+                    let unsigned =
+                        prog.regs[*arg].dtype.kind() == cunumpy_core::dtype::DTypeKind::Unsigned;
+                    let kernel = &self.plan.kernels[self.ki].name;
+                    let r = format!("{rprefix}{i}");
+                    let _ = writeln!(out, "{ind}long long {r} = (long long)({a});");
+                    if unsigned {
+                        let _ = writeln!(
+                            out,
+                            "{ind}if ((unsigned long long)({a}) >= {len}ull) {{ printf(\"fuse: {kernel}: index %llu is out of bounds for axis {axis} with size {len}\\n\", (unsigned long long)({a})); __trap(); }}"
+                        );
+                    } else {
+                        let _ = writeln!(out, "{ind}if ({r} < 0) {r} += {len}ll;");
+                        let _ = writeln!(
+                            out,
+                            "{ind}if ({r} < 0 || {r} >= {len}ll) {{ printf(\"fuse: {kernel}: index %lld is out of bounds for axis {axis} with size {len}\\n\", (long long)({a})); __trap(); }}"
+                        );
+                    }
+                    continue;
+                }
             };
             let _ = writeln!(out, "{ind}const {t} {rprefix}{i} = {e};");
         }
@@ -316,7 +349,7 @@ impl Gen<'_> {
             if l.strides.iter().any(|&s| s != 0) {
                 streamed_loads += 1;
             }
-            let off = self.leaf_index(ps, l, &p, "i", "c", &format!("st{p}"), &contiguous);
+            let off = self.leaf_index(ps, l, &p, "i", "c", &format!("st{p}"), &contiguous, "r");
             format!("{p}[{off}]")
         });
         for s in stores {
@@ -433,6 +466,16 @@ impl Gen<'_> {
                     o
                 } else {
                     format!("{o} + {kept}")
+                };
+            }
+            let mut red = red;
+            for &(r, st) in &l.dynamic {
+                let sp = ps.add_int(&format!("g{p}"), self.idx, st as i64);
+                let t = format!("({})r{r} * {sp}", self.idx);
+                red = if red == "0" {
+                    t
+                } else {
+                    format!("{red} + {t}")
                 };
             }
             if kept == "0" {
@@ -567,7 +610,7 @@ impl Gen<'_> {
         }
         self.emit_prog(ps, &mut s, ind, &rb.epi, "q", |ps, _, l, dt| {
             let p = self.read_ptr(ps, l.src, dt).unwrap_or_default();
-            let off = self.leaf_index(ps, l, &p, "m", "e", &format!("et{p}"), &contiguous);
+            let off = self.leaf_index(ps, l, &p, "m", "e", &format!("et{p}"), &contiguous, "q");
             format!("{p}[{off}]")
         });
         for st in &rb.stores {

@@ -8,7 +8,7 @@
 use crate::cpu::host_loops::LoopSlot;
 use crate::cpu::host_run;
 use crate::cpu::shared::{combine, internal, Env, Partial, Prepared, BLOCK, RED_CHUNK};
-use crate::error::Result;
+use crate::error::{FusionError, Result};
 use crate::ir::graph::ReduceKind;
 use crate::ir::ops::{CpuKernel, CxKernel, Op, K1, K2, K3};
 use crate::plan::{LeafSrc, Program, RedBody, RegKind};
@@ -144,6 +144,79 @@ fn gather<T: Elem>(
         }
     }
     Some(())
+}
+
+/// The element offsets of `out.len()` points of a strided leaf from linear point `start`.
+fn static_offsets(dims: &[usize], strides: &[isize], base: usize, start: usize, out: &mut [isize]) {
+    let r = dims.len();
+    let mut coords = vec![0usize; r];
+    let mut rem = start;
+    let mut off = base as isize;
+    for j in (0..r).rev() {
+        coords[j] = rem % dims[j].max(1);
+        rem /= dims[j].max(1);
+        off += coords[j] as isize * strides[j];
+    }
+    for o in out.iter_mut() {
+        *o = off;
+        let mut j = r;
+        while j > 0 {
+            j -= 1;
+            coords[j] += 1;
+            off += strides[j];
+            if coords[j] < dims[j] || j == 0 {
+                break;
+            }
+            off -= coords[j] as isize * strides[j];
+            coords[j] = 0;
+        }
+    }
+}
+
+/// Loads a leaf with gathered coordinates (`a[idx]`): its static offsets plus, per gathered
+/// axis, the checked index values times the axis's stride.
+fn load_gathered<'a>(
+    pr: &Prepared<'_>,
+    reg: usize,
+    data: Data<'a>,
+    start: usize,
+    len: usize,
+    col: &mut Column,
+    dyns: &[(&RegState<'_>, &Column, isize)],
+) -> Result<RegState<'a>> {
+    let mut offs = vec![0isize; len];
+    if pr.dims.is_empty() {
+        offs.fill(pr.offsets[reg] as isize);
+    } else {
+        static_offsets(
+            &pr.dims,
+            &pr.strides[reg],
+            pr.offsets[reg],
+            start,
+            &mut offs,
+        );
+    }
+    for &(st, c, stride) in dyns {
+        match operand::<i64>(st, c).ok_or_else(|| internal("gathered index"))? {
+            Operand::Splat(v) => offs.iter_mut().for_each(|o| *o += v as isize * stride),
+            Operand::Slice(s) => {
+                for (o, &v) in offs.iter_mut().zip(s) {
+                    *o += v as isize * stride;
+                }
+            }
+        }
+    }
+    with_elem!(data.dtype(), T => {
+        let src = T::slice(&data).ok_or_else(|| internal("leaf dtype"))?;
+        let out = ensure_col::<T>(col, len);
+        for (d, &o) in out.iter_mut().zip(&offs) {
+            *d = *usize::try_from(o)
+                .ok()
+                .and_then(|o| src.get(o))
+                .ok_or_else(|| internal("gathered leaf out of bounds"))?;
+        }
+        Ok(RegState::Col)
+    })
 }
 
 fn load_leaf<'a>(
@@ -362,11 +435,56 @@ fn eval_block<'a>(
                 LeafSrc::Scalar(s) => {
                     RegState::Splat(*env.scalars.get(s).ok_or_else(|| internal("scalar index"))?)
                 }
+                src if !l.dynamic.is_empty() => {
+                    let d = env.data(src).ok_or_else(|| internal("leaf source"))?;
+                    let dyns: Vec<(&RegState<'_>, &Column, isize)> = l
+                        .dynamic
+                        .iter()
+                        .map(|&(r, st)| (&states[r], &cols[r], st))
+                        .collect();
+                    load_gathered(pr, i, d, start, len, &mut out, &dyns)?
+                }
                 src => {
                     let d = env.data(src).ok_or_else(|| internal("leaf source"))?;
                     load_leaf(pr, i, d, start, len, &mut out)?
                 }
             },
+            RegKind::Index { arg, len: n, axis } => {
+                let from = pr.prog.regs[*arg].dtype;
+                let unsigned = from.kind() == DTypeKind::Unsigned;
+                let n = *n as i64;
+                let norm = |v: i64| -> Result<i64> {
+                    let w = if v < 0 && !unsigned { v + n } else { v };
+                    if w < 0 || w >= n {
+                        let shown = if unsigned {
+                            (v as u64).to_string()
+                        } else {
+                            v.to_string()
+                        };
+                        return Err(FusionError::Index {
+                            op: "take".into(),
+                            reason: format!(
+                                "index {shown} is out of bounds for axis {axis} with size {n}"
+                            ),
+                        });
+                    }
+                    Ok(w)
+                };
+                with_elem!(from, S => {
+                    match operand::<S>(&states[*arg], &cols[*arg])
+                        .ok_or_else(|| internal("index operand"))?
+                    {
+                        Operand::Splat(v) => RegState::Splat(norm(v.to_i64())?.to_sv()),
+                        Operand::Slice(src) => {
+                            let o = ensure_col::<i64>(&mut out, len);
+                            for (d, v) in o.iter_mut().zip(src) {
+                                *d = norm(v.to_i64())?;
+                            }
+                            RegState::Col
+                        }
+                    }
+                })
+            }
             RegKind::Cast { arg } => {
                 let a = &states[*arg];
                 let ca = &cols[*arg];
@@ -536,7 +654,7 @@ fn program_work(prog: &Program) -> usize {
                 ..
             } => 4,
             RegKind::Op { op, .. } if op.calls_math_library() => 16,
-            RegKind::Op { .. } | RegKind::Cast { .. } => 1,
+            RegKind::Op { .. } | RegKind::Cast { .. } | RegKind::Index { .. } => 1,
             _ => 0,
         })
         .sum::<usize>()

@@ -23,12 +23,15 @@ struct Coord {
     dim: Option<usize>,
     step: i64,
     offset: i64,
+    /// A gathered coordinate: plus `scale` times the value of this `Index` register.
+    dynamic: Option<(usize, i64)>,
 }
 
 const ZERO: Coord = Coord {
     dim: None,
     step: 0,
     offset: 0,
+    dynamic: None,
 };
 
 /// A node's index map: one [`Coord`] per dimension of the node.
@@ -48,6 +51,7 @@ fn broadcast_map(shape: &[usize], space: &[usize]) -> Map {
                     dim: Some(d + rank - r),
                     step: 1,
                     offset: 0,
+                    dynamic: None,
                 };
             }
         }
@@ -68,6 +72,7 @@ fn broadcast_map(shape: &[usize], space: &[usize]) -> Map {
                 dim: Some(j),
                 step: 1,
                 offset: 0,
+                dynamic: None,
             };
         }
     }
@@ -96,6 +101,7 @@ fn view_arg_map(map: &[Coord], resolved: &[Resolved]) -> Map {
                     dim: c.dim,
                     step: step * c.step,
                     offset: start + step * c.offset,
+                    dynamic: c.dynamic.map(|(r, sc)| (r, step * sc)),
                 });
                 k += 1;
             }
@@ -103,6 +109,7 @@ fn view_arg_map(map: &[Coord], resolved: &[Resolved]) -> Map {
                 dim: None,
                 step: 0,
                 offset: i,
+                dynamic: None,
             }),
             Resolved::New => k += 1,
         }
@@ -123,7 +130,7 @@ struct Lowerer<'g> {
     rank: usize,
     regs: Vec<Reg>,
     memo: HashMap<(usize, Map), usize>,
-    leaf_memo: HashMap<(LeafSrc, isize, Vec<isize>), usize>,
+    leaf_memo: HashMap<(LeafSrc, isize, Vec<isize>, Vec<(usize, isize)>), usize>,
     labels: Vec<String>,
 }
 
@@ -159,6 +166,7 @@ impl<'g> Lowerer<'g> {
     ) -> Result<usize> {
         let mut strides = vec![0isize; self.rank];
         let mut offset = 0isize;
+        let mut dynamic: Vec<(usize, isize)> = Vec::new();
         match src {
             LeafSrc::Scalar(_) => {}
             LeafSrc::Reduced(_) => {
@@ -185,10 +193,16 @@ impl<'g> Lowerer<'g> {
                     if let Some(j) = c.dim {
                         strides[j] += (c.step as isize) * s as isize;
                     }
+                    if let Some((r, sc)) = c.dynamic {
+                        match dynamic.iter_mut().find(|t| t.0 == r) {
+                            Some(t) => t.1 += sc as isize * s as isize,
+                            None => dynamic.push((r, sc as isize * s as isize)),
+                        }
+                    }
                 }
             }
         }
-        let key = (src, offset, strides);
+        let key = (src, offset, strides, dynamic);
         if let Some(r) = self.leaf_memo.get(&key) {
             return Ok(*r);
         }
@@ -198,6 +212,7 @@ impl<'g> Lowerer<'g> {
                 src,
                 strides: key.2.clone(),
                 offset: offset.max(0) as usize,
+                dynamic: key.3.clone(),
             }),
             dtype,
         });
@@ -282,12 +297,22 @@ impl<'g> Lowerer<'g> {
                 self.labels.push("view".to_string());
                 self.lower_at(arg.index(), view_arg_map(map, &resolved))?
             }
-            NodeKind::Gather { .. } => {
-                return Err(FusionError::Arguments {
-                    what: "planner".into(),
-                    expected: "a supported node".into(),
-                    got: "a gather".into(),
-                })
+            NodeKind::Gather { arg, index, axis } => {
+                let axis = *axis;
+                let ri = self.shapes[index.index()].len();
+                let ir = self.lower_at(index.index(), map[axis..axis + ri].to_vec())?;
+                let len = self.shapes[arg.index()][axis];
+                let checked = self.push(RegKind::Index { arg: ir, len, axis }, DType::Int64);
+                self.labels.push("take".to_string());
+                let mut am = map[..axis].to_vec();
+                am.push(Coord {
+                    dim: None,
+                    step: 0,
+                    offset: 0,
+                    dynamic: Some((checked, 1)),
+                });
+                am.extend_from_slice(&map[axis + ri..]);
+                self.lower_at(arg.index(), am)?
             }
         };
         self.memo.insert(key, r);

@@ -164,13 +164,29 @@ pub(crate) struct Leaf {
     pub strides: Vec<isize>,
     /// Element offset of the point at the space's origin (a slice not starting at 0).
     pub offset: usize,
+    /// Gathered coordinates (`a[idx]`): (register of an `Index`, element stride) terms added
+    /// to the offset at every point.
+    pub dynamic: Vec<(usize, isize)>,
 }
 
 #[derive(Clone, Debug)]
 pub(crate) enum RegKind {
     Leaf(Leaf),
-    Op { op: Op, args: Vec<usize> },
-    Cast { arg: usize },
+    Op {
+        op: Op,
+        args: Vec<usize>,
+    },
+    Cast {
+        arg: usize,
+    },
+    /// An index array's value checked against the length `len` of the gathered `axis`:
+    /// negative values count from the end; out of range is NumPy's `IndexError` (an error of
+    /// the CPU executor, a trap on the device). Its dtype is int64.
+    Index {
+        arg: usize,
+        len: usize,
+        axis: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
