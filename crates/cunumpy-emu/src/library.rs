@@ -42,9 +42,11 @@ impl EmuCompiler {
 
     /// Compiles `source` once for several of its kernels (`expressions`: one library file
     /// exporting a launcher for each, as the launches of a fused plan need) and returns one
-    /// [`EmuLibrary`] per expression, in order. The plain and the checked build compile at
-    /// the same time, on two threads. Without a `cache_dir` (the library files are not kept)
-    /// each kernel is compiled on its own, as by [`EmuCompiler::compile`].
+    /// [`EmuLibrary`] per expression, in order. Only the bounds-checked build is compiled: a
+    /// launch with `bounds` checks them, one without runs the same build with no range
+    /// declared (nothing is checked, as in the plain build, only slower). Without a
+    /// `cache_dir` (library files are not kept) each kernel is compiled on its own, as by
+    /// [`EmuCompiler::compile`].
     pub fn compile_module(
         &self,
         source: &str,
@@ -71,18 +73,7 @@ impl EmuCompiler {
             include_dirs: include_dirs.to_vec(),
             cache_dir: cache_dir.map(Path::to_path_buf),
         };
-        let (plain, checked) = std::thread::scope(|scope| {
-            let checked = scope.spawn(|| build(&inputs, Variant::Checked));
-            let plain = build(&inputs, Variant::Plain);
-            let checked = checked.join().unwrap_or_else(|_| {
-                Err(EmuError::Io {
-                    context: "building the checked emulation library".into(),
-                    message: "the build thread panicked".into(),
-                })
-            });
-            (plain, checked)
-        });
-        let (plain, info) = plain?;
+        let (plain, info) = build(&inputs, Variant::Checked)?;
         let (path, outcome) = (plain.path.clone(), plain.outcome);
         let mut first_plain = Some(plain);
         let mut out = Vec::with_capacity(expressions.len());
@@ -92,10 +83,7 @@ impl EmuCompiler {
                 Some(l) => l,
                 None => Loaded::open_slot(&path, &expr, outcome, slot)?,
             };
-            let checked_slot = match &checked {
-                Ok((c, _)) => Loaded::open_slot(&c.path, &expr, c.outcome, slot),
-                Err(e) => Err(e.clone()),
-            };
+            let checked_slot = Loaded::open_slot(&path, &expr, outcome, slot);
             let mut slot_info = info.clone();
             slot_info.param_names =
                 crate::rewrite::rewrite(source, crate::rewrite::base_name(&expr), false)

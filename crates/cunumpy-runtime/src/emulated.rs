@@ -142,8 +142,8 @@ pub fn library_for_source(source: &str, kernel: &str) -> Result<(Arc<EmuLibrary>
 
 /// The libraries of several kernels of one generated module `source` (the launches of a fused
 /// plan, `what` names it in the progress line): one library file for all of them, compiled
-/// once (its plain and checked builds at the same time), found in this process's table or the
-/// disk cache otherwise. Each comes with whether it came from the disk cache. A build that
+/// once (the bounds-checked build, which every launch of a plan uses), found in this
+/// process's table or the disk cache otherwise. Each comes with whether it came from the disk cache. A build that
 /// takes more than a second says so on stderr, once when it starts and once when it is done.
 pub fn module_for_source(
     source: &str,
