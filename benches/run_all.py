@@ -6,7 +6,13 @@ from pathlib import Path
 
 import cunumpy as xp
 
-GPU_BENCHES = ["launch_overhead.py", "kernel_dispatch.py", "pyccel_roundtrip.py", "algorithms.py"]
+GPU_BENCHES = [
+    "launch_overhead.py",
+    "kernel_dispatch.py",
+    "pyccel_roundtrip.py",
+    "algorithms.py",
+    "cuda_graphs.py",
+]
 
 
 def main() -> int:

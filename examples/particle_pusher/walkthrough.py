@@ -81,14 +81,21 @@ class Simulation:
         self.tracked = tracked
         self.history: list = []
 
-    def step(self) -> None:
+    def push(self) -> None:
+        """The kernels of one time step: the field at each particle, then the Boris push."""
         k = self.kernels
         k["gather_field"](
             self.p, self.ex_grid, self.ey_grid, self.ex, self.ey, self.grid.dx, self.grid.dy
         )
         k["boris_push"](self.p, self.ex, self.ey, BZ, QM, DT, LX, LY)
-        # Positions of a few particles stay on the device until the end of the run.
+
+    def track(self) -> None:
+        """Positions of a few particles stay on the device until the end of the run."""
         self.history.append(xp.stack([self.p.x[: self.tracked], self.p.y[: self.tracked]], 1))
+
+    def step(self) -> None:
+        self.push()
+        self.track()
 
     def deposit(self) -> None:
         """Charge onto the host library's own buffer: zero, scatter-add, copy back in place."""
@@ -105,18 +112,29 @@ class Simulation:
         return xp.to_numpy(xp.stack(self.history))
 
 
-def run(catalog: KernelCatalog, n: int, steps: int, label: str, output: Path) -> Simulation:
+def run(
+    catalog: KernelCatalog, n: int, steps: int, label: str, output: Path, graph: bool = False
+) -> Simulation:
     """Runs `steps` time steps and prints the catalog summary, the transfer report of one time
     step and the kernel profile; writes the run's trace (open it in https://ui.perfetto.dev)
-    and, with matplotlib, the profile's picture into `output`."""
+    and, with matplotlib, the profile's picture into `output`. With `graph`, the kernels of a
+    step are captured once as a CUDA graph (`xp.cuda.graph`) and each step replays it."""
     sim = Simulation(catalog, n)
+    step = sim.step
+    if graph:
+        push = xp.cuda.graph(sim.push)  # captured, not run: each call below is one step
+
+        def step() -> None:
+            push()
+            sim.track()
+
     with kernel_profile() as profile, count_transfers() as everything:
         for i in range(steps):
             if i == 1:
                 with count_transfers() as one_step:
-                    sim.step()
+                    step()
             else:
-                sim.step()
+                step()
             if i % 10 == 9:
                 sim.deposit()
         xp.synchronize()
@@ -171,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rtol", type=float, default=1e-6)
     parser.add_argument("--output", type=Path, default=HERE / "output")
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="step 4 replays each time step as one CUDA graph (needs a device backend)",
+    )
     opts = parser.parse_args(argv)
     # The device backend: a GPU, or the emulated device (CUNUMPY_FAKE_CUPY=1); else NumPy.
     device = "cupy" if xp.cupy_available() else "numpy"
@@ -214,8 +237,12 @@ def main(argv: list[str] | None = None) -> int:
 
         # Step 4: every kernel of the time loop ported: a time step copies nothing.
         catalog = load_catalog("fallback")
-        sim = run(catalog, opts.particles, opts.steps, "step 4: all ported", opts.output)
+        graph = opts.graph and device == "cupy"
+        label = "step 4: all ported" + (", one CUDA graph per step" if graph else "")
+        sim = run(catalog, opts.particles, opts.steps, label, opts.output, graph=graph)
         compare(reference, sim.state(), "step 4", opts.rtol)
+        if opts.graph and not graph:
+            print("(--graph: a graph needs a device backend; step 4 ran eagerly on NumPy)")
         with assert_no_transfers():
             sim.step()
         print("assert_no_transfers() around a time step: passed")

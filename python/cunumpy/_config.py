@@ -18,6 +18,7 @@ __all__ = [
     "cuda_visible_devices",
     "device_kernel_implementation",
     "fake_cupy",
+    "fake_metal",
     "flag",
     "host_kernel_implementation",
     "pyccel_kernel_cache",
@@ -55,6 +56,12 @@ def flag(name: str, default: bool = False) -> bool:
 def fake_cupy() -> bool:
     """``CUNUMPY_FAKE_CUPY``: install the fake CuPy (the emulated device) at import."""
     return flag("CUNUMPY_FAKE_CUPY")
+
+
+def fake_metal() -> bool:
+    """``CUNUMPY_FAKE_METAL``: ``MetalKernel`` calls run on the emulated Metal device (the CPU
+    emulator) and ``metal_available()`` is true; read at each call."""
+    return flag("CUNUMPY_FAKE_METAL")
 
 
 def backend() -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend
+from . import _backend, _capture
 from ._ledger import record, recorded_by_caller
 from .exceptions import CupyUnavailableError, MixedBackendError
 
@@ -43,6 +43,9 @@ def to_numpy(array: Any) -> np.ndarray:
     if type(array) is np.ndarray:
         return array
     if is_cupy_array(array):
+        _capture.refuse(
+            f"to_numpy({_describe(array)})", "a copy to the host cannot be part of a graph"
+        )
         with recorded_by_caller():
             out = array.get(order="A")
         record("to_host", f"to_numpy: {_describe(array)}", int(array.nbytes))
@@ -62,6 +65,9 @@ def to_cupy(array: Any) -> Any:
                 "device_copy", f"to_cupy: {_describe(array)} from another device", int(array.nbytes)
             )
         return out
+    _capture.refuse(
+        f"to_cupy({_describe(array)})", "a copy from the host cannot be part of a graph"
+    )
     with recorded_by_caller():
         out = cupy.asarray(array)
     record("to_device", f"to_cupy: {_describe(out)}", int(out.nbytes))
@@ -148,6 +154,7 @@ def synchronize() -> None:
     """Waits for all work on the current device (a no-op on NumPy); recorded as ``sync``."""
     if _backend.get_backend() != "cupy":
         return
+    _capture.refuse("synchronize()", "a graph cannot wait for the host; synchronize after a replay")
     import cupy
 
     cupy.cuda.Device().synchronize()

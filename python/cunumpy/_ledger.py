@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 
 from . import _core
+from ._capture import refuse_event
 from ._where import call_site
 
 is_recording = _core.is_recording
@@ -22,7 +23,9 @@ def record(
     blocking: bool = True,
     implicit: bool = False,
 ) -> None:
-    """Records one event; costs one call into Rust when no counter is open."""
+    """Records one event; costs one call into Rust when no counter is open. Inside a graph
+    capture an event of a kind a graph cannot hold raises instead (``_capture``)."""
+    refuse_event(kind, description)
     if _core.is_recording():
         _core.record_event(kind, description, call_site(), nbytes, blocking, implicit)
 

@@ -29,7 +29,8 @@ def plot_profile(
     names = sorted(
         {s.name for s in stats}, key=lambda n: -sum(s.seconds for s in stats if s.name == n)
     )
-    paths = [p for p in ("cuda", "host", "fallback") if any(s.path == p for s in stats)]
+    order = ("cuda", "graph", "metal", "host", "fallback")
+    paths = [p for p in order if any(s.path == p for s in stats)]
     height = 0.8 / max(len(paths), 1)
     for i, p in enumerate(paths):
         ms = [sum(s.seconds for s in stats if s.name == n and s.path == p) * 1e3 for n in names]
@@ -41,10 +42,10 @@ def plot_profile(
     if paths:
         kernels.legend(title="path")
 
-    device = sum(s.seconds for s in stats if s.path == "cuda") * 1e3
-    host = sum(s.seconds for s in stats if s.path != "cuda") * 1e3
+    device = sum(s.seconds for s in stats if s.path in ("cuda", "metal")) * 1e3
+    host = sum(s.seconds for s in stats if s.path not in ("cuda", "metal")) * 1e3
     split.bar(
-        ["device (cuda)", "host (host + fallback)"],
+        ["device (cuda, metal)", "host (host + fallback)"],
         [device, host],
         color=["tab:green", "tab:orange"],
     )

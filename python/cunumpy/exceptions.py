@@ -63,6 +63,9 @@ __all__ = [
     "CudaPortUnsupportedError",
     "CudaPortRaceError",
     "CudaPortInputError",
+    "GraphError",
+    "GraphCaptureError",
+    "GraphRecaptureError",
 ]
 
 
@@ -336,3 +339,19 @@ class CudaPortRaceError(CudaPortError):
 class CudaPortInputError(CudaPortError):
     """``generate_cuda`` was given something it cannot use: no such function, an argument
     without a type, a parallel-loop line that is not a top-level loop."""
+
+
+class GraphError(CunumpyError):
+    """Base of what :func:`cunumpy.cuda.graph` refuses."""
+
+
+class GraphCaptureError(GraphError, RuntimeError):
+    """A call inside a captured step that a graph cannot hold (a host kernel or fallback, a
+    copy through host memory, a host synchronization, a launch on another stream), raised at
+    that call, naming it and the user's line; or a step that cannot be captured at all."""
+
+
+class GraphRecaptureError(GraphError, ValueError):
+    """A replay's value that the captured graph cannot take (a scalar of another kind, an
+    array of another dtype, shape or strides, a different number of arguments): capture the
+    graph again for it. The message names the parameter, what it was and what was given."""

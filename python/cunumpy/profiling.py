@@ -155,8 +155,18 @@ class TransferCounter:
         return self.count("launch")
 
     @property
+    def graph_launches(self) -> int:
+        """Replays of captured graphs (``cunumpy.cuda.graph``): one launch each."""
+        return self.count("graph_launch")
+
+    @property
+    def graph_kernels(self) -> int:
+        """Kernels run by those graph launches."""
+        return int(self._counter.graph_kernels())
+
+    @property
     def total(self) -> int:
-        """Every event except ``sync`` and ``launch``."""
+        """Every event except ``sync``, ``launch`` and ``graph_launch``."""
         return self._counter.total()
 
     @property
@@ -216,7 +226,7 @@ def assert_no_transfers(*, syncs: bool = False) -> Iterator[TransferCounter]:
     """
     with count_transfers() as counter:
         yield counter
-    allowed = {"device_copy", "launch"} | (set() if syncs else {"sync"})
+    allowed = {"device_copy", "launch", "graph_launch"} | (set() if syncs else {"sync"})
     if any(e.kind not in allowed for e in counter.events):
         raise AssertionError(
             "host/device transfers inside a block that must not transfer:\n" + counter.report()

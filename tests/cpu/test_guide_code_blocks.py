@@ -4,7 +4,9 @@ Each page runs in a fresh process, its blocks in order in one namespace (a later
 what an earlier one defined), with cwd in a temporary folder. Pages run on the NumPy backend;
 a block marked ``<!-- test: device -->`` (the line above its fence) needs the GPU path and runs
 only on the emulated device (``CUNUMPY_FAKE_CUPY=1``, backend ``cupy``), where the whole page
-runs again. New pages are picked up by the glob: nothing to register.
+runs again. A page with a block marked ``<!-- test: metal -->`` (a Metal kernel) runs with
+``CUNUMPY_FAKE_METAL=1``: its Metal kernels run on the emulated Metal device. New pages are
+picked up by the glob: nothing to register.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from cunumpy.kernel_testing import emulation_compiler
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"(?:<!--\s*test:\s*(\w+)\s*-->\s*\n)?```python\n(.*?)```", re.S)
-MARKERS = {None, "device"}
+MARKERS = {None, "device", "metal"}
 
 pytestmark = [
     pytest.mark.cxx,
@@ -76,6 +78,9 @@ def test_page_code_runs(page: Path, mode: str, tmp_path: Path) -> None:
     if mode == "emulated":
         env.update(CUNUMPY_FAKE_CUPY="1", CUNUMPY_BACKEND="cupy")
     env["MPLBACKEND"] = "Agg"
+    env.pop("CUNUMPY_FAKE_METAL", None)
+    if any(m == "metal" for _, m, _ in blocks_of(page)):
+        env["CUNUMPY_FAKE_METAL"] = "1"
     payload = json.dumps([str(page), mode, blocks_of(page)])
     result = subprocess.run(
         [sys.executable, "-c", RUNNER],

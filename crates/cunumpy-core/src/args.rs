@@ -88,6 +88,26 @@ pub struct LaunchBuffer {
 // buffer (moving a Vec does not move its heap data), so the buffer can go to another thread.
 unsafe impl Send for LaunchBuffer {}
 
+impl Clone for LaunchBuffer {
+    /// A copy whose `void*` array points into the copy's own slots (a recorded launch keeps
+    /// its own buffer, e.g. one node of a captured graph).
+    fn clone(&self) -> Self {
+        let slots = self.slots.clone();
+        let mut copy = LaunchBuffer {
+            pointers: Vec::with_capacity(self.pointers.len()),
+            slots,
+        };
+        let old_base = self.slots.as_ptr() as usize;
+        let new_base = copy.slots.as_mut_ptr();
+        for p in &self.pointers {
+            let offset_slots = (*p as usize).saturating_sub(old_base) / std::mem::size_of::<Slot>();
+            copy.pointers
+                .push(new_base.wrapping_add(offset_slots).cast::<c_void>());
+        }
+        copy
+    }
+}
+
 impl LaunchBuffer {
     fn write(&mut self, first_slot: usize, bytes: &[u8]) {
         for (k, chunk) in bytes.chunks(16).enumerate() {
@@ -710,5 +730,39 @@ mod interface_tests {
         assert!(interface_problem(64, &[4], Some(-3)).is_some());
         assert!(interface_problem(64, &[4], Some(1)).is_none());
         assert!(interface_problem(64, &[2, 2], None).is_none());
+    }
+}
+
+#[cfg(test)]
+mod buffer_tests {
+    use super::LaunchBuffer;
+
+    /// The value each `void*` of a buffer points at, read back through the pointer array.
+    fn read_back(buffer: &mut LaunchBuffer, sizes: &[usize]) -> Vec<Vec<u8>> {
+        let params = buffer.params();
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                // SAFETY: `params` has one pointer per value, each into the buffer's own slots,
+                // which hold at least `n` bytes for value `i`.
+                unsafe { std::slice::from_raw_parts(*params.add(i) as *const u8, n).to_vec() }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_clone_points_into_its_own_slots() {
+        let values = vec![vec![1u8; 8], vec![2u8; 24], vec![3u8; 4]];
+        let original = LaunchBuffer::from_raw_values(&values);
+        let mut copy = original.clone();
+        drop(original);
+        assert_eq!(read_back(&mut copy, &[8, 24, 4]), values);
+        let slots = copy.slots.as_ptr() as usize;
+        let end = slots + copy.slots.len() * 16;
+        assert!(copy
+            .pointers
+            .iter()
+            .all(|p| (slots..end).contains(&(*p as usize))));
     }
 }

@@ -22,10 +22,13 @@ pub enum EventKind {
     DeviceCopy,
     Sync,
     Launch,
+    /// One replay of a captured CUDA graph (`cunumpy.cuda.graph`): one launch that ran
+    /// [`Event::kernels`] kernels.
+    GraphLaunch,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 7] = [
+    pub const ALL: [EventKind; 8] = [
         EventKind::ToHost,
         EventKind::ToDevice,
         EventKind::KernelConversion,
@@ -33,6 +36,7 @@ impl EventKind {
         EventKind::DeviceCopy,
         EventKind::Sync,
         EventKind::Launch,
+        EventKind::GraphLaunch,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,6 +48,7 @@ impl EventKind {
             EventKind::DeviceCopy => "device_copy",
             EventKind::Sync => "sync",
             EventKind::Launch => "launch",
+            EventKind::GraphLaunch => "graph_launch",
         }
     }
 
@@ -52,9 +57,18 @@ impl EventKind {
     }
 
     /// Whether the event counts towards a counter's `total` (copies and markers do;
-    /// synchronisations and launches are reported but not counted as transfers).
+    /// synchronisations, launches and graph launches are reported but not counted as
+    /// transfers).
     pub fn is_transfer(self) -> bool {
-        !matches!(self, EventKind::Sync | EventKind::Launch)
+        !matches!(
+            self,
+            EventKind::Sync | EventKind::Launch | EventKind::GraphLaunch
+        )
+    }
+
+    /// Whether the event is a launch (of a kernel, or of a graph of kernels).
+    pub fn is_launch(self) -> bool {
+        matches!(self, EventKind::Launch | EventKind::GraphLaunch)
     }
 }
 
@@ -72,6 +86,8 @@ pub struct Event {
     pub time_ns: u64,
     /// The recording thread's [`current_thread_key`] (set by [`Ledger::record`]).
     pub thread: u64,
+    /// The kernels a graph launch ran (0 for every other kind).
+    pub kernels: u64,
 }
 
 impl Event {
@@ -202,7 +218,16 @@ pub fn bytes(events: &[Event], kind: EventKind) -> u64 {
         .sum()
 }
 
-/// Number of transfer events (everything except `sync` and `launch`).
+/// Kernels run by graph launches (the sum of their [`Event::kernels`]).
+pub fn graph_kernels(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::GraphLaunch)
+        .map(|e| e.kernels)
+        .sum()
+}
+
+/// Number of transfer events (everything except `sync`, `launch` and `graph_launch`).
 pub fn total(events: &[Event]) -> usize {
     events.iter().filter(|e| e.kind.is_transfer()).count()
 }
@@ -213,7 +238,7 @@ pub fn report(events: &[Event]) -> String {
     let mut out = format!("{} transfer(s) through cunumpy (", total(events));
     let header_kinds: Vec<String> = EventKind::ALL
         .iter()
-        .filter(|k| **k != EventKind::Launch)
+        .filter(|k| !k.is_launch())
         .map(|k| format!("{} {}", count(events, *k), k.name()))
         .collect();
     out.push_str(&header_kinds.join(", "));
@@ -221,6 +246,14 @@ pub fn report(events: &[Event]) -> String {
     let launches = count(events, EventKind::Launch);
     if launches > 0 {
         let _ = write!(out, ", {launches} kernel launch(es)");
+    }
+    let graphs = count(events, EventKind::GraphLaunch);
+    if graphs > 0 {
+        let _ = write!(
+            out,
+            ", {graphs} graph launch(es) running {} kernel(s)",
+            graph_kernels(events)
+        );
     }
     for kind in EventKind::ALL {
         let of_kind: Vec<&Event> = events.iter().filter(|e| e.kind == kind).collect();
@@ -267,7 +300,27 @@ mod tests {
             implicit: false,
             time_ns: 0,
             thread: 0,
+            kernels: 0,
         }
+    }
+
+    #[test]
+    fn graph_launches_count_their_kernels_and_are_no_transfers() {
+        let mut a = event(EventKind::GraphLaunch, "a.py:1", 0);
+        a.kernels = 20;
+        let mut b = a.clone();
+        b.kernels = 3;
+        let events = vec![a, b, event(EventKind::Launch, "a.py:2", 0)];
+        assert_eq!(graph_kernels(&events), 23);
+        assert_eq!(total(&events), 0);
+        assert_eq!(count(&events, EventKind::GraphLaunch), 2);
+        let text = report(&events);
+        assert!(
+            text.contains("2 graph launch(es) running 23 kernel(s)"),
+            "{text}"
+        );
+        assert!(text.contains("1 kernel launch(es)"), "{text}");
+        assert!(!text.contains("0 graph_launch"), "{text}");
     }
 
     #[test]

@@ -17,9 +17,23 @@ use crate::error::CudaError;
 use crate::loader::open_driver;
 use crate::sys::{
     device_attr, func_attr, jit_option, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction,
-    CUfunction_attribute, CUmodule, CUresult, CUstream, DriverFns, DriverOptionalFns,
-    CUDA_ERROR_NOT_READY, CUDA_SUCCESS,
+    CUfunction_attribute, CUgraphNode, CUmodule, CUresult, CUstream, CUstreamCaptureStatus,
+    DriverFns, DriverOptionalFns, CUDA_ERROR_NOT_READY, CUDA_KERNEL_NODE_PARAMS, CUDA_SUCCESS,
+    CU_STREAM_CAPTURE_STATUS_ACTIVE, CU_STREAM_CAPTURE_STATUS_NONE,
 };
+
+/// What [`Driver::capture_info`] found of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureInfo {
+    /// The stream is capturing and the capture is still valid.
+    pub active: bool,
+    /// The stream is in a capture (active or invalidated by an error).
+    pub capturing: bool,
+    /// The capture sequence's id (unique in the process).
+    pub id: u64,
+    /// The nodes the next captured operation depends on.
+    pub last_nodes: Vec<usize>,
+}
 
 /// The loaded CUDA driver.
 pub struct Driver {
@@ -284,6 +298,114 @@ impl Driver {
         }
         self.check(code, "cuStreamQuery")?;
         Ok(true)
+    }
+
+    /// Whether `stream` is capturing into a graph, and the nodes the next operation captured
+    /// on it will depend on (right after a launch: the launch's own node). Needs
+    /// `cuStreamGetCaptureInfo_v2` or `_v3`.
+    pub fn capture_info(&self, stream: StreamHandle) -> Result<CaptureInfo, CudaError> {
+        let mut status: CUstreamCaptureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+        let mut id: u64 = 0;
+        let mut graph: *mut c_void = ptr::null_mut();
+        let mut deps: *const CUgraphNode = ptr::null();
+        let mut n_deps: usize = 0;
+        let code = if let Some(v2) = self.optional.cuStreamGetCaptureInfo_v2 {
+            // SAFETY: `StreamHandle` guarantees a valid stream; every out pointer is valid.
+            unsafe {
+                v2(
+                    stream.as_raw(),
+                    &mut status,
+                    &mut id,
+                    &mut graph,
+                    &mut deps,
+                    &mut n_deps,
+                )
+            }
+        } else if let Some(v3) = self.optional.cuStreamGetCaptureInfo_v3 {
+            let mut edges: *const c_void = ptr::null();
+            // SAFETY: as above; `edges` is a valid out pointer for the edge data array.
+            unsafe {
+                v3(
+                    stream.as_raw(),
+                    &mut status,
+                    &mut id,
+                    &mut graph,
+                    &mut deps,
+                    &mut edges,
+                    &mut n_deps,
+                )
+            }
+        } else {
+            return Err(CudaError::MissingSymbol {
+                library: self.library_path.clone(),
+                symbol: "cuStreamGetCaptureInfo_v2".into(),
+                reason: "the driver is older than CUDA 11.3".into(),
+            });
+        };
+        self.check(code, "cuStreamGetCaptureInfo")?;
+        let nodes = if status == CU_STREAM_CAPTURE_STATUS_ACTIVE && !deps.is_null() {
+            // SAFETY: while the capture is active the driver's array holds `n_deps` node
+            // handles, valid until the next operation on the stream; they are copied here.
+            unsafe { std::slice::from_raw_parts(deps, n_deps) }
+                .iter()
+                .map(|n| *n as usize)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(CaptureInfo {
+            active: status == CU_STREAM_CAPTURE_STATUS_ACTIVE,
+            capturing: status != CU_STREAM_CAPTURE_STATUS_NONE,
+            id,
+            last_nodes: nodes,
+        })
+    }
+
+    /// Whether this driver can update a kernel node of an instantiated graph in place.
+    pub fn can_update_graph_nodes(&self) -> bool {
+        self.optional.cuGraphExecKernelNodeSetParams.is_some()
+    }
+
+    /// Sets the parameters of kernel node `node` of the instantiated graph `exec` (the node
+    /// keeps `function`; `shape` and `shared` as captured) to the values `params` points at.
+    ///
+    /// # Safety
+    /// `exec` is a live executable graph instantiated from the graph `node` belongs to, `node`
+    /// is a kernel node of `function`, and `params` holds one value per parameter of
+    /// `function`, of its C types, valid for the call (the driver copies them); as for
+    /// [`Function::launch`], every device pointer among them must stay valid for every later
+    /// launch of `exec`.
+    pub unsafe fn set_graph_kernel_params(
+        &self,
+        exec: usize,
+        node: usize,
+        function: &Function,
+        shape: &LaunchShape,
+        shared: u32,
+        params: *mut *mut c_void,
+    ) -> Result<(), CudaError> {
+        let Some(set) = self.optional.cuGraphExecKernelNodeSetParams else {
+            return Err(CudaError::MissingSymbol {
+                library: self.library_path.clone(),
+                symbol: "cuGraphExecKernelNodeSetParams".into(),
+                reason: "the driver is older than CUDA 10.1".into(),
+            });
+        };
+        let p = CUDA_KERNEL_NODE_PARAMS {
+            func: function.as_raw(),
+            gridDimX: shape.grid[0],
+            gridDimY: shape.grid[1],
+            gridDimZ: shape.grid[2],
+            blockDimX: shape.block[0],
+            blockDimY: shape.block[1],
+            blockDimZ: shape.block[2],
+            sharedMemBytes: shared,
+            kernelParams: params,
+            extra: ptr::null_mut(),
+        };
+        // SAFETY: the caller upholds the contract above; `p` is a valid `_v1` struct.
+        let code = unsafe { set(exec as *mut c_void, node as CUgraphNode, &p) };
+        self.check(code, "cuGraphExecKernelNodeSetParams")
     }
 
     /// The context a stream belongs to; `None` when the driver lacks `cuStreamGetCtx`.

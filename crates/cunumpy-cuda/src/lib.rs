@@ -23,8 +23,8 @@ pub use cache::{
     compile_cached, compile_key, CachedCompile, CompileRequest, KernelCache, KeyInputs,
 };
 pub use driver::{
-    ensure_context, synchronize_context, synchronize_stream, Context, DeviceBuffer, DeviceInfo,
-    DeviceRepr, Driver, Event, Function, FunctionAttributes, Module, StreamHandle,
+    ensure_context, synchronize_context, synchronize_stream, CaptureInfo, Context, DeviceBuffer,
+    DeviceInfo, DeviceRepr, Driver, Event, Function, FunctionAttributes, Module, StreamHandle,
 };
 pub use error::{CompileError, CudaError};
 pub use nvrtc::{compile, Compiled, ImageKind, Nvrtc, Target};

@@ -28,6 +28,60 @@ pub type CUfunction = *mut c_void;
 pub type CUstream = *mut c_void;
 /// `CUevent`: an opaque event handle.
 pub type CUevent = *mut c_void;
+/// `CUgraph`: an opaque graph handle.
+pub type CUgraph = *mut c_void;
+/// `CUgraphNode`: an opaque handle of one node of a graph.
+pub type CUgraphNode = *mut c_void;
+/// `CUgraphExec`: an opaque handle of an instantiated (executable) graph.
+pub type CUgraphExec = *mut c_void;
+/// `CUstreamCaptureStatus`, as its integer value.
+pub type CUstreamCaptureStatus = c_int;
+
+/// `CU_STREAM_CAPTURE_STATUS_NONE`: the stream is not capturing.
+pub const CU_STREAM_CAPTURE_STATUS_NONE: CUstreamCaptureStatus = 0;
+/// `CU_STREAM_CAPTURE_STATUS_ACTIVE`: the stream is capturing.
+pub const CU_STREAM_CAPTURE_STATUS_ACTIVE: CUstreamCaptureStatus = 1;
+
+/// `CUDA_KERNEL_NODE_PARAMS` (its first version, `_v1`: what `cuGraphExecKernelNodeSetParams`
+/// without a version suffix takes).
+#[repr(C)]
+pub struct CUDA_KERNEL_NODE_PARAMS {
+    pub func: CUfunction,
+    pub gridDimX: c_uint,
+    pub gridDimY: c_uint,
+    pub gridDimZ: c_uint,
+    pub blockDimX: c_uint,
+    pub blockDimY: c_uint,
+    pub blockDimZ: c_uint,
+    pub sharedMemBytes: c_uint,
+    pub kernelParams: *mut *mut c_void,
+    pub extra: *mut *mut c_void,
+}
+
+/// `cuStreamGetCaptureInfo_v2`: status, capture id, graph, the nodes the next captured
+/// operation will depend on, and their count.
+pub type CuStreamGetCaptureInfoV2 = unsafe extern "C" fn(
+    CUstream,
+    *mut CUstreamCaptureStatus,
+    *mut u64,
+    *mut CUgraph,
+    *mut *const CUgraphNode,
+    *mut usize,
+) -> CUresult;
+/// `cuStreamGetCaptureInfo_v3`: as `_v2`, plus the edge data of those dependencies.
+pub type CuStreamGetCaptureInfoV3 = unsafe extern "C" fn(
+    CUstream,
+    *mut CUstreamCaptureStatus,
+    *mut u64,
+    *mut CUgraph,
+    *mut *const CUgraphNode,
+    *mut *const c_void,
+    *mut usize,
+) -> CUresult;
+/// `cuGraphExecKernelNodeSetParams` (the `_v1` parameter struct).
+pub type CuGraphExecKernelNodeSetParams =
+    unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const CUDA_KERNEL_NODE_PARAMS) -> CUresult;
+
 /// `CUdevice_attribute`, as its integer value.
 pub type CUdevice_attribute = c_int;
 /// `CUfunction_attribute`, as its integer value.
@@ -207,6 +261,12 @@ fn_table! {
 #[derive(Clone, Copy)]
 pub struct DriverOptionalFns {
     pub cuStreamGetCtx: Option<unsafe extern "C" fn(CUstream, *mut CUcontext) -> CUresult>,
+    /// Stream capture (CUDA 11.3+): the node a captured launch became.
+    pub cuStreamGetCaptureInfo_v2: Option<CuStreamGetCaptureInfoV2>,
+    /// The same in drivers that dropped `_v2` (CUDA 12.3+ has both).
+    pub cuStreamGetCaptureInfo_v3: Option<CuStreamGetCaptureInfoV3>,
+    /// Updating a kernel node of an instantiated graph in place (CUDA 10.1+).
+    pub cuGraphExecKernelNodeSetParams: Option<CuGraphExecKernelNodeSetParams>,
 }
 
 impl DriverOptionalFns {
@@ -219,6 +279,14 @@ impl DriverOptionalFns {
             // SAFETY: the caller guarantees `lib` is libcuda, whose `cuStreamGetCtx` has this
             // signature.
             cuStreamGetCtx: unsafe { optional_symbol(lib, "cuStreamGetCtx") },
+            // SAFETY: as above: libcuda's symbols of these names have the declared types.
+            cuStreamGetCaptureInfo_v2: unsafe { optional_symbol(lib, "cuStreamGetCaptureInfo_v2") },
+            // SAFETY: as above.
+            cuStreamGetCaptureInfo_v3: unsafe { optional_symbol(lib, "cuStreamGetCaptureInfo_v3") },
+            // SAFETY: as above; the unsuffixed symbol takes the `_v1` parameter struct.
+            cuGraphExecKernelNodeSetParams: unsafe {
+                optional_symbol(lib, "cuGraphExecKernelNodeSetParams")
+            },
         }
     }
 }

@@ -392,7 +392,10 @@ inline void complete_group(sched* s, unsigned w, warp_group& g) {
     f.result = r;
     if (f.st == fstate::at_warp) {
       s->n_at_warp--;
-      s->wake(w * 32 + l);
+      // The lane that completes the group is running: it goes on without being queued (a
+      // queued copy of a running fiber would fill the run queue of a warp-heavy kernel).
+      if (&f == s->cur) f.st = fstate::runnable;
+      else s->wake(w * 32 + l);
     }
   }
 }

@@ -34,6 +34,9 @@
 //! a block as a fiber, switched at barriers and warp intrinsics. A shuffle seed runs fibers in a
 //! seeded random order, switching also at accesses through pointer parameters; declared buffer
 //! lengths turn those accesses into checked ones. Faults come back as [`EmuError::Kernel`].
+//!
+//! Metal kernels (MLX's `metal_kernel` conventions) run on the same machinery: [`metal`] turns
+//! one into a CUDA-style kernel over a Metal layer of the prelude (`prelude/metal_emu.h`).
 
 mod cache_dir;
 mod compiler;
@@ -43,6 +46,7 @@ mod includes;
 mod lexer;
 mod library;
 mod loaded;
+pub mod metal;
 mod rewrite;
 
 pub use cache_dir::{default_cache_dir, resolve_cache_dir};
@@ -50,3 +54,7 @@ pub use compiler::{EmuCompiler, PRELUDE};
 pub use error::{EmuError, Fault};
 pub use host_library::HostLibrary;
 pub use library::{CacheOutcome, EmuLibrary, LaunchOptions};
+pub use metal::{
+    MetalBuffer, MetalInput, MetalKernelSource, MetalLaunchOptions, MetalOutput, MetalParam,
+    MetalTranslation, TemplateArg, METAL_OPTIONS, METAL_PRELUDE,
+};

@@ -66,20 +66,21 @@ fn pointer_extents(config: &Config, flat: &[Bound<'_, PyAny>]) -> PyResult<Vec<O
     Ok(out)
 }
 
-/// Runs a packed launch in the emulator with the GIL released.
+/// What an emulated launch of `config` with these arguments runs: its library (built on
+/// first use) and options (bounds from the arguments' byte lengths). Checks the shape against
+/// the device's limits and the argument count against the compiled kernel.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run(
+pub(crate) fn prepare(
     py: Python<'_>,
     config: &Config,
     flat: &[Bound<'_, PyAny>],
-    mut buffer: LaunchBuffer,
-    shape: LaunchShape,
+    shape: &LaunchShape,
     shared: u32,
     shuffle_seed: Option<u64>,
     bounds: bool,
-) -> PyResult<()> {
+) -> PyResult<(Arc<EmuLibrary>, LaunchOptions)> {
     let name = config.name();
-    emulated::validate(name, &shape, shared).map_err(|e| errors::launch_error(py, e))?;
+    emulated::validate(name, shape, shared).map_err(|e| errors::launch_error(py, e))?;
     let (lib, _) = library_for(py, config)?;
     if lib.param_count() != flat.len() {
         return Err(errors::raise(
@@ -103,6 +104,23 @@ pub(crate) fn run(
         shuffle_seed,
         ..LaunchOptions::default()
     };
+    Ok((lib, options))
+}
+
+/// Runs a packed launch in the emulator with the GIL released.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    py: Python<'_>,
+    config: &Config,
+    flat: &[Bound<'_, PyAny>],
+    mut buffer: LaunchBuffer,
+    shape: LaunchShape,
+    shared: u32,
+    shuffle_seed: Option<u64>,
+    bounds: bool,
+) -> PyResult<()> {
+    let name = config.name();
+    let (lib, options) = prepare(py, config, flat, &shape, shared, shuffle_seed, bounds)?;
     let result = py.detach(move || {
         // SAFETY: the buffer was packed by the kernel's ArgPlan (or, unchecked, as the caller
         // asked) and holds one value per parameter of the compiled kernel (counted above).

@@ -142,6 +142,7 @@ pub fn runtime_error(py: Python<'_>, kernel: &str, err: cunumpy_runtime::Runtime
         RuntimeError::Launch(e) => launch_error(py, e),
         RuntimeError::Fusion(e) => fusion_error(py, e),
         RuntimeError::Setting(message) => raise(py, "BackendError", message),
+        RuntimeError::Graph(g) => crate::graph::graph_error(py, g),
         RuntimeError::Internal(what) => {
             pyo3::exceptions::PyRuntimeError::new_err(format!("internal: {what}"))
         }

@@ -586,7 +586,10 @@ impl FusedDispatcher {
         args: &Bound<'_, PyTuple>,
         out: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Outcome> {
-        if cunumpy_runtime::device::emulated() || profiling(py)? {
+        if cunumpy_runtime::device::emulated()
+            || cunumpy_runtime::graph::capturing()
+            || profiling(py)?
+        {
             return Ok(Outcome::Declined);
         }
         let targets: Option<Vec<Bound<'_, PyAny>>> = match out {
@@ -852,7 +855,8 @@ fn fused_fast_call(
     {
         return Ok(None);
     }
-    if cunumpy_runtime::device::emulated() || profiling(py)? {
+    if cunumpy_runtime::device::emulated() || cunumpy_runtime::graph::capturing() || profiling(py)?
+    {
         return Ok(None);
     }
     let targets = out.map(|o| [o.to_owned()]);

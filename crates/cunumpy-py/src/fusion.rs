@@ -763,7 +763,8 @@ impl FusionPlan {
             outputs: &out_len,
             workspace: ws.1,
         };
-        let site = record::recording().then(|| crate::ledger::call_site(py));
+        let site = (record::recording() || crate::graph::capturing())
+            .then(|| crate::ledger::call_site(py));
         let result = py.detach(|| {
             // SAFETY: the pointers are host addresses of fake-CuPy arrays (and the workspace)
             // that the caller keeps referenced for the call, checked above to be C-contiguous
@@ -1090,6 +1091,18 @@ impl FusionPlan {
         self.count(py, "input arrays", plan.inputs.len(), inputs.len())?;
         self.count(py, "outputs", plan.outputs.len(), outputs.len())?;
         self.count(py, "scalars", plan.scalars.len(), scalars.len())?;
+        if crate::graph::capturing() {
+            let given: Vec<&Bound<'_, PyAny>> = inputs.iter().chain(&scalars).collect();
+            crate::graph::refuse_params(
+                py,
+                &format!("fused function '{}'", self.name()),
+                &given,
+                "a replay updates the parameters of CudaKernel and Kernel launches only; pass \
+                 it to a CudaKernel, or capture the graph again for each value",
+            )?;
+            // the captured launches point at these arrays (and the workspace) at every replay
+            crate::graph::keep(inputs.iter().chain(&outputs).chain(workspace.as_ref()));
+        }
         let device = match Device::current() {
             Ok(Device::Emulated) => {
                 return self.launch_emulated(py, &inputs, &scalars, &outputs, workspace.as_ref())

@@ -223,6 +223,9 @@ impl KernelLauncher {
         let this = slf.get();
         let config = this.config()?;
         let flat = flatten(args)?;
+        if crate::graph::capturing() {
+            crate::graph::fix_shape_params(config.name(), &[n_threads, grid, block]);
+        }
 
         // 1. the launch shape
         let (shape, shared) =
@@ -230,6 +233,18 @@ impl KernelLauncher {
         // The emulated device (fake CuPy): the same checks and packed buffer, run on the CPU
         // by the emulator (see emulate.rs).
         if device::emulated() {
+            if crate::graph::capturing() && stream.is_some_and(|s| !s.is_none()) {
+                // as on a GPU, where only the stream being captured is recorded
+                return Err(crate::graph::graph_error(
+                    py,
+                    cunumpy_runtime::graph::refuse(
+                        &format!("kernel '{}'", config.name()),
+                        &crate::ledger::call_site(py),
+                        "it is given stream=, and a captured step launches on the stream being \
+                         captured only; leave stream= out inside a captured step",
+                    ),
+                ));
+            }
             return Self::launch_emulated(slf, &flat, shape, shared);
         }
 
@@ -270,6 +285,11 @@ impl KernelLauncher {
             _ => crate::cupy_stream::stream_on_device(py, device)?,
         };
 
+        let capture = crate::graph::capturing();
+        if capture {
+            crate::graph::check_cuda(py, config.name(), stream)?;
+        }
+
         // 4. launch, with the last call's buffer when the arguments are the same objects
         let mut last = lock(&this.last_call);
         if fresh.is_none() && !same_as_last(&last) {
@@ -288,7 +308,20 @@ impl KernelLauncher {
             // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
             // as the caller asked) and is alive for the call; cuLaunchKernel copies the values.
             // The stream handle comes from CuPy or the caller; `prepare` checked the shape.
-            unsafe { loaded.launch(&shape, shared, stream, buffer.params()) }
+            let launched = unsafe { loaded.launch(&shape, shared, stream, buffer.params()) };
+            if capture && launched.is_ok() {
+                let captured = crate::graph::Launch {
+                    name: config.name(),
+                    shape,
+                    shared,
+                    buffer: buffer.clone(),
+                    bindings: Self::graph_bindings(py, config, &flat)?,
+                    plan: config.plan.clone(),
+                };
+                crate::graph::keep(flat.iter());
+                crate::graph::record_cuda(py, captured, loaded.function().clone(), stream)?;
+            }
+            launched
         };
         if let (Some(buffer), true) = (fresh, reusable) {
             let context = driver
@@ -338,6 +371,20 @@ impl KernelLauncher {
         if shape.is_empty() {
             return Ok(());
         }
+        if crate::graph::capturing() {
+            let (library, options) =
+                crate::emulate::prepare(py, config, flat, &shape, shared, None, true)?;
+            let captured = crate::graph::Launch {
+                name: config.name(),
+                shape,
+                shared,
+                buffer,
+                bindings: Self::graph_bindings(py, config, flat)?,
+                plan: config.plan.clone(),
+            };
+            crate::graph::keep(flat.iter());
+            return crate::graph::record_emulated(py, captured, library, options);
+        }
         crate::emulate::run(py, config, flat, buffer, shape, shared, None, true)?;
         if record::recording() {
             Self::record_launch(py, config.name(), &shape);
@@ -360,7 +407,10 @@ impl KernelLauncher {
         n: i64,
     ) -> PyResult<bool> {
         let py = slf.py();
-        if device::emulated() || crate::emulate::emulated_launches_active() {
+        if device::emulated()
+            || crate::emulate::emulated_launches_active()
+            || crate::graph::capturing()
+        {
             return Ok(false);
         }
         let Ok(driver) = Driver::get() else {
@@ -414,6 +464,28 @@ impl KernelLauncher {
         Ok(true)
     }
 
+    /// The graph parameters among a captured launch's arguments; a kernel without a checked
+    /// signature cannot take one (a replay could not check the new value).
+    fn graph_bindings(
+        py: Python<'_>,
+        config: &Config,
+        flat: &[Bound<'_, PyAny>],
+    ) -> PyResult<Vec<crate::graph::Binding>> {
+        let bindings = crate::graph::bindings(flat);
+        if !bindings.is_empty() && config.plan.is_none() {
+            let objects: Vec<&Bound<'_, PyAny>> = flat.iter().collect();
+            crate::graph::refuse_params(
+                py,
+                &format!("kernel '{}'", config.name()),
+                &objects,
+                "the kernel has no checked signature (check_signature=False), so a replay \
+                 could not check a new value; pass the value as a constant or check the \
+                 signature",
+            )?;
+        }
+        Ok(bindings)
+    }
+
     /// What follows every launch: the ledger entry, debug mode's synchronize, the NaN/inf scan.
     /// `flat` is the flattened argument list (None when `args` are their own flattening).
     fn after_launch(
@@ -428,6 +500,10 @@ impl KernelLauncher {
         let this = slf.get();
         let config = this.config()?;
         let name = config.name();
+        if crate::graph::capturing() {
+            // a captured launch has not run: nothing to record, synchronize or scan
+            return Ok(());
+        }
         if record::recording() {
             Self::record_launch(py, name, shape);
         }
@@ -688,7 +764,7 @@ impl KernelLauncher {
                     .map_err(|e| errors::signature_error(py, e))?;
             let size_of = |n: &str| structs.iter().find(|(s, _)| s == n).map(|(_, size)| *size);
             let plan = ArgPlan::new(&signature, &size_of).map_err(|e| errors::arg_error(py, e))?;
-            (Some(plan), signature.expression)
+            (Some(Arc::new(plan)), signature.expression)
         } else {
             let expression = match &template_args {
                 Some(t) if !t.is_empty() => format!("{name}<{}>", t.join(", ")),

@@ -4,13 +4,15 @@
 
 use cunumpy_core::args::ArgPlan;
 use cunumpy_runtime::Kernel;
+use std::sync::Arc;
 
 /// What a kernel is, fixed at construction.
 pub(crate) struct Config {
     /// The kernel's source and what it is loaded as on each device (the runtime's half).
     pub(crate) kernel: Kernel,
     pub(crate) block: Vec<u32>,
-    pub(crate) plan: Option<ArgPlan>,
+    /// Shared with the launches a graph capture records (a replay packs new values with it).
+    pub(crate) plan: Option<Arc<ArgPlan>>,
     /// Whether a parameter is an array view (its shape and strides can change in place, so
     /// such calls never reuse the last call's buffer). Decided once, not per launch.
     pub(crate) has_views: bool,

@@ -108,6 +108,11 @@ impl EventCounter {
         Ok(ledger::bytes(&lock(&self.log), kind_from(kind)?))
     }
 
+    /// Kernels run by the graph launches among the events.
+    fn graph_kernels(&self) -> u64 {
+        ledger::graph_kernels(&lock(&self.log))
+    }
+
     fn total(&self) -> usize {
         ledger::total(&lock(&self.log))
     }
@@ -153,6 +158,7 @@ fn record_event(
         implicit,
         time_ns: 0,
         thread: 0,
+        kernels: 0,
     });
     Ok(())
 }

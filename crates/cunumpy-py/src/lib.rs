@@ -12,6 +12,7 @@ mod emulate;
 mod errors;
 mod fused_call;
 mod fusion;
+mod graph;
 mod held;
 mod host_loops;
 mod host_pool;
@@ -19,6 +20,7 @@ mod kernel;
 mod kernel_config;
 mod layout;
 mod ledger;
+mod metal;
 mod port;
 mod probes;
 mod source;
@@ -37,10 +39,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatch::KernelDispatcher>()?;
     dispatch::KernelDispatcher::register_vectorcall(m.py())?;
     emulate::register(m)?;
+    metal::register(m)?;
     host_pool::register(m)?;
     host_loops::register(m)?;
     vectorcall::register(m)?;
     cupy_stream::register(m)?;
     port::register(m)?;
+    graph::register(m)?;
     Ok(())
 }

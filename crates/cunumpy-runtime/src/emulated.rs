@@ -106,20 +106,10 @@ pub fn library(key: LibraryKey) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
     if let Some(lib) = lock(&LIBRARIES).as_ref().and_then(|m| m.get(&key)) {
         return Ok((lib.clone(), lib.cache_outcome() == CacheOutcome::DiskHit));
     }
-    let cxx = compiler()?;
-    if let Some(dir) = &key.cache_dir {
-        std::fs::create_dir_all(dir).map_err(|e| EmuError::Io {
-            context: format!("creating the emulation cache {}", dir.display()),
-            message: e.to_string(),
-        })?;
-    }
-    let lib = Arc::new(cxx.compile(
-        &key.source,
-        &key.expression,
-        &key.options,
-        &key.include_dirs,
-        key.cache_dir.as_deref(),
-    )?);
+    let start = std::time::Instant::now();
+    let built = build(&key);
+    crate::count_compile_time(start);
+    let lib = Arc::new(built?);
     let hit = lib.cache_outcome() == CacheOutcome::DiskHit;
     let mut table = lock(&LIBRARIES);
     let lib = table
@@ -127,6 +117,24 @@ pub fn library(key: LibraryKey) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
         .entry(key)
         .or_insert(lib);
     Ok((lib.clone(), hit))
+}
+
+/// Compiles the library of `key` (or finds it in the disk cache).
+fn build(key: &LibraryKey) -> Result<EmuLibrary, EmuError> {
+    let cxx = compiler()?;
+    if let Some(dir) = &key.cache_dir {
+        std::fs::create_dir_all(dir).map_err(|e| EmuError::Io {
+            context: format!("creating the emulation cache {}", dir.display()),
+            message: e.to_string(),
+        })?;
+    }
+    cxx.compile(
+        &key.source,
+        &key.expression,
+        &key.options,
+        &key.include_dirs,
+        key.cache_dir.as_deref(),
+    )
 }
 
 /// The library of kernel `kernel` of a generated, self-contained module `source` (no

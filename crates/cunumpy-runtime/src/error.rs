@@ -23,6 +23,9 @@ pub enum RuntimeError {
     /// A fused plan's parameters could not be packed.
     #[error(transparent)]
     Fusion(#[from] FusionError),
+    /// What a graph capture or replay refuses.
+    #[error(transparent)]
+    Graph(#[from] crate::graph::GraphError),
     /// An environment setting that cannot be used (its message names it and its value).
     #[error("{0}")]
     Setting(String),

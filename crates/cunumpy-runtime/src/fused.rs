@@ -303,12 +303,16 @@ impl FusedPlan {
             ));
         }
         let recording = record::recording();
+        let capturing = crate::graph::capturing();
         let launches = on_device.launches().zip(&loaded.functions);
         for ((l, function), buffer) in launches.zip(packed.buffers.iter_mut()) {
             if l.grid == 0 {
                 continue;
             }
             let shape = launch_shape(l);
+            if capturing {
+                crate::graph::check_cuda_launch(&l.name, &site(), stream)?;
+            }
             // SAFETY: the buffer holds one value per parameter of this launch, of the C types
             // the generated kernel declares (`launch_param_values` follows the device plan's
             // parameter list, the same list the source was generated from), alive for the
@@ -319,6 +323,18 @@ impl FusedPlan {
                 .map_err(|e| RuntimeError::cuda(&l.name, e))?;
             if recording {
                 record::launch(&l.name, &shape, site());
+            }
+            if capturing {
+                let launch = crate::graph::LaunchRecord {
+                    name: l.name.clone(),
+                    site: site(),
+                    shape,
+                    shared: l.shared_bytes,
+                    buffer: buffer.clone(),
+                    bindings: Vec::new(),
+                    plan: None,
+                };
+                crate::graph::record_cuda(launch, function.clone(), stream)?;
             }
         }
         Ok(())
@@ -374,6 +390,20 @@ impl FusedPlan {
                 bounds: Some(bounds),
                 ..LaunchOptions::default()
             };
+            if crate::graph::capturing() {
+                // recorded, not run: it runs at each replay of the graph
+                let launch = crate::graph::LaunchRecord {
+                    name: l.name.clone(),
+                    site: site.clone().unwrap_or_default(),
+                    shape,
+                    shared: l.shared_bytes,
+                    buffer,
+                    bindings: Vec::new(),
+                    plan: None,
+                };
+                crate::graph::record_emulated(launch, lib.clone(), options)?;
+                continue;
+            }
             // SAFETY: the buffer holds one value per parameter of this launch, of the C types
             // the generated kernel declares (`launch_param_values` follows the parameter list
             // the source was generated from). Pointer values are host addresses of arrays (and

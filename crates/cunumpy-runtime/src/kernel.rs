@@ -212,6 +212,29 @@ pub fn compile_module(
     device: i32,
     python_paths: &[PathBuf],
 ) -> Result<(Module, CachedCompile), CudaError> {
+    let start = std::time::Instant::now();
+    let compiled = compile_module_timed(
+        source,
+        program_name,
+        options,
+        name_expressions,
+        headers,
+        device,
+        python_paths,
+    );
+    crate::count_compile_time(start);
+    compiled
+}
+
+fn compile_module_timed(
+    source: &str,
+    program_name: &str,
+    options: &[String],
+    name_expressions: &[String],
+    headers: &[PathBuf],
+    device: i32,
+    python_paths: &[PathBuf],
+) -> Result<(Module, CachedCompile), CudaError> {
     let driver = Driver::get()?;
     driver.ensure_context(device)?;
     let info = driver.device_info(device)?;

@@ -4,10 +4,12 @@
 use cunumpy_core::launch::LaunchShape;
 use cunumpy_core::ledger::{Event, EventKind, Ledger};
 
-/// Whether launches are being recorded (checked before the caller finds the call site).
+/// Whether launches are being recorded (checked before the caller finds the call site). Not
+/// while a graph is captured on this thread: a captured launch does not run (its replays
+/// are recorded, as graph launches).
 #[inline]
 pub fn recording() -> bool {
-    Ledger::global().is_recording()
+    Ledger::global().is_recording() && !crate::graph::capturing()
 }
 
 /// Records one launch of `name` with `shape`, made from `site` (the user's `file:line`).
@@ -24,5 +26,6 @@ pub fn launch(name: &str, shape: &LaunchShape, site: String) {
         implicit: false,
         time_ns: 0, // stamped by `Ledger::record`
         thread: 0,
+        kernels: 0,
     });
 }

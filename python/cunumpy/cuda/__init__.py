@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import _backend
 from ._debug import cuda_debug, get_cuda_debug, set_cuda_debug
+from ._graph import CudaGraph, graph
 from ._limits import DEFAULT_SHARED_MEMORY_PER_BLOCK, is_hip, max_shared_memory_per_block
 from ._ranks import bind_local_device, set_device_for_rank
 from ._source import (
@@ -57,6 +58,8 @@ __all__ = [
     "pin_memory",
     "record_event",
     "wait_event",
+    "CudaGraph",
+    "graph",
     "DEFAULT_SHARED_MEMORY_PER_BLOCK",
     "is_hip",
     "max_shared_memory_per_block",

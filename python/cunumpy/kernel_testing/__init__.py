@@ -1,7 +1,7 @@
 """Testing kernels: parity of host and CUDA versions, pytest markers and the ``backend`` fixture,
 ``device_function_kernel`` (a ``__device__`` function wrapped in a kernel), the CPU emulator
-(``emulate_cuda_kernel``, ``emulated_launches``, ``fake_cupy_session``,
-``run_in_fake_cupy_subprocess``).
+(``emulate_cuda_kernel``, ``emulate_metal_kernel``, ``emulated_launches``,
+``fake_cupy_session``, ``run_in_fake_cupy_subprocess``).
 
 Not imported by ``import cunumpy``, and importing it does not import pytest: ``BACKENDS``,
 ``backend``, ``requires_cupy`` and ``requires_device_backend`` are built on first access.
@@ -18,6 +18,7 @@ from ._device_function import device_function_kernel, device_function_source
 from ._emulation import (
     compile_for_emulation,
     emulate_cuda_kernel,
+    emulate_metal_kernel,
     emulation_cache_dir,
     emulation_compiler,
     fake_cupy_active,
@@ -53,6 +54,7 @@ __all__ = [
     "requires_device_backend",
     "compile_for_emulation",
     "emulate_cuda_kernel",
+    "emulate_metal_kernel",
     "emulation_cache_dir",
     "emulation_compiler",
     "fake_cupy_active",

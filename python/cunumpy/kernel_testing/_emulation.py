@@ -8,6 +8,8 @@ atomics, shared memory, the math library); arguments go through the same checks 
 packed argument buffer as a GPU launch. Out-of-bounds accesses through pointer arguments raise
 :class:`~cunumpy.exceptions.EmulatedOutOfBoundsError` naming the kernel, the parameter and the
 index; ``shuffle_seed`` runs the threads of a block in a seeded random order to expose races.
+``emulate_metal_kernel(kernel, *args, out=...)`` does the same for a
+:class:`~cunumpy.kernels.MetalKernel` on the emulated Metal device.
 
 ``install_fake_cupy()`` (or ``CUNUMPY_FAKE_CUPY=1`` before ``import cunumpy``) installs a CuPy
 stand-in backed by host memory; on it every ``CudaKernel`` launch runs in the emulator.
@@ -25,10 +27,12 @@ import numpy as np
 from .. import _core
 from .. import _fake_cupy as _fake
 from .._emulate import compile_for_emulation, emulate_cuda_kernel
+from ..kernels._metal_kernel import emulate_metal_kernel
 
 __all__ = [
     "compile_for_emulation",
     "emulate_cuda_kernel",
+    "emulate_metal_kernel",
     "emulation_cache_dir",
     "emulation_compiler",
     "fake_cupy_active",

@@ -1,4 +1,5 @@
-"""Parity tests: run a ``Kernel``'s host and CUDA versions on the same inputs and compare."""
+"""Parity tests: run a ``Kernel``'s host, CUDA and Metal versions on the same inputs and
+compare."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from .._backend import use_backend
 from .._conversions import is_cupy_array, to_numpy
 from ..kernels._catalog import KernelCatalog
 from ..kernels._dispatch import Kernel
+from ..kernels._host_impl import use_device_kernel_implementation
+from ..kernels._metal_kernel import metal_available
 from ._markers import cuda_gate
 
 __all__ = ["TEST_ARGS_SETTINGS", "assert_kernels_agree", "check_parity", "parity_cases"]
@@ -104,57 +107,88 @@ def assert_kernels_agree(
     n_calls: int = 1,
     outputs: Any = None,
     seed: int = 0,
+    metal: bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Runs ``kernel`` on the NumPy backend (host version) and on the CuPy backend (CUDA
     version) with ``make_args(backend, seed)``, ``n_calls`` times each, and compares the arrays
     of the selected arguments (``outputs``, else the host kernel's outputs, else all; searched
     two levels into tuples, lists, dicts and objects) with ``np.testing.assert_allclose``.
     ``n_threads`` may be a function of the arguments. Returns the host arrays by name. Skips
-    without a device backend (fails with ``CUNUMPY_REQUIRE_CUDA``)."""
+    without a device backend (fails with ``CUNUMPY_REQUIRE_CUDA``).
+
+    A kernel with a Metal version is also run through it (on the NumPy backend, with
+    ``make_args("numpy", seed)`` and the device implementation ``"metal"``) and compared with
+    the host version the same way: with ``metal=None`` when :func:`~cunumpy.kernels.metal_available`
+    (a Mac, or the emulated Metal device of ``CUNUMPY_FAKE_METAL=1``), with ``metal=True``
+    always, with ``metal=False`` never. A kernel with a Metal version and no CUDA version is
+    compared with its Metal version only."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"assert_kernels_agree needs a Kernel, got {type(kernel).__name__}")
-    if kernel.cuda_kernel is None:
-        raise ValueError(f"kernel {kernel.name!r} has no CUDA version")
-    if n_threads is None and grid is None and kernel.cuda_kernel.n_threads_from is None:
+    run_metal = kernel.metal_kernel is not None and (
+        metal is True or (metal is None and metal_available())
+    )
+    if kernel.cuda_kernel is None and kernel.metal_kernel is None:
+        raise ValueError(f"kernel {kernel.name!r} has neither a CUDA nor a Metal version")
+    if kernel.cuda_kernel is None and not run_metal:
+        if metal is False:
+            raise ValueError(f"kernel {kernel.name!r} has no CUDA version (and metal=False)")
+        import pytest
+
+        pytest.skip(f"kernel {kernel.name!r}: its Metal version cannot run here")
+    if (
+        kernel.cuda_kernel is not None
+        and n_threads is None
+        and grid is None
+        and kernel.cuda_kernel.n_threads_from is None
+    ):
         raise TypeError(
             f"kernel {kernel.name!r}: pass n_threads= or grid= (its CudaKernel has "
             "n_threads_from=None)"
         )
     if n_calls < 1:
         raise ValueError(f"n_calls must be at least 1, got {n_calls}")
-    if cuda_gate("device"):
-        import pytest
+    sides = ["cuda"] if kernel.cuda_kernel is not None else []
+    if sides and cuda_gate("device"):
+        if not run_metal:
+            import pytest
 
-        pytest.skip("neither a GPU nor the emulated device backend is available")
+            pytest.skip("neither a GPU nor the emulated device backend is available")
+        sides = []
+    if run_metal:
+        sides.append("metal")
 
-    results: dict[str, dict[str, Any]] = {}
-    for backend in ("numpy", "cupy"):
+    def run(backend: str, implementation: str | None) -> dict[str, Any]:
         with use_backend(backend, strict=backend == "cupy"):
-            args = make_args(backend, seed)
-            args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-            threads = n_threads(*args) if callable(n_threads) else n_threads
-            for _ in range(n_calls):
-                kernel(*args, n_threads=threads, grid=grid, block=block)
-            results[backend] = _selected(kernel, args, outputs)
+            with use_device_kernel_implementation(implementation):
+                args = make_args(backend, seed)
+                args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+                threads = n_threads(*args) if callable(n_threads) else n_threads
+                for _ in range(n_calls):
+                    if implementation == "metal":
+                        kernel(*args, n_threads=threads)
+                    else:
+                        kernel(*args, n_threads=threads, grid=grid, block=block)
+                return _selected(kernel, args, outputs)
 
-    host, device = results["numpy"], results["cupy"]
-    if set(host) != set(device):
-        raise AssertionError(
-            f"{kernel.name}: the host and CUDA calls do not have the same array arguments "
-            f"(host: {sorted(host)}, CUDA: {sorted(device)}); make_args must build the same "
-            "structure on both backends"
-        )
-    out = {}
-    for label, h in host.items():
-        host_array = to_numpy(h)
-        np.testing.assert_allclose(
-            to_numpy(device[label]),
-            host_array,
-            rtol=rtol,
-            atol=atol,
-            err_msg=f"{kernel.name}: {label} differs between the host and CUDA kernels",
-        )
-        out[label] = host_array
+    host = run("numpy", None)
+    out = {label: to_numpy(h) for label, h in host.items()}
+    for side in sides:
+        device = run("cupy", None) if side == "cuda" else run("numpy", "metal")
+        what = "CUDA" if side == "cuda" else "Metal"
+        if set(host) != set(device):
+            raise AssertionError(
+                f"{kernel.name}: the host and {what} calls do not have the same array arguments "
+                f"(host: {sorted(host)}, {what}: {sorted(device)}); make_args must build the "
+                "same structure on both backends"
+            )
+        for label, h in out.items():
+            np.testing.assert_allclose(
+                to_numpy(device[label]),
+                h,
+                rtol=rtol,
+                atol=atol,
+                err_msg=f"{kernel.name}: {label} differs between the host and {what} kernels",
+            )
     return out
 
 
@@ -181,7 +215,7 @@ def check_parity(kernel: Kernel, **overrides: Any) -> dict[str, np.ndarray]:
 
 
 def parity_cases(catalog: KernelCatalog) -> list[Any]:
-    """One ``pytest.param(kernel, id=name)`` per kernel with a CUDA version, for
+    """One ``pytest.param(kernel, id=name)`` per kernel with a CUDA or a Metal version, for
     ``@pytest.mark.parametrize``; a kernel without ``<name>_test_args.py`` is marked skip."""
     import pytest
 

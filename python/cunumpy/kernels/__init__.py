@@ -1,4 +1,5 @@
-"""The kernel layer: CUDA C kernels with checked launches (`CudaKernel`), host kernels and
+"""The kernel layer: CUDA C kernels with checked launches (`CudaKernel`), Metal kernels
+(`MetalKernel`, `metal_available`), host kernels and
 host/CUDA pairs (`PyccelKernel`, `Kernel`, `KernelCatalog`), fused functions (`fuse`), the host
 memory pool and the kernel profile."""
 
@@ -22,6 +23,7 @@ from ._host_impl import (
 )
 from ._host_loops import host_loop_status, set_host_loops, wait_for_host_loops
 from ._host_pool import host_memory_pool
+from ._metal_kernel import MetalKernel, metal_available
 from ._pyccel_cache import PyccelCache
 from ._pyccel_kernel import (
     PyccelKernel,
@@ -34,6 +36,8 @@ from ._pyccel_kernel import (
 __all__ = [
     "CudaKernel",
     "CudaKernelVariants",
+    "MetalKernel",
+    "metal_available",
     "FORTRAN_NAME_LIMIT",
     "Kernel",
     "KernelCatalog",

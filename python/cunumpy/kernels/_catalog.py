@@ -118,14 +118,21 @@ class KernelCatalog(Mapping[str, Kernel]):
         """Names of the kernels still without a CUDA version."""
         return [n for n, k in self._kernels.items() if not k.has_cuda]
 
+    @property
+    def with_metal(self) -> list[str]:
+        """Names of the kernels that have a Metal version."""
+        return [n for n, k in self._kernels.items() if k.has_metal]
+
     def summary(self, max_missing: int = 10) -> str:
         """``CUDA kernels: 1 of 3 (missing: b, c)``; at most ``max_missing`` names, then
-        ``...``."""
+        ``...``. When some kernel has a Metal version, ``; Metal kernels: 1 of 3 (missing:
+        a, c)`` follows."""
         text = f"CUDA kernels: {len(self.with_cuda)} of {len(self)}"
-        missing = self.without_cuda
-        if missing:
-            shown = missing[:max_missing] + (["..."] if len(missing) > max_missing else [])
-            text += f" (missing: {', '.join(shown)})"
+        text += _missing(self.without_cuda, max_missing)
+        metal = self.with_metal
+        if metal:
+            text += f"; Metal kernels: {len(metal)} of {len(self)}"
+            text += _missing([n for n in self._kernels if n not in metal], max_missing)
         return text
 
     def __str__(self) -> str:
@@ -135,8 +142,8 @@ class KernelCatalog(Mapping[str, Kernel]):
         return f"KernelCatalog({len(self)} kernels, {len(self.without_cuda)} without CUDA)"
 
     def parity_cases(self) -> list[tuple[str, Kernel]]:
-        """``(name, kernel)`` for every kernel with a CUDA version."""
-        return [(n, k) for n, k in self._kernels.items() if k.has_cuda]
+        """``(name, kernel)`` for every kernel with a CUDA or a Metal version."""
+        return [(n, k) for n, k in self._kernels.items() if k.has_cuda or k.has_metal]
 
     def check_signatures(self) -> None:
         """Checks every kernel; one ``ValueError`` lists all parameter mismatches."""
@@ -167,6 +174,13 @@ class KernelCatalog(Mapping[str, Kernel]):
             return compile_kernels(ticking, jobs=jobs)  # type: ignore[arg-type]
         finally:
             bar.close()
+
+
+def _missing(names: list[str], limit: int) -> str:
+    if not names:
+        return ""
+    shown = names[:limit] + (["..."] if len(names) > limit else [])
+    return f" (missing: {', '.join(shown)})"
 
 
 def _constant(fn: Callable[..., Any]) -> Callable[[], Callable[..., Any]]:

@@ -1,5 +1,5 @@
-"""Kernel folders: a host kernel, its optional CUDA version, other host implementations and
-test arguments, found by file name (``Kernel.from_folder``)."""
+"""Kernel folders: a host kernel, its optional CUDA and Metal versions, other host
+implementations and test arguments, found by file name (``Kernel.from_folder``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 from ..exceptions import KernelFolderError
 from ._cuda_kernel import CudaKernel
 from ._host_impl import CompiledHostKernel, HostImplementations
+from ._metal_kernel import metal_kernel_from_file
 from ._pyccel_kernel import outputs_from_annotations
 
 #: Fortran's limit on identifier length; Pyccel names the C binding ``bind_c_<name><suffix>``.
@@ -36,6 +37,7 @@ def kernel_from_folder(
     dispatch: str = "backend",
     compile_host: Callable[[ModuleType], Any] | str | None = None,
     extra_implementations: Mapping[str, Callable[[], Callable[..., Any]]] | None = None,
+    metal_suffix: str = "_metal.metal",
     **cuda_options: Any,
 ) -> Any:
     """``Kernel.from_folder``: see there (``cls`` is ``Kernel`` or a subclass; this module
@@ -90,6 +92,8 @@ def kernel_from_folder(
         cuda = CudaKernel.from_file(
             cuda_file, name, suffix=cuda_suffix, include_dirs=tuple(dirs), **cuda_options
         )
+    metal_file = folder / f"{name}{metal_suffix}"
+    metal = metal_kernel_from_file(metal_file, name) if metal_file.is_file() else None
     test_args = None
     if (folder / f"{name}{test_args_suffix}.py").is_file():
         test_args = f"{pkg.__name__}.{name}{test_args_suffix}"
@@ -102,6 +106,8 @@ def kernel_from_folder(
         host_options=options,
         dispatch=dispatch,
         test_args=test_args,
+        metal_kernel=metal,
+        metal_path=metal_file,
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _core
+from .. import _backend, _capture, _core
 from .._ledger import record
 from ..exceptions import (
     KernelImplementationError,
@@ -32,6 +32,7 @@ from ._host_impl import (
     get_device_kernel_implementation,
 )
 from ._kernel_args import _contains_device, _signature_names, _stub_parameters
+from ._metal_kernel import MetalKernel
 from ._pyccel_kernel import PyccelKernel
 from ._vectorcall import use_vectorcall
 
@@ -72,6 +73,12 @@ class Kernel(_core.KernelDispatcher):
     ``missing_cuda="raise"`` raises ``NotImplementedError`` naming the expected ``.cu`` file and
     ``"fallback"`` runs the host kernel through :class:`PyccelKernel` (host copies), warns once
     and records a ``fallback`` event. Keyword arguments are matched to parameter names.
+
+    ``metal_kernel`` (keyword only) is an optional :class:`MetalKernel` version whose input and
+    output names are host-kernel parameter names; with the device kernel implementation
+    ``"metal"`` (``set_device_kernel_implementation("metal")`` or
+    ``CUNUMPY_DEVICE_KERNEL_IMPLEMENTATION=metal``) a call on the host side runs it instead of
+    the host kernel, with ``n_threads`` as its grid (``metal_path`` names its source file).
     """
 
     def __init__(
@@ -85,7 +92,13 @@ class Kernel(_core.KernelDispatcher):
         host_options: Mapping[str, Any] | None = None,
         dispatch: str = "backend",
         test_args: str | ModuleType | None = None,
+        metal_kernel: MetalKernel | None = None,
+        metal_path: str | os.PathLike[str] | None = None,
     ) -> None:
+        if metal_kernel is not None and not isinstance(metal_kernel, MetalKernel):
+            raise TypeError(
+                f"metal_kernel must be a MetalKernel or None, got {type(metal_kernel).__name__}"
+            )
         if dispatch not in ("backend", "arrays"):
             raise ValueError(f"dispatch must be 'backend' or 'arrays', got {dispatch!r}")
         if missing_cuda not in ("raise", "fallback"):
@@ -113,6 +126,8 @@ class Kernel(_core.KernelDispatcher):
             raise TypeError(f"host_kernel must be callable, got {type(host_kernel).__name__}")
         self._name = name or (cuda_kernel.name if cuda_kernel is not None else self._host.name)
         self._cuda = cuda_kernel
+        self._metal = metal_kernel
+        self._metal_path = str(metal_path) if metal_path is not None else None
         self._missing_cuda = missing_cuda
         self._cuda_path = str(cuda_path) if cuda_path is not None else None
         self._dispatch = dispatch
@@ -143,6 +158,21 @@ class Kernel(_core.KernelDispatcher):
         return self._cuda is not None
 
     @property
+    def metal_kernel(self) -> MetalKernel | None:
+        """The Metal version, or ``None``."""
+        return self._metal
+
+    @property
+    def has_metal(self) -> bool:
+        """Whether the kernel has a Metal version."""
+        return self._metal is not None
+
+    @property
+    def metal_path(self) -> str | None:
+        """The Metal version's source file (``<name>_metal.metal`` in a kernel folder)."""
+        return self._metal_path
+
+    @property
     def missing_cuda(self) -> str:
         return self._missing_cuda
 
@@ -156,10 +186,14 @@ class Kernel(_core.KernelDispatcher):
 
     @property
     def implementations(self) -> tuple[str, ...]:
-        """The host implementations (``("host",)`` for a plain host kernel), plus ``"cuda"``."""
+        """The host implementations (``("host",)`` for a plain host kernel), plus ``"cuda"``
+        and ``"metal"`` when the kernel has those versions."""
         kernel = self._host.kernel
         host = kernel.names if isinstance(kernel, HostImplementations) else ("host",)
-        return (*host, "cuda") if self._cuda is not None else host
+        device = ("cuda",) if self._cuda is not None else ()
+        if self._metal is not None:
+            device = (*device, "metal")
+        return (*host, *device)
 
     @property
     def test_args_module(self) -> str | None:
@@ -175,8 +209,9 @@ class Kernel(_core.KernelDispatcher):
         return ref
 
     def __repr__(self) -> str:
+        metal = ", metal=True" if self._metal is not None else ""
         return (
-            f"Kernel(name={self._name!r}, cuda={self._cuda is not None}, "
+            f"Kernel(name={self._name!r}, cuda={self._cuda is not None}{metal}, "
             f"missing_cuda={self._missing_cuda!r})"
         )
 
@@ -287,12 +322,46 @@ class Kernel(_core.KernelDispatcher):
                 shared_mem=shared_mem,
                 stream=stream,
             )
+        if self._metal is not None and get_device_kernel_implementation() == "metal":
+            if _profile.active:
+                return _profile.timed_call(
+                    self._name, "metal", self._call_metal, (args, n_threads), {}
+                )
+            return self._call_metal(args, n_threads)
         host: Callable[..., Any] = self._host
         if self._dispatch == "arrays" and self._host.use_cupy is not True:
             host = self._host.kernel  # host data: no conversion to look for
+        if _capture.open_captures:
+            _capture.refuse(
+                f"kernel {self._name!r} on host data (its host version)",
+                "a graph replays device work only; pass device arrays or call it outside the "
+                "captured step",
+            )
         if _profile.active:
             return _profile.timed_call(self._name, "host", host, args, {})
         return host(*args)
+
+    def _call_metal(self, args: tuple[Any, ...], n_threads: Any) -> Any:
+        """The Metal version with the host call's arguments: its inputs and outputs are the
+        arguments of the host parameters of those names."""
+        metal = self._metal
+        assert metal is not None
+        names = self._parameter_names()
+        if names is None:
+            raise KernelImplementationError(
+                f"kernel {self._name!r}: its Metal version cannot be called, the host "
+                "kernel's parameter names are unknown"
+            )
+        by_name = dict(zip(names, args, strict=False))
+        missing = [n for n in (*metal.inputs, *metal.outputs) if n not in by_name]
+        if missing:
+            raise KernelImplementationError(
+                f"kernel {self._name!r}: the Metal version's names {missing} are not "
+                f"arguments of this call (host parameters: {', '.join(names)})"
+            )
+        outs = tuple(by_name[n] for n in metal.outputs)
+        metal(*(by_name[n] for n in metal.inputs), out=outs, n_threads=n_threads)
+        return None
 
     def _missing(self) -> None:
         if get_device_kernel_implementation() == "cuda":
@@ -309,6 +378,12 @@ class Kernel(_core.KernelDispatcher):
 
     def _fallback(self, args: tuple[Any, ...]) -> Any:
         self._missing()
+        if _capture.open_captures:
+            _capture.refuse(
+                f"kernel {self._name!r} (no CUDA version: its host fallback)",
+                "a graph replays device work only; write its CUDA version or call it outside "
+                "the captured step",
+            )
         if not self._warned:
             with self._warn_lock:
                 if not self._warned:
@@ -338,8 +413,11 @@ class Kernel(_core.KernelDispatcher):
 
     def selected(self, device: bool = False) -> str:
         """The implementation a host call runs now (``"host"`` for a plain host kernel, else
-        the chosen one of pyccel, numba, numpy, python); with ``device=True`` ``"cuda"`` or
-        ``"host"`` (the fallback)."""
+        the chosen one of pyccel, numba, numpy, python, or ``"metal"`` when the device
+        implementation ``"metal"`` is chosen and the kernel has a Metal version); with
+        ``device=True`` ``"cuda"`` or ``"host"`` (the fallback)."""
+        if not device and self._metal is not None and get_device_kernel_implementation() == "metal":
+            return "metal"
         if device:
             return "cuda" if self._cuda is not None else "host"
         kernel = self._host.kernel
@@ -390,6 +468,7 @@ class Kernel(_core.KernelDispatcher):
         dispatch: str = "backend",
         compile_host: Callable[[ModuleType], Any] | str | None = None,
         extra_implementations: Mapping[str, Callable[[], Callable[..., Any]]] | None = None,
+        metal_suffix: str = "_metal.metal",
         **cuda_options: Any,
     ) -> Kernel:
         """The kernel of folder ``package`` (an importable package ``.../<name>/``):
@@ -397,8 +476,9 @@ class Kernel(_core.KernelDispatcher):
         implementation, and the ``pyccel`` one through ``compile_host``, for example a
         :class:`PyccelCache` or ``"pyccel"``); optional ``<name>_numba.py`` and
         ``<name>_numpy.py`` give ``numba`` and ``numpy``; optional ``<name><cuda_suffix>`` gives
-        the CUDA kernel ``<name>``; optional ``<name><test_args_suffix>.py`` the parity test
-        arguments. Nothing is compiled here."""
+        the CUDA kernel ``<name>``; optional ``<name><metal_suffix>`` the Metal version (see
+        the guide "Metal kernels on Apple silicon"); optional ``<name><test_args_suffix>.py``
+        the parity test arguments. Nothing is compiled here."""
         return kernel_from_folder(
             cls,
             package,
@@ -413,5 +493,6 @@ class Kernel(_core.KernelDispatcher):
             dispatch=dispatch,
             compile_host=compile_host,
             extra_implementations=extra_implementations,
+            metal_suffix=metal_suffix,
             **cuda_options,
         )

@@ -30,7 +30,7 @@ __all__ = [
 #: Host implementations in order of preference when none is chosen.
 HOST_IMPLEMENTATIONS: tuple[str, ...] = ("pyccel", "numba", "numpy", "python")
 #: Device implementations.
-DEVICE_IMPLEMENTATIONS: tuple[str, ...] = ("cuda",)
+DEVICE_IMPLEMENTATIONS: tuple[str, ...] = ("cuda", "metal")
 
 _choice: dict[str, str | None] = {"host": None, "device": None}
 
@@ -67,7 +67,9 @@ def use_host_kernel_implementation(name: str | None) -> Iterator[str | None]:
 
 def set_device_kernel_implementation(name: str | None) -> None:
     """``"cuda"`` requires the CUDA version of every kernel on the device (no host fallback);
-    ``None`` restores each kernel's ``missing_cuda`` behaviour."""
+    ``"metal"`` runs the Metal version of every kernel that has one when it is called on the
+    host side (the others run their host version); ``None`` restores each kernel's
+    ``missing_cuda`` behaviour."""
     _choice["device"] = _validate(name, DEVICE_IMPLEMENTATIONS, "the device kernel implementation")
 
 

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _core
+from .. import _capture, _core
 from .._where import call_site
 
 __all__ = ["KernelCall", "KernelProfile", "KernelStats", "kernel_profile"]
 
-PATHS = ("cuda", "host", "fallback")
+PATHS = ("cuda", "metal", "host", "fallback", "graph")
 
 #: The profiles collecting now; ``Kernel.__call__`` tests this list before doing anything.
 active: list[KernelProfile] = []
@@ -32,6 +32,10 @@ class KernelStats:
     calls: int = 0
     host_seconds: float = 0.0
     nbytes: int = 0
+    #: Graph replays (path ``graph``): kernels they ran, and the host launch time they saved
+    #: against issuing the same launches one by one (``CudaGraph.launch_seconds_saved``).
+    kernels: int = 0
+    saved_seconds: float = 0.0
     _events: list[tuple[Any, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -133,12 +137,16 @@ class KernelProfile:
         """``{kernel: {path: {"calls", "seconds", "mean_seconds", "bytes"}}}``."""
         out: dict[str, dict[str, dict[str, float | int]]] = {}
         for s in self.stats():
-            out.setdefault(s.name, {})[s.path] = {
+            entry: dict[str, float | int] = {
                 "calls": s.calls,
                 "seconds": s.seconds,
                 "mean_seconds": s.mean_seconds,
                 "bytes": s.nbytes,
             }
+            if s.path == "graph":
+                entry["kernels"] = s.kernels
+                entry["saved_seconds"] = s.saved_seconds
+            out.setdefault(s.name, {})[s.path] = entry
         return out
 
     def report(self) -> str:
@@ -158,6 +166,15 @@ class KernelProfile:
             lines.append(
                 f"  {s.name:<{width}}  {s.path:<8}  {s.calls:>7}  {s.seconds * 1e3:>10.3f}  "
                 f"{s.mean_seconds * 1e6:>10.1f}  {_bytes(s.nbytes):>10}"
+            )
+        graphs = [s for s in rows if s.path == "graph"]
+        if graphs:
+            replays = sum(s.calls for s in graphs)
+            kernels = sum(s.kernels for s in graphs)
+            saved = sum(s.saved_seconds for s in graphs)
+            lines.append(
+                f"graph replays: {replays} launch(es) ran {kernels} kernel(s); about "
+                f"{saved * 1e3:.3f} ms of launch time saved against launching them one by one"
             )
         falling = self.fallbacks
         if falling:
@@ -193,8 +210,8 @@ def _bytes(n: int) -> str:
 @contextlib.contextmanager
 def kernel_profile(into: KernelProfile | None = None) -> Iterator[KernelProfile]:
     """Profiles every ``Kernel`` call of the block (all threads): calls, path (``cuda``,
-    ``host``, ``fallback``), time (CUDA events around launches, ``perf_counter`` on the host)
-    and bytes copied by fallbacks. Nested profiles each see every call."""
+    ``metal``, ``host``, ``fallback``), time (CUDA events around launches, ``perf_counter`` on
+    the host) and bytes copied by fallbacks. Nested profiles each see every call."""
     profile = into if into is not None else KernelProfile()
     active.append(profile)
     try:
@@ -216,7 +233,10 @@ def _cuda_events(stream: Any) -> tuple[Any, Any] | None:
 
 
 def timed_call(name: str, path: str, fn: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
-    """Runs ``fn(*args, **kw)`` and adds it to every active profile."""
+    """Runs ``fn(*args, **kw)`` and adds it to every active profile (not while a graph is
+    captured: a captured launch does not run; its replays are profiled)."""
+    if _capture.capturing():
+        return fn(*args, **kw)
     events = _cuda_events(kw.get("stream")) if path == "cuda" else None
     site = call_site()
     thread = _core.thread_key()
@@ -266,6 +286,49 @@ def timed_call(name: str, path: str, fn: Any, args: tuple[Any, ...], kw: dict[st
         entry.nbytes += nbytes
         profile.calls.append(KernelCall(name, path, thread, start_ns, end_ns, site, stream, nbytes))
     return result
+
+
+def timed_graph_replay(graph: Any, run: Any, stream: Any) -> None:
+    """Runs one replay of ``graph`` (``run()``) and adds it to every active profile as a call
+    of ``graph:<name>`` on the ``graph`` path, with the kernels it ran and the launch time it
+    saved (the step's host time at capture minus this replay's)."""
+    name = f"graph:{graph.name}"
+    events = _cuda_events(stream)
+    site = call_site()
+    thread = _core.thread_key()
+    start_ns = _core.clock_ns()
+    if events is not None:
+        events[0].record(stream)
+        run()
+        events[1].record(stream)
+    else:
+        run()
+    end_ns = _core.clock_ns()
+    host = (end_ns - start_ns) / 1e9
+    saved = max(0.0, graph._capture_seconds - host)
+    for profile in list(active):
+        entry = profile._entry(name, "graph")
+        entry.calls += 1
+        entry.kernels += graph.kernels
+        entry.saved_seconds += saved
+        if events is not None:
+            entry._events.append(events)
+        else:
+            entry.host_seconds += host
+        profile.calls.append(
+            KernelCall(
+                name,
+                "graph",
+                thread,
+                start_ns,
+                end_ns,
+                site,
+                _stream_name(stream),
+                0,
+                events,
+                profile._reference,
+            )
+        )
 
 
 def _stream_name(stream: Any) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, _capture
 from .._ledger import is_recording, record, recorded_by_caller
 from ..exceptions import KernelOutputIndexError, KernelOutputKeyError, KernelOutputsError
 from ._kernel_args import _contains_device, _cupy, _in_modules, _is_device, _signature_names
@@ -435,6 +435,12 @@ class PyccelKernel:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _capture.open_captures:
+            _capture.refuse(
+                f"host kernel {self._name!r} (PyccelKernel)",
+                "a graph replays device work only; port it to CUDA or call it outside the "
+                "captured step",
+            )
         if not self.converts(args, kwargs):
             self.last_call_nbytes = 0
             return self._kernel(*args, **kwargs)

@@ -1,0 +1,1 @@
+"""A kernel package whose kernel has host, CUDA and Metal versions (tests of the Metal pair)."""
