@@ -117,6 +117,9 @@ fn view_arg_map(map: &[Coord], resolved: &[Resolved]) -> Map {
     out
 }
 
+/// What makes two leaves the same load: source, offset, strides and gathered terms.
+type LeafKey = (LeafSrc, isize, Vec<isize>, Vec<(usize, isize)>);
+
 /// Lowers graph nodes into a [`Program`] over one space.
 struct Lowerer<'g> {
     g: &'g Graph,
@@ -130,7 +133,7 @@ struct Lowerer<'g> {
     rank: usize,
     regs: Vec<Reg>,
     memo: HashMap<(usize, Map), usize>,
-    leaf_memo: HashMap<(LeafSrc, isize, Vec<isize>, Vec<(usize, isize)>), usize>,
+    leaf_memo: HashMap<LeafKey, usize>,
     labels: Vec<String>,
 }
 

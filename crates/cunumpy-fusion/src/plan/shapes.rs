@@ -198,6 +198,7 @@ pub(crate) fn resolve_index(shape: &[usize], items: &[IndexItem]) -> Result<Vec<
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 mod tests {
     use super::*;
 
