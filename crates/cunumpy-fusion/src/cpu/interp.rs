@@ -18,6 +18,9 @@ use cunumpy_core::dtype::{DType, DTypeKind};
 use rayon::prelude::*;
 use std::cell::RefCell;
 
+/// Rows at least this long are evaluated in blocks that end at row ends (see
+/// `run_elementwise`): shorter rows would make blocks too small to amortise the interpretation.
+const ROW_BLOCK_MIN: usize = 512;
 /// Elements per parallel task of an elementwise kernel.
 const TASK: usize = 16 * BLOCK;
 /// Kernels over at most this many points run on the calling thread (a rayon hand-off costs
@@ -609,6 +612,20 @@ pub(crate) fn run_elementwise<'e>(
         }
         _ => None,
     };
+    // A leaf reading rows of a larger array (a 2-D stencil's `u[1:-1, 2:]`) is borrowed in
+    // place when a block stays within one row: blocks then end at row ends.
+    let row = pr.dims.last().copied().filter(|&dl| {
+        dl >= ROW_BLOCK_MIN
+            && pr.dims.len() > 1
+            && pr.prog.regs.iter().enumerate().any(|(i, r)| match &r.kind {
+                RegKind::Leaf(l) => {
+                    l.dynamic.is_empty()
+                        && pr.strides[i] != pr.contiguous
+                        && pr.strides[i].last() == Some(&1)
+                }
+                _ => false,
+            })
+    });
     let run_task = |(scratch, states): &mut (Scratch, Vec<RegState<'e>>),
                     (t, mut outs): (usize, Vec<DataMut<'_>>)|
      -> Result<()> {
@@ -616,7 +633,10 @@ pub(crate) fn run_elementwise<'e>(
         let t1 = (t0 + task).min(n);
         let mut s = t0;
         while s < t1 {
-            let len = BLOCK.min(t1 - s);
+            let mut len = BLOCK.min(t1 - s);
+            if let Some(dl) = row {
+                len = len.min(dl - s % dl);
+            }
             match direct {
                 Some(j) => {
                     let mut d = sub_mut(&mut outs[j], s - t0, len);
