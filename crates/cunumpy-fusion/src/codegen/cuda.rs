@@ -292,23 +292,33 @@ impl Gen<'_> {
                 RegKind::Cast { arg } => format!("({t})({rprefix}{arg})"),
                 RegKind::Index { arg, len, axis } => {
                     // NumPy's IndexError has no device counterpart: an index out of range
-                    // prints what NumPy would say and traps (docs/kernel-fusion.md)
+                    // prints what NumPy would say and traps (docs/kernel-fusion.md). The
+                    // length is a parameter: a new size does not recompile.
                     let a = format!("{rprefix}{arg}");
                     let unsigned =
                         prog.regs[*arg].dtype.kind() == cunumpy_core::dtype::DTypeKind::Unsigned;
                     let kernel = &self.plan.kernels[self.ki].name;
                     let r = format!("{rprefix}{i}");
+                    let n = ps.add_int(&format!("len{axis}"), "long long", *len as i64);
+                    let say = |value: &str, fmt: &str| {
+                        format!(
+                            "{{ printf(\"fuse: {kernel}: index %{fmt} is out of bounds for axis \
+                             {axis} with size %lld\\n\", {value}, {n}); __trap(); }}"
+                        )
+                    };
                     let _ = writeln!(out, "{ind}long long {r} = (long long)({a});");
                     if unsigned {
                         let _ = writeln!(
                             out,
-                            "{ind}if ((unsigned long long)({a}) >= {len}ull) {{ printf(\"fuse: {kernel}: index %llu is out of bounds for axis {axis} with size {len}\\n\", (unsigned long long)({a})); __trap(); }}"
+                            "{ind}if ((unsigned long long)({a}) >= (unsigned long long){n}) {}",
+                            say(&format!("(unsigned long long)({a})"), "llu")
                         );
                     } else {
-                        let _ = writeln!(out, "{ind}if ({r} < 0) {r} += {len}ll;");
+                        let _ = writeln!(out, "{ind}if ({r} < 0) {r} += {n};");
                         let _ = writeln!(
                             out,
-                            "{ind}if ({r} < 0 || {r} >= {len}ll) {{ printf(\"fuse: {kernel}: index %lld is out of bounds for axis {axis} with size {len}\\n\", (long long)({a})); __trap(); }}"
+                            "{ind}if ({r} < 0 || {r} >= {n}) {}",
+                            say(&format!("(long long)({a})"), "lld")
                         );
                     }
                     continue;
