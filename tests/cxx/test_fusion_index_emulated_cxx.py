@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cunumpy.kernel_testing import emulation_compiler
@@ -88,3 +89,30 @@ def test_out_of_range_gather_traps_on_the_emulated_device():
     assert info["ok"] == [18.0, 0.0, 18.0]
     assert info["fault"] is not None and info["fault"][0] == "trap"
     assert "emu_take" in info["fault"][1]
+
+
+def test_out_views_on_the_emulated_device():
+    out = run_fake(
+        """
+        import json
+        import numpy as np
+        import cupy
+        from cunumpy.kernels import fuse
+
+        f = fuse(lambda u: u[2:] - 2 * u[1:-1] + u[:-2], kernel_name="emu_out_view")
+        u = np.linspace(0.0, 1.0, 40) ** 2
+        v = cupy.zeros(40)
+        w = cupy.zeros((40, 2))
+        f(cupy.asarray(u), out=v[1:-1])
+        f(cupy.asarray(u), out=w[1:-1, 1])
+        print(json.dumps({"v": cupy.asnumpy(v).tolist(), "w": cupy.asnumpy(w).tolist()}))
+        """
+    )
+    info = json.loads(out.strip().splitlines()[-1])
+    u = np.linspace(0.0, 1.0, 40) ** 2
+    expected = np.zeros(40)
+    expected[1:-1] = u[2:] - 2 * u[1:-1] + u[:-2]
+    np.testing.assert_array_equal(info["v"], expected)
+    w = np.asarray(info["w"])
+    np.testing.assert_array_equal(w[:, 1], expected)
+    np.testing.assert_array_equal(w[:, 0], 0.0)
