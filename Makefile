@@ -9,7 +9,7 @@ GPU_PYTHON_VERSION ?= 3.12
 PROFILE ?= release
 export CARGO_TERM_COLOR := never
 
-.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench real-users clean
+.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench cupy-fusion-suite real-users clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,11 @@ gpu-test:
 
 bench: develop
 	$(BIN)/python benches/run_all.py
+
+# CuPy's own fusion tests against cunumpy's fuse, on NumPy and on the emulated device:
+# CUPY_FUSION_TESTS=<cupy checkout>/tests/cupy_tests/core_tests/fusion_tests (skips without)
+cupy-fusion-suite: develop
+	$(BIN)/python scripts/cupy_fusion_suite.py $(CUPY_FUSION_TESTS) $(CUPY_FUSION_ARGS)
 
 # The four published packages built on cunumpy 0.7 (struphy, feectools, mpiarray, plasmacoll):
 # their own test suites on cunumpy 0.7.1 and on this checkout, side by side. Hours on two cores;

@@ -101,7 +101,7 @@ refused(y, x, 2, 0.0, words=["2 (a)", "Python float", "Python int", "capture"])
 refused(cupy.zeros(N + 1), x, 1.0, 0.0, words=["0 (y)", "[37]", "[38]"])
 refused(y, cupy.zeros(N, dtype=np.float32), 1.0, 0.0, words=["float64", "float32"])
 refused(y, x, words=["all 4 argument(s)", "got 2"])
-refused(y, x, 1.0, 5.0, words=["3 (t)", "no kernel", "as itself"])
+refused(y, x, 1.0, 5.0, words=["3 (t)", "computed from it", "kernel 'axpy'", "recompute"])
 # a parameter that sets a launch shape cannot change (a replay changes arguments only)
 gn = xp.cuda.graph(lambda y, n: scale(y, 2.0, n, n_threads=n), y, N)
 try:
@@ -110,6 +110,31 @@ except GraphRecaptureError as e:
     assert "1 (n)" in str(e) and "launch shape of kernel 'scale'" in str(e), str(e)
 else:
     raise AssertionError("a launch shape parameter was changed")
+# a view of an array parameter reaching a kernel fixes the parameter: a replay could not
+# make the view of a new array
+gv = xp.cuda.graph(lambda y: scale(y[1:], 2.0, N - 1, n_threads=N - 1), y)
+try:
+    gv(cupy.zeros(N))
+except GraphRecaptureError as e:
+    assert "0 (y)" in str(e) and "a view of it" in str(e), str(e)
+else:
+    raise AssertionError("a parameter used through a view was changed")
+# a launch shape computed from a parameter fixes it too
+gd = xp.cuda.graph(lambda y, n: scale(y, 1.0, n, n_threads=n - 1), y, N)
+try:
+    gd(y, N + 3)
+except GraphRecaptureError as e:
+    assert "computed from it" in str(e) and "launch shape" in str(e), str(e)
+else:
+    raise AssertionError("a parameter setting a launch shape through arithmetic was changed")
+# a parameter no kernel takes at all (only Python code of the step reads it) cannot change
+gu = xp.cuda.graph(lambda y, flag: scale(y, 1.0, N, n_threads=N), y, 3)
+try:
+    gu(y, 4)
+except GraphRecaptureError as e:
+    assert "1 (flag)" in str(e) and "no kernel" in str(e), str(e)
+else:
+    raise AssertionError("an unused parameter was changed")
 # all or nothing: a good value next to a refused one changes neither
 refused(y, x, 7.0, 5.0, words=["3 (t)"])
 g()

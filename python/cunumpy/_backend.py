@@ -189,6 +189,31 @@ def add_listener(listener: Callable[[ModuleType], None]) -> None:
     listener(current_module())
 
 
+def install_fake_cupy() -> ModuleType:
+    """Installs the fake CuPy (the emulated device backend) and returns it; a CuPy probe
+    made earlier (which found no CuPy) is forgotten, so ``set_backend("cupy")`` selects it.
+
+    Raises ``RuntimeError`` when the real CuPy is already imported.
+    """
+    from . import _fake_cupy
+
+    module = _fake_cupy.install()
+    _cupy_probe.clear()
+    return module
+
+
+def uninstall_fake_cupy() -> None:
+    """Removes the fake CuPy, switching the backend back to NumPy first when it is CuPy."""
+    from . import _fake_cupy
+
+    if not _fake_cupy.is_active():
+        return
+    if get_backend() == "cupy":
+        set_backend("numpy")
+    _fake_cupy.uninstall()
+    _cupy_probe.clear()
+
+
 def initialize_from_environment() -> None:
     """Reads ``CUNUMPY_FAKE_CUPY`` (true installs the fake CuPy) and
     ``CUNUMPY_BACKEND`` (``numpy`` or ``cupy``, any case; unset or empty = numpy).
@@ -196,9 +221,7 @@ def initialize_from_environment() -> None:
     An unknown name is an error: a typo must not silently run everything on the CPU.
     """
     if _config.fake_cupy():
-        from ._fake_cupy import install  # the emulated device backend, before any CuPy probe
-
-        install()
+        install_fake_cupy()  # the emulated device backend, before any CuPy probe
     raw = _config.backend()
     if raw.strip() == "":
         _activate("numpy")

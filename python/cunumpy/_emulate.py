@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,14 +108,67 @@ def _is_fake(a: Any) -> bool:
 
 def _expand(args: tuple[Any, ...]) -> list[Any]:
     """Argument objects (``__cuda_args__``) expanded, as the launch does, so the NumPy arrays
-    inside them can be presented too."""
+    inside them can be presented too. A ``CudaStructArguments`` stays itself (one struct
+    argument): its fields may hold NumPy arrays, which only :func:`_struct_values` can pack."""
+    from .arguments import CudaStructArguments
+
     out: list[Any] = []
     for a in args:
         method = getattr(type(a), "__cuda_args__", None)
-        if method is not None and not isinstance(a, np.ndarray | int | float) and not _is_fake(a):
+        if isinstance(a, CudaStructArguments):
+            out.append(a)
+        elif method is not None and not isinstance(a, np.ndarray | int | float) and not _is_fake(a):
             out.extend(method(a))
         else:
             out.append(a)
+    return out
+
+
+def _present(value: Any) -> Any:
+    """A NumPy array as device memory for the emulator (a read-only one as a private copy, so
+    a kernel writing it cannot corrupt the original); anything else as it is."""
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return _HostArrayAsDevice(value if value.flags.writeable else value.copy())
+    return value
+
+
+def _struct_values(kernel: Any, args: list[Any]) -> list[Any]:
+    """The struct parameters' arguments packed with NumPy arrays presented as device memory.
+
+    As in cunumpy 0.7's emulator, a struct argument may be a ``CudaStructArguments`` whose
+    fields hold NumPy arrays, a mapping of field values, or any object with one attribute per
+    field; a packed ``CudaStructValue`` passes as it is. Other positions are left alone (the
+    launch checks them)."""
+    from .arguments import CudaStructValue
+    from .exceptions import KernelArgumentTypeError
+
+    signature = getattr(kernel, "signature", None)
+    if not signature or len(signature) != len(args):
+        return args
+    structs = {s.name: s for s in getattr(kernel, "structs", ()) if hasattr(s, "field_names")}
+    out = list(args)
+    for i, (param, a) in enumerate(zip(signature, args, strict=True)):
+        struct = structs.get(getattr(param, "struct", None) or "")
+        if struct is None or isinstance(a, CudaStructValue):
+            continue
+        if isinstance(a, np.ndarray | np.generic | int | float | complex | str | bytes):
+            continue  # not a struct at all: the launch's check names the problem
+        values = {}
+        for name in struct.field_names:
+            if isinstance(a, Mapping):
+                missing = name not in a
+                value = a.get(name)
+            else:
+                missing = not hasattr(a, name)
+                value = getattr(a, name, None)
+            if missing:
+                raise KernelArgumentTypeError(
+                    f"kernel {kernel.name!r}: struct argument {i} ({struct.name} {param.name}) "
+                    f"has no value for the field {name!r}; expected a mapping or an object "
+                    f"with the fields {list(struct.field_names)}, given {type(a).__name__}"
+                )
+            values[name] = _present(value)
+        out[i] = struct(**values)
     return out
 
 
@@ -130,6 +183,7 @@ def emulate_cuda_kernel(
     shared_mem: int = 0,
     shuffle_seed: int | None = None,
     bounds: bool = True,
+    detect_races: bool = True,
 ) -> None:
     """Runs ``kernel`` (a :class:`~cunumpy.kernels.CudaKernel`) on the CPU with NumPy arrays.
 
@@ -143,7 +197,11 @@ def emulate_cuda_kernel(
     ``shuffle_seed`` runs the threads of each block in a seeded random order, switching at
     barriers, warp intrinsics and accesses through pointer parameters, so a kernel with a race
     gives seed-dependent results. ``bounds`` (on by default) checks every access through a
-    pointer parameter against the array's extent. Faults raise
+    pointer parameter against the array's extent. ``detect_races`` (on by default, with
+    ``bounds``) reports two threads writing one element of an array argument with no
+    ``__syncthreads()`` or warp operation between them, as an unsynchronised ``h[c] += w``
+    does: :class:`~cunumpy.exceptions.EmulatedRaceError` names the kernel, the array, the index
+    and both threads (atomics are not writes here). Faults raise
     :class:`~cunumpy.exceptions.EmulatedKernelFault` (an out-of-bounds access:
     :class:`~cunumpy.exceptions.EmulatedOutOfBoundsError`); the process survives.
 
@@ -165,6 +223,7 @@ def emulate_cuda_kernel(
             shared_mem,
             shuffle_seed,
             bounds,
+            detect_races,
         )
 
 
@@ -177,10 +236,11 @@ def _launch(
     shared_mem: int,
     shuffle_seed: int | None,
     bounds: bool,
+    detect_races: bool = True,
 ) -> None:
     presented: list[Any] = []
     cupy = sys.modules.get("cupy")
-    for i, a in enumerate(_expand(args)):
+    for i, a in enumerate(_struct_values(kernel, _expand(args))):
         if cupy is not None and isinstance(a, cupy.ndarray) and not _is_fake(a):
             from .exceptions import KernelArgumentTypeError
 
@@ -190,12 +250,7 @@ def _launch(
                 "arrays; pass xp.to_numpy(a) and copy the result back, or launch outside the "
                 "emulated block"
             )
-        if isinstance(a, np.ndarray) and a.ndim > 0:
-            if not a.flags.writeable:
-                a = a.copy()
-            presented.append(_HostArrayAsDevice(a))
-        else:
-            presented.append(a)
+        presented.append(_present(a))
     _core._emulate_launch(
         kernel,
         *presented,
@@ -205,6 +260,7 @@ def _launch(
         shared_mem=shared_mem,
         shuffle_seed=shuffle_seed,
         bounds=bounds,
+        detect_races=detect_races,
     )
 
 
@@ -256,7 +312,9 @@ def compile_for_emulation(
     """Compiles ``kernel`` for the emulator now (or finds it in the disk cache) and returns
     what was built: ``kernel`` (the expression), ``library``, ``from_cache`` (found in the disk
     cache, possibly written by another process), ``uses_fibers``, ``param_count``,
-    ``param_names`` and ``cache_dir``. ``compiler`` and ``options`` as for
+    ``param_names``, ``cache_dir`` and ``checked_build`` (the bounds-checked build that launches
+    run was built too; False when it does not compile and launches run the plain one). A
+    launch after it builds nothing. ``compiler`` and ``options`` as for
     :func:`emulate_cuda_kernel`."""
     _require_kernel(kernel)
     with _host_compiler(compiler):

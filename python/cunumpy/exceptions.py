@@ -6,6 +6,8 @@ would expect to catch (``TypeError``, ``ValueError``, ``RuntimeError``).
 
 from __future__ import annotations
 
+from numpy.exceptions import AxisError as _AxisError
+
 __all__ = [
     "CunumpyError",
     "BackendError",
@@ -26,6 +28,8 @@ __all__ = [
     "FusionIndexError",
     "FusionValueError",
     "FusionUnsupportedError",
+    "FusionAxisError",
+    "FusionOverflowError",
     "CudaStructError",
     "DeviceMirrorError",
     "KernelOutputsError",
@@ -42,11 +46,13 @@ __all__ = [
     "EmulationCompileError",
     "EmulatedKernelFault",
     "EmulatedOutOfBoundsError",
+    "EmulatedRaceError",
     "CunumpyVersionError",
     "RemovedNameError",
     "DeviceSelectionError",
     "SharedDeviceWarning",
     "LaunchSizeWarning",
+    "CacheFallbackWarning",
     "MPIBufferError",
     "MPIStagingError",
     "MPIStagingBusyError",
@@ -155,6 +161,24 @@ class FusionUnsupportedError(FusionError, TypeError):
     names the operation and the line of the user's function."""
 
 
+class FusionAxisError(FusionValueError, _AxisError):
+    """A reduction's ``axis`` is out of range for its argument (also NumPy's ``AxisError``, so
+    ``except np.exceptions.AxisError`` catches it as it catches NumPy's own)."""
+
+    def __init__(self, message: str) -> None:
+        # AxisError's own constructor takes (axis, ndim, prefix); keep the message as given
+        ValueError.__init__(self, message)
+        self._message = message
+
+    def __str__(self) -> str:
+        return self._message
+
+
+class FusionOverflowError(FusionError, OverflowError):
+    """A Python integer given to a fused function does not fit the dtype it is used with, as
+    NumPy 2 raises for ``int8_array + 300``."""
+
+
 class EmulationError(CunumpyError, RuntimeError):
     """The CPU emulator of CUDA kernels failed (loading or caching a library)."""
 
@@ -178,15 +202,23 @@ class EmulatedKernelFault(EmulationError, CudaRuntimeError):
     """An emulated kernel faulted (``__trap``, a failed ``assert``, a deadlock at a barrier, a
     misused warp intrinsic); the launch was abandoned and the process is fine. Attributes:
     ``kernel``, ``fault`` (``"trap"``, ``"assert"``, ``"deadlock"``, ``"invalid_warp_op"``,
-    ``"out_of_bounds"``, ``"other"``). Also a :class:`CudaRuntimeError`, as on a GPU."""
+    ``"out_of_bounds"``, ``"race"``, ``"other"``). Also a :class:`CudaRuntimeError`, as on a GPU."""
 
     kernel: str
     fault: str
 
 
 class EmulatedOutOfBoundsError(EmulatedKernelFault, IndexError):
-    """An emulated kernel accessed a pointer argument outside its array; the message names the
-    kernel, the parameter, the element index and the thread."""
+    """An emulated kernel accessed a pointer argument outside its array, or through NULL or a
+    pointer into no array of the launch; the message names the kernel, the parameter (when
+    there is one), the element index or address, and the thread."""
+
+
+class EmulatedRaceError(EmulatedKernelFault):
+    """Race detection (``detect_races=True``, on whenever threads run in a shuffled order)
+    found two threads writing one element of a pointer argument with no ``__syncthreads()``
+    or warp operation between them, as an unsynchronised ``hist[c] += w`` does; the message
+    names the kernel, the array, the index and both threads. ``fault`` is ``"race"``."""
 
 
 # -- the porting layer (Kernel, KernelCatalog, PyccelKernel, host implementations) ------------
@@ -260,6 +292,12 @@ class SharedDeviceWarning(UserWarning):
 class LaunchSizeWarning(UserWarning):
     """A launch without ``n_threads`` took its size from the first array argument while other
     array arguments have other sizes (shown once per kernel; pass ``n_threads=`` to choose)."""
+
+
+class CacheFallbackWarning(UserWarning):
+    """The emulation cache folder cannot be used (a file, read-only, a damaged entry): this
+    process uses a temporary folder instead. Shown once per folder; the message names the
+    folder and ``CUNUMPY_EMULATION_CACHE``, which moves the cache."""
 
 
 class MPIBufferError(CunumpyError, RuntimeError):

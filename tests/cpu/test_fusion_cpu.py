@@ -263,6 +263,8 @@ def test_op_aliases_and_reduction_names_come_from_the_rust_op_table():
     ints = [np.arange(1, 8, dtype=np.int64), np.arange(7, 0, -1, dtype=np.int64) % 3]
     for alias, name in aliases.items():
         args = (ints if "bitwise" in alias or name == "invert" else floats)[: arity[name]]
+        if name == "arccosh":  # (its domain starts at 1)
+            args = [a + 1 for a in args]
         f = fuse(lambda *a, alias=alias: getattr(xp, alias)(*a))
         # (libm and NumPy's SIMD loops may differ in the last place)
         np.testing.assert_allclose(f(*args), getattr(np, name)(*args), rtol=1e-14, err_msg=alias)

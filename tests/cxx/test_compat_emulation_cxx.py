@@ -7,10 +7,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
 
+from cunumpy.arguments import CudaStructArguments
+from cunumpy.exceptions import KernelArgumentTypeError
 from cunumpy.kernel_testing import (
     device_backend_available,
     emulate_cuda_kernel,
@@ -70,6 +73,52 @@ def test_emulated_launches_run_kernel_calls_on_numpy_arrays():
     np.testing.assert_array_equal(x, want)
     with pytest.raises(TypeError):  # outside the block a NumPy array is a host array again
         kernel(x, 1.5, x.size)
+
+
+PUSH_FIELDS = [("x", "double*"), ("v", "double*"), ("dt", "double"), ("n", "int")]
+
+
+class _PushArgs(CudaStructArguments):
+    struct_name = "PushArgs"
+    fields = PUSH_FIELDS
+
+    def __init__(self, x, v, dt):
+        self.x, self.v, self.dt, self.n = x, v, dt, int(x.shape[0])
+
+
+PUSH = (
+    _PushArgs.struct.declaration
+    + r"""
+extern "C" __global__ void push(PushArgs p) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n) p.x[i] += p.dt * p.v[i];
+}
+"""
+)
+
+
+def test_struct_arguments_holding_numpy_arrays_run_in_emulation():
+    # As in 0.7's emulator: a struct parameter takes a CudaStructArguments whose fields are
+    # NumPy arrays, a mapping of the field values or an object with them as attributes.
+    k = CudaKernel(PUSH, "push", structs=[_PushArgs.struct])
+    x = np.zeros(5)
+    v = np.arange(5.0)
+    expected = x.copy()
+    with emulated_launches():
+        k(_PushArgs(x, v, 0.5), n_threads=5)
+    expected += 0.5 * v
+    emulate_cuda_kernel(k, {"x": x, "v": v, "dt": 2.0, "n": 4}, n_threads=5)
+    expected[:4] += 2.0 * v[:4]
+    holder = types.SimpleNamespace(x=x, v=v, dt=-1.0, n=5)
+    emulate_cuda_kernel(k, holder, n_threads=5)
+    expected -= v
+    np.testing.assert_array_equal(x, expected)
+
+
+def test_struct_argument_without_a_field_names_it():
+    k = CudaKernel(PUSH, "push", structs=[_PushArgs.struct])
+    with pytest.raises(KernelArgumentTypeError, match="no value for the field 'n'"):
+        emulate_cuda_kernel(k, {"x": np.zeros(2), "v": np.zeros(2), "dt": 1.0}, n_threads=2)
 
 
 def test_emulated_launches_pass_options_and_nest():

@@ -17,6 +17,7 @@ from cunumpy.exceptions import (
     CudaRuntimeError,
     EmulatedKernelFault,
     EmulatedOutOfBoundsError,
+    EmulatedRaceError,
     EmulationCompileError,
     KernelArgumentOverflowError,
     KernelArgumentTypeError,
@@ -212,11 +213,28 @@ extern "C" __global__ void neighbours(const int* in, int* out, int sync) {
 """
 
 
-def count_with(name, seed):
+def count_with(name, seed, detect_races=False):
     counter, done = np.zeros(1, np.int32), np.zeros(64, np.int32)
-    emulate(CudaKernel(RACES, name), counter, done, n_threads=64, block=64, shuffle_seed=seed)
+    emulate(
+        CudaKernel(RACES, name),
+        counter,
+        done,
+        n_threads=64,
+        block=64,
+        shuffle_seed=seed,
+        detect_races=detect_races,
+    )
     assert done.all()
     return int(counter[0])
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_planted_race_is_reported_naming_kernel_array_index_and_threads(seed):
+    with pytest.raises(EmulatedRaceError, match=r"^kernel 'racy': data race on counter\[0\]") as e:
+        count_with("racy", seed, detect_races=True)
+    assert e.value.fault == "race" and isinstance(e.value, EmulatedKernelFault)
+    assert str(e.value).count("thread (") == 2
+    assert count_with("fine", seed, detect_races=True) == 64
 
 
 def test_planted_race_is_exposed_by_two_shuffle_seeds():

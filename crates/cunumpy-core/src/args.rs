@@ -70,6 +70,8 @@ pub enum Arg<'a> {
     Other {
         type_name: &'a str,
     },
+    /// Python's `None`: a NULL pointer for a pointer parameter, refused for anything else.
+    Null,
 }
 
 /// 16-byte aligned storage, so any by-value parameter can be read in place (the emulator
@@ -171,6 +173,7 @@ struct PlannedParam {
     kind: ParamKind,
     first_slot: usize,
     size: usize,
+    default: Option<String>,
 }
 
 /// The per-kernel plan: one entry per parameter with its slot in the launch buffer.
@@ -226,6 +229,7 @@ impl ArgPlan {
                 kind: p.kind.clone(),
                 first_slot: n_slots,
                 size,
+                default: p.default.clone(),
             });
             n_slots += size.div_ceil(16).max(1);
         }
@@ -275,17 +279,44 @@ impl ArgPlan {
         buffer
     }
 
-    /// Checks the number of arguments after argument objects were flattened.
+    /// Checks the number of arguments after argument objects were flattened: every
+    /// parameter, or fewer when each one left out has a C default value.
     pub fn check_count(&self, given: usize) -> Result<(), ArgError> {
         if given == self.params.len() {
             return Ok(());
         }
+        if given < self.params.len() {
+            if let Some(p) = self
+                .params
+                .get(given..)
+                .and_then(|rest| rest.iter().find(|p| p.default.is_none()))
+            {
+                if self
+                    .params
+                    .get(given..)
+                    .is_some_and(|r| r.iter().any(|q| q.default.is_some()))
+                {
+                    return Err(error(
+                        ArgErrorKind::Type,
+                        format!(
+                            "{}() takes {} argument(s), got {given}: {} has no default value",
+                            self.kernel,
+                            self.params.len(),
+                            p.label
+                        ),
+                    ));
+                }
+            } else {
+                return Ok(());
+            }
+        }
         Err(error(
             ArgErrorKind::Type,
             format!(
-                "{}() takes {} argument(s) after flattening argument objects, got {given}",
+                "{}() takes {} argument{} after flattening argument objects, got {given}",
                 self.kernel,
-                self.params.len()
+                self.params.len(),
+                if self.params.len() == 1 { "" } else { "s" }
             ),
         ))
     }
@@ -305,6 +336,9 @@ impl ArgPlan {
             ParamKind::Scalar(dtype) => {
                 let bytes = cast_scalar(&p.label, *dtype, arg)?;
                 buffer.write(p.first_slot, &bytes[..dtype.itemsize()]);
+            }
+            ParamKind::Pointer { .. } if matches!(arg, Arg::Null) => {
+                buffer.write(p.first_slot, &0u64.to_le_bytes());
             }
             ParamKind::Pointer { dtype, .. } => {
                 let array = device_array(&p.label, arg, *dtype, device)?;
@@ -352,6 +386,113 @@ impl ArgPlan {
     }
 }
 
+impl ArgPlan {
+    /// Writes parameter `index`'s C default value into `buffer`, checked as an argument of
+    /// that value would be: a literal number, `true`/`false`, or `nullptr`/`NULL`/`0` for a
+    /// pointer. A default that is not such a literal (a macro, an expression) is refused,
+    /// naming the parameter, never dropped.
+    pub fn pack_default(
+        &self,
+        index: usize,
+        device: i32,
+        buffer: &mut LaunchBuffer,
+    ) -> Result<(), ArgError> {
+        let Some(p) = self.params.get(index) else {
+            return self.check_count(index + 1);
+        };
+        let missing = || {
+            error(
+                ArgErrorKind::Type,
+                format!(
+                    "{}: the argument is missing and has no default value",
+                    p.label
+                ),
+            )
+        };
+        let text = p.default.as_deref().ok_or_else(missing)?;
+        let arg = default_literal(text, &p.kind).ok_or_else(|| {
+            error(
+                ArgErrorKind::Value,
+                format!(
+                    "{}: the argument is missing and its C default `{text}` is not a literal \
+                     cunumpy can read (a number, true/false, nullptr/NULL); pass the argument",
+                    p.label
+                ),
+            )
+        })?;
+        self.pack(index, &arg, device, buffer)
+    }
+}
+
+/// A C default value as an argument: integer and floating literals (with sign and suffixes;
+/// a `float` parameter's value is rounded to float as C would), `true`/`false`, and
+/// `nullptr`/`NULL`/`0` for pointers.
+pub fn default_literal(text: &str, kind: &ParamKind) -> Option<Arg<'static>> {
+    let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let t = t.trim_start_matches('(').trim_end_matches(')');
+    if let ParamKind::Pointer { .. } = kind {
+        return matches!(t, "nullptr" | "NULL" | "0" | "0L" | "0UL").then_some(Arg::Null);
+    }
+    let ParamKind::Scalar(dtype) = kind else {
+        return None;
+    };
+    match t {
+        "true" => return Some(Arg::Scalar(Scalar::Bool(true), ScalarSource::Python)),
+        "false" => return Some(Arg::Scalar(Scalar::Bool(false), ScalarSource::Python)),
+        _ => {}
+    }
+    let (negative, body) = match t.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let lower = body.to_ascii_lowercase();
+    let is_hex = lower.starts_with("0x");
+    let int_body = lower.trim_end_matches(['u', 'l']);
+    let int = if is_hex {
+        i128::from_str_radix(int_body.get(2..)?, 16).ok()
+    } else if int_body.len() > 1
+        && int_body.starts_with('0')
+        && int_body.chars().all(|c| c.is_ascii_digit())
+    {
+        i128::from_str_radix(int_body.get(1..)?, 8).ok()
+    } else if !int_body.is_empty() && int_body.chars().all(|c| c.is_ascii_digit()) {
+        int_body.parse::<i128>().ok()
+    } else {
+        None
+    };
+    let value = match int {
+        Some(v) => Scalar::Int(if negative { -v } else { v }),
+        None => {
+            let float_body = lower.strip_suffix(['f', 'l']).unwrap_or(&lower);
+            if float_body.is_empty()
+                || !float_body
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || "+-.e".contains(c))
+            {
+                return None;
+            }
+            let x: f64 = float_body.parse().ok()?;
+            Scalar::Float(if negative { -x } else { x })
+        }
+    };
+    // an integer default of a floating parameter, or a double literal of a float one, is
+    // converted as C converts it
+    Some(match (value, dtype) {
+        (Scalar::Float(x), DType::Float32) => {
+            Arg::Scalar(Scalar::Float(f64::from(x as f32)), ScalarSource::Python)
+        }
+        (Scalar::Int(v), DType::Float32 | DType::Float64) => Arg::Scalar(
+            Scalar::Float(if *dtype == DType::Float32 {
+                f64::from(v as f32)
+            } else {
+                v as f64
+            }),
+            ScalarSource::Python,
+        ),
+        (v, _) => Arg::Scalar(v, ScalarSource::Python),
+    })
+}
+
 /// Checks one value against a parameter kind (as a launch does) and returns its bytes
 /// (`size` of them); used for the fields of struct values. `label` starts every message.
 pub fn pack_param_value(
@@ -368,6 +509,7 @@ pub fn pack_param_value(
             kind: kind.clone(),
             first_slot: 0,
             size,
+            default: None,
         }],
         n_slots: size.div_ceil(16).max(1),
     };
@@ -389,6 +531,7 @@ pub fn describe(arg: &Arg<'_>) -> String {
         Arg::HostArray { type_name } => format!("a host array ({type_name})"),
         Arg::Struct { name, .. } => format!("a value of struct {name}"),
         Arg::Other { type_name } => format!("a value of type {type_name}"),
+        Arg::Null => "None (accepted only for a pointer parameter, as NULL)".to_string(),
     }
 }
 
@@ -730,6 +873,82 @@ mod interface_tests {
         assert!(interface_problem(64, &[4], Some(-3)).is_some());
         assert!(interface_problem(64, &[4], Some(1)).is_none());
         assert!(interface_problem(64, &[2, 2], None).is_none());
+    }
+}
+
+#[cfg(test)]
+mod null_tests {
+    use super::*;
+    use crate::parser::parse_signature;
+
+    #[test]
+    fn none_is_null_for_pointers_only() {
+        let sig = parse_signature(
+            "__global__ void k(float* a, const int* b, int n) {}",
+            "k",
+            &[],
+            None,
+        )
+        .expect("parses");
+        let plan = ArgPlan::new(&sig, &|_| None).expect("plan");
+        let mut buffer = plan.new_buffer();
+        buffer.write(plan.params[0].first_slot, &7u64.to_le_bytes());
+        plan.pack(0, &Arg::Null, 0, &mut buffer)
+            .expect("NULL for float*");
+        assert_eq!(buffer.bytes_of(&plan, 0), 0u64.to_le_bytes().to_vec());
+        plan.pack(1, &Arg::Null, 0, &mut buffer)
+            .expect("NULL for const int*");
+        let err = plan
+            .pack(2, &Arg::Null, 0, &mut buffer)
+            .expect_err("None for an int");
+        assert!(
+            err.message.contains("argument 2 (int n)"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("None"), "{}", err.message);
+    }
+}
+
+#[cfg(test)]
+mod default_tests {
+    use super::*;
+    use crate::parser::parse_signature;
+
+    #[test]
+    fn c_default_values_are_applied_or_refused_by_name() {
+        let src = "#define SCALE 3\n__global__ void k(float* x, int n, float a = 0.1f, \
+                   double b = -2, unsigned m = 0x10u, bool on = true, int* p = nullptr, \
+                   int s = SCALE) {}";
+        let sig = parse_signature(src, "k", &[], None).expect("parses");
+        assert_eq!(sig.params[2].default.as_deref(), Some("0.1f"));
+        let plan = ArgPlan::new(&sig, &|_| None).expect("plan");
+        let mut buffer = plan.new_buffer();
+        // two given, the rest have defaults
+        plan.check_count(2).expect("defaults fill in");
+        let err = plan.check_count(1).expect_err("n has no default");
+        assert!(
+            err.message
+                .contains("argument 1 (int n) has no default value"),
+            "{}",
+            err.message
+        );
+        for i in 2..7 {
+            plan.pack_default(i, 0, &mut buffer)
+                .expect("literal default");
+        }
+        assert_eq!(buffer.bytes_of(&plan, 2), 0.1f32.to_le_bytes().to_vec());
+        assert_eq!(buffer.bytes_of(&plan, 3), (-2f64).to_le_bytes().to_vec());
+        assert_eq!(buffer.bytes_of(&plan, 4), 16u32.to_le_bytes().to_vec());
+        assert_eq!(buffer.bytes_of(&plan, 5), vec![1u8]);
+        assert_eq!(buffer.bytes_of(&plan, 6), 0u64.to_le_bytes().to_vec());
+        // a macro default is not guessed: refused, naming the parameter
+        let err = plan.pack_default(7, 0, &mut buffer).expect_err("macro");
+        assert!(
+            err.message.contains("argument 7 (int s)") && err.message.contains("`SCALE`"),
+            "{}",
+            err.message
+        );
     }
 }
 

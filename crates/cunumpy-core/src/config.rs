@@ -22,6 +22,8 @@ pub const HOST_POOL_LIMIT: &str = "CUNUMPY_HOST_POOL_LIMIT";
 pub const CXX: &str = "CXX";
 /// The SM count the emulated device reports (what fused launch grids are sized by).
 pub const EMULATED_SM_COUNT: &str = "CUNUMPY_EMULATED_SM_COUNT";
+/// Seconds an emulator compile may take before it is reported on one line.
+pub const EMULATION_SLOW_COMPILE: &str = "CUNUMPY_EMULATION_SLOW_COMPILE";
 /// The emulated device's SM count unless the setting says otherwise: an H200's.
 pub const DEFAULT_EMULATED_SM_COUNT: u32 = 132;
 
@@ -143,6 +145,20 @@ pub fn emulated_sm_count_from(env: impl Fn(&str) -> Option<OsString>) -> Result<
 /// [`emulated_sm_count_from`] with the process environment.
 pub fn emulated_sm_count() -> Result<u32, String> {
     emulated_sm_count_from(process_env)
+}
+
+/// `$CUNUMPY_EMULATION_SLOW_COMPILE`: seconds (a non-negative number) after which an emulator
+/// compile is reported on one line; 1 when unset, blank or not such a number.
+pub fn emulation_slow_compile_seconds_from(env: impl Fn(&str) -> Option<OsString>) -> f64 {
+    nonempty(&env, EMULATION_SLOW_COMPILE)
+        .and_then(|v| v.to_string_lossy().trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .unwrap_or(1.0)
+}
+
+/// [`emulation_slow_compile_seconds_from`] with the process environment.
+pub fn emulation_slow_compile_seconds() -> f64 {
+    emulation_slow_compile_seconds_from(process_env)
 }
 
 /// `$CXX` when set and not blank.

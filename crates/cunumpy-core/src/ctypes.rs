@@ -10,8 +10,9 @@ use crate::parser::lexer::{join, tokenize, TokKind};
 const PREFIXES: [&str; 5] = ["::", "thrust::", "cuda::std::", "cuda::", "std::"];
 
 /// The qualifiers that do not change which dtype a type is.
-pub(crate) const QUALIFIERS: [&str; 5] = [
+pub(crate) const QUALIFIERS: [&str; 6] = [
     "const",
+    "__grid_constant__",
     "volatile",
     "__restrict__",
     "__restrict",
@@ -34,7 +35,7 @@ pub(crate) const QUALIFIERS: [&str; 5] = [
 /// | `unsigned short[ int]`, `uint16_t` | uint16 |
 /// | `int`, `signed`, `signed int`, `int32_t` | int32 |
 /// | `unsigned`, `unsigned int`, `uint32_t` | uint32 |
-/// | `long[ int]`, `long long[ int]`, `int64_t`, `ptrdiff_t`, `ssize_t`, `intptr_t` | int64 |
+/// | `long[ int]`, `long long[ int]`, `int64_t`, `ptrdiff_t`, `ssize_t`, `intptr_t`, `clock_t` (a `long` on 64-bit Linux, as `clock()` returns it in CUDA) | int64 |
 /// | `unsigned long[ int]`, `unsigned long long[ int]`, `uint64_t`, `size_t`, `uintptr_t` | uint64 |
 /// | `float` | float32 |
 /// | `double` | float64 |
@@ -99,7 +100,7 @@ fn dtype_of_normalised(text: &str) -> Option<DType> {
         "uint16_t" => Some(DType::UInt16),
         "int32_t" => Some(DType::Int32),
         "uint32_t" => Some(DType::UInt32),
-        "int64_t" | "ptrdiff_t" | "ssize_t" | "intptr_t" => Some(DType::Int64),
+        "int64_t" | "ptrdiff_t" | "ssize_t" | "intptr_t" | "clock_t" => Some(DType::Int64),
         "uint64_t" | "size_t" | "uintptr_t" => Some(DType::UInt64),
         "float" => Some(DType::Float32),
         "double" => Some(DType::Float64),

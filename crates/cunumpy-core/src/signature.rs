@@ -25,6 +25,9 @@ pub struct Param {
     /// The C declaration as written (normalised whitespace), for error messages.
     pub decl: String,
     pub kind: ParamKind,
+    /// The C default value as written (`= 1.5f` gives `1.5f`), applied when a launch leaves
+    /// the argument out.
+    pub default: Option<String>,
 }
 
 /// What a parameter takes.

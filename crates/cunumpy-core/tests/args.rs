@@ -15,6 +15,7 @@ fn signature(params: Vec<(&str, &str, ParamKind)>) -> Signature {
                 name: name.into(),
                 decl: decl.into(),
                 kind,
+                default: None,
             })
             .collect(),
         template_params: vec![],
@@ -338,6 +339,18 @@ fn structs_need_their_own_packed_value() {
 }
 
 #[test]
+fn argument_count_message_says_argument_for_one_parameter() {
+    // cunumpy 0.7 wrote "takes N arguments"; one parameter reads "takes 1 argument".
+    let sig = signature(vec![("n", "int n", ParamKind::Scalar(DType::Int32))]);
+    let plan = ArgPlan::new(&sig, &|_| None).expect("plan");
+    let err = plan.check_count(0).expect_err("count");
+    assert_eq!(
+        err.message,
+        "k() takes 1 argument after flattening argument objects, got 0"
+    );
+}
+
+#[test]
 fn argument_count_is_checked_and_pointers_point_at_slots() {
     let sig = signature(vec![
         ("a", "double a", ParamKind::Scalar(DType::Float64)),
@@ -347,7 +360,7 @@ fn argument_count_is_checked_and_pointers_point_at_slots() {
     let err = plan.check_count(3).expect_err("count");
     assert_eq!(
         err.message,
-        "k() takes 2 argument(s) after flattening argument objects, got 3"
+        "k() takes 2 arguments after flattening argument objects, got 3"
     );
     let mut buffer = plan.new_buffer();
     plan.pack(0, &py(Scalar::Float(2.5)), 0, &mut buffer)

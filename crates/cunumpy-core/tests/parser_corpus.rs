@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use cunumpy_core::dtype::DType;
 use cunumpy_core::parser::{kernel_names, parse_signature, SignatureError};
 use cunumpy_core::signature::ParamKind;
 
@@ -545,13 +546,6 @@ type Rejection = (
 fn corpus_rejections() {
     let cases: &[Rejection] = &[
         (
-            "fft_complex.cu",
-            "uses_typedef",
-            &[],
-            |e| matches!(e, SignatureError::UnknownType { .. }),
-            &["'zdouble* data'", "unsupported type 'zdouble*'"],
-        ),
-        (
             "strings_and_macros.cu",
             "with_macro_param",
             &[],
@@ -730,6 +724,16 @@ fn corpus_rejections() {
             &["'needs_args' is a template with 1 parameters; pass them as template_args"],
         ),
     ];
+    // a typedef of the same source is resolved (it was refused before issue 21)
+    let src = corpus("fft_complex.cu");
+    let s = parse_signature(&src, "uses_typedef", &[], None).expect("typedef resolved");
+    assert_eq!(
+        s.params[0].kind,
+        ParamKind::Pointer {
+            dtype: Some(DType::Complex128),
+            is_const: false
+        }
+    );
     for (file, kernel, structs, check, pieces) in cases {
         let src = corpus(file);
         let structs: Vec<String> = structs.iter().map(|s| s.to_string()).collect();

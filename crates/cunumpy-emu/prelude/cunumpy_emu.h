@@ -41,11 +41,14 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <mutex>
+#include <unordered_map>
 #include <limits>
 #include <math.h>
 #include <new>
 #include <string>
 #include <pthread.h>
+#include <signal.h>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -117,7 +120,7 @@ static constexpr int warpSize = 32;
 namespace cunumpy_emu {
 
 // ---------------------------------------------------------------- errors
-enum fault_code : int { ok = 0, fault_trap = 1, fault_bounds = 2, fault_assert = 3, fault_deadlock = 4, fault_other = 5, fault_invalid = 6 };
+enum fault_code : int { ok = 0, fault_trap = 1, fault_bounds = 2, fault_assert = 3, fault_deadlock = 4, fault_other = 5, fault_invalid = 6, fault_race = 7 };
 
 struct kernel_error {
   int code;
@@ -141,6 +144,134 @@ inline std::string where() {
   if (!tl_last_print.empty()) msg += "; its last printf output: \"" + tl_last_print + "\"";
   throw kernel_error{code, msg};
 }
+
+// ---------------------------------------------------------------- hardware faults
+// A kernel that reads or writes through NULL or a pointer into no mapped memory, overflows a
+// fiber stack, or divides by zero where the source was not rewritten (a #define body, a
+// header) raises SIGSEGV, SIGBUS or SIGFPE. While a host thread runs a launch it is "armed":
+// the handler records the fault (plain values only) and jumps back to the thread's landing
+// point, as a failed assert does; the launch fails with a message and the process lives on.
+// A signal on any other thread goes to the handler that was installed before ours.
+thread_local volatile int tl_signal = 0;        // the signal that ended the current thread
+thread_local const void* volatile tl_signal_addr = nullptr;
+constexpr int kArmedSlots = 256;
+inline std::atomic<unsigned long> g_armed[kArmedSlots];  // pthread_self() of armed threads (0: free)
+inline struct sigaction g_previous[4];
+inline std::atomic<int> g_installed_mask{0};
+inline const int kFaultSignals[4] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+inline bool in_guard_page(const void* addr);  // defined with the fiber stacks
+
+inline int arm_slot() {
+  unsigned long me = (unsigned long)pthread_self();
+  for (int i = 0; i < kArmedSlots; i++) {
+    unsigned long free_slot = 0;
+    if (g_armed[i].load(std::memory_order_relaxed) == me) return i;
+    if (g_armed[i].compare_exchange_strong(free_slot, me)) return i;
+  }
+  return -1;  // more than 256 host threads in launches at once: those run unprotected
+}
+inline void disarm(int slot) {
+  if (slot >= 0) g_armed[slot].store(0, std::memory_order_release);
+}
+inline bool armed_thread() {
+  unsigned long me = (unsigned long)pthread_self();
+  for (int i = 0; i < kArmedSlots; i++)
+    if (g_armed[i].load(std::memory_order_acquire) == me) return true;
+  return false;
+}
+
+static void on_fault(int sig, siginfo_t* info, void* uctx) {
+  if (armed_thread() && tl_jump) {
+    tl_signal = sig;
+    tl_signal_addr = info ? info->si_addr : nullptr;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    std::longjmp(*tl_jump, 2);
+  }
+  for (int k = 0; k < 4; k++) {
+    if (kFaultSignals[k] != sig) continue;
+    struct sigaction& prev = g_previous[k];
+    if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+      prev.sa_sigaction(sig, info, uctx);
+    } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+      prev.sa_handler(sig);
+    } else {
+      signal(sig, SIG_DFL);  // returning re-runs the faulting instruction, which then ends the process
+    }
+    return;
+  }
+}
+
+// Puts the handler in place (again, when someone replaced it since) and gives this host thread
+// an alternate signal stack, so that a fiber stack overflow can be reported too.
+inline void install_fault_handlers() {
+  static std::atomic_flag busy = ATOMIC_FLAG_INIT;
+  while (busy.test_and_set(std::memory_order_acquire)) {}
+  for (int k = 0; k < 4; k++) {
+    struct sigaction cur;
+    if (sigaction(kFaultSignals[k], nullptr, &cur) != 0) continue;
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == &on_fault) continue;
+    struct sigaction mine;
+    std::memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = &on_fault;
+    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&mine.sa_mask);
+    if (sigaction(kFaultSignals[k], &mine, &g_previous[k]) == 0) g_installed_mask |= 1 << k;
+  }
+  busy.clear(std::memory_order_release);
+  stack_t ss;
+  if (sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_DISABLE)) {
+    static thread_local std::vector<char> alt;
+    alt.resize(128 * 1024);
+    stack_t mine;
+    mine.ss_sp = alt.data();
+    mine.ss_size = alt.size();
+    mine.ss_flags = 0;
+    sigaltstack(&mine, nullptr);
+  }
+}
+
+// The error a jump to a landing point carries: a recorded signal, else `tl_pending`.
+inline kernel_error landed_error() {
+  int sig = tl_signal;
+  if (!sig) return tl_pending;
+  tl_signal = 0;
+  const void* addr = tl_signal_addr;
+  char buf[400];
+  int code = fault_bounds;
+  if (sig == SIGILL) {
+    code = fault_other;
+    std::snprintf(buf, sizeof buf,
+                  "illegal instruction (SIGILL): undefined behaviour the host compiler turned into a trap, such "
+                  "as a function that returns a value without a return statement");
+  } else if (sig == SIGFPE) {
+    code = fault_other;
+    std::snprintf(buf, sizeof buf,
+                  "arithmetic fault (SIGFPE): an integer division by zero or MIN / -1 that the emulator could "
+                  "not rewrite (inside a #define body or an included header)");
+  } else if (in_guard_page(addr)) {
+    code = fault_other;
+    std::snprintf(buf, sizeof buf,
+                  "stack overflow: the thread used more than its fiber stack (deep recursion or a large local "
+                  "array; the emulator's stack_size option sets the size)");
+  } else if ((uintptr_t)addr < 65536) {
+    std::snprintf(buf, sizeof buf,
+                  "invalid memory access at address %p: through a NULL pointer (a pointer parameter given None, "
+                  "or a pointer never set)", addr);
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "invalid memory access at address %p (%s): through a pointer that points into no array "
+                  "of the launch (not from a known allocation, or far outside one)",
+                  addr, sig == SIGBUS ? "SIGBUS" : "SIGSEGV");
+  }
+  std::string msg = std::string("kernel '") + tl_kernel + "': " + buf + " in " + where();
+  if (!tl_last_print.empty()) msg += "; its last printf output: \"" + tl_last_print + "\"";
+  return kernel_error{code, msg};
+}
+
+inline void race_settle();  // see "races" below
 
 // ---------------------------------------------------------------- fibers
 #if defined(__x86_64__)
@@ -198,6 +329,8 @@ struct fiber {
   unsigned lin = 0;
   fstate st = fstate::runnable;
   unsigned long long result = 0;
+  int bad_src = -1;  // a shuffle of this lane read an inactive lane or one outside its mask
+  unsigned bad_mask = 0;
   std::jmp_buf jump;
 };
 
@@ -214,6 +347,7 @@ struct warp_group {
 
 struct warp_state {
   unsigned live = 0;  // lanes that exist and have not returned
+  unsigned epoch = 0;  // completed warp operations (orders the lanes' accesses, for races)
   std::vector<warp_group> open;
 };
 
@@ -259,6 +393,7 @@ struct sched {
 #endif
   unsigned n_live = 0, n_at_barrier = 0, n_at_warp = 0;
   int barrier_acc = 0, barrier_result = 0, barrier_kind = 0;
+  unsigned barrier_epoch = 0;  // completed __syncthreads() of this block (for races)
   bool shuffle = false;
   unsigned long long rng = 0;
   bool failed = false;
@@ -323,7 +458,7 @@ inline void fiber_main(void* arg) {
       s->fail(kernel_error{fault_other, std::string("kernel '") + tl_kernel + "': unknown C++ exception"});
     }
   } else {
-    s->fail(tl_pending);
+    s->fail(landed_error());
   }
   fiber_finish(s);
   for (;;) s->to_scheduler();  // never resumed
@@ -338,6 +473,7 @@ inline void fiber_entry_uc(unsigned hi, unsigned lo) {
 // Warp operations: a lane deposits its value; the last lane of the group computes every lane's
 // result and wakes the others.
 inline void complete_group(sched* s, unsigned w, warp_group& g) {
+  s->warps[w].epoch++;
   const unsigned long long* v = g.vals;
   unsigned long long ballot = 0;
   for (unsigned l = 0; l < 32; l++)
@@ -387,8 +523,15 @@ inline void complete_group(sched* s, unsigned w, warp_group& g) {
         break;
       }
     }
-    if (g.op >= op_shfl && g.op <= op_xor) r = (src >= 0 && src < 32 && (g.arrived >> src & 1u)) ? v[src] : v[l];
     fiber& f = s->fibers[w * 32 + l];
+    if (g.op >= op_shfl && g.op <= op_xor) {
+      bool defined = src >= 0 && src < 32 && (g.arrived >> src & 1u);
+      r = defined ? v[src] : v[l];
+      if (!defined) {
+        f.bad_src = (int)src;
+        f.bad_mask = g.mask;
+      }
+    }
     f.result = r;
     if (f.st == fstate::at_warp) {
       s->n_at_warp--;
@@ -431,6 +574,7 @@ inline void fiber_finish(sched* s) {
 }
 
 inline unsigned long long warp_exchange(int op, unsigned mask, unsigned long long value, int arg, int width) {
+  race_settle();
   sched* s = tl_sched;
   if (!s) {
     if (blockDim.x * blockDim.y * blockDim.z == 1 && (mask & 1u)) {
@@ -473,10 +617,21 @@ inline unsigned long long warp_exchange(int op, unsigned mask, unsigned long lon
   s->n_at_warp++;
   check_groups(s, w);  // completes the group when this lane is the last one
   if (f->st == fstate::at_warp) s->to_scheduler();
+  if (f->bad_src >= 0) {
+    char buf[300];
+    std::snprintf(buf, sizeof buf,
+                  "a shuffle read lane %d of warp %u, which is %s (mask 0x%08x): the value it returns is "
+                  "undefined on a GPU",
+                  f->bad_src, w, (f->bad_mask >> f->bad_src & 1u) ? "inactive (it has returned)" : "not in the mask",
+                  f->bad_mask);
+    f->bad_src = -1;
+    raise(fault_invalid, buf);
+  }
   return f->result;
 }
 
 inline int block_barrier(int kind, int pred) {
+  race_settle();
   sched* s = tl_sched;
   if (!s) {
     if (blockDim.x * blockDim.y * blockDim.z == 1) return kind == 1 ? (pred != 0) : (pred != 0);
@@ -494,6 +649,7 @@ inline int block_barrier(int kind, int pred) {
 // In shuffle mode: a chance to let another thread of the block run (called at accesses through
 // pointer parameters), so read-modify-write races between threads show up.
 inline void maybe_yield() {
+  race_settle();
   sched* s = tl_sched;
   if (s && s->shuffle && (s->next_random() & 1u)) {
     s->cur->st = fstate::runnable;
@@ -515,11 +671,119 @@ struct param_info {
 [[noreturn]] inline void out_of_bounds(const param_info* info, long long byte_off, size_t elem) {
   char buf[400];
   long long idx = byte_off >= 0 ? byte_off / (long long)elem : -((-byte_off + (long long)elem - 1) / (long long)elem);
+  if (!info->base) {
+    std::snprintf(buf, sizeof buf,
+                  "access through pointer parameter %d '%s', which is NULL (None was passed, or a null "
+                  "pointer): element index %lld",
+                  info->index, info->name, idx);
+    raise(fault_bounds, buf);
+  }
   std::snprintf(buf, sizeof buf,
                 "out-of-bounds access through pointer parameter %d '%s': element index %lld (byte offset %lld, "
                 "element size %zu) but the buffer has %llu bytes (%llu elements)",
                 info->index, info->name, idx, byte_off, elem, info->bytes, info->bytes / (unsigned long long)elem);
   raise(fault_bounds, buf);
+}
+
+
+// ---------------------------------------------------------------- races
+// With race detection on (checked builds, `detect_races`), every access through a pointer
+// parameter to a scalar element is remembered until the thread's next access, barrier, warp
+// operation or end: if the element's bytes changed meanwhile, the thread wrote it. A write to
+// an element that another thread wrote in the same launch is a race unless the two are ordered:
+// the same block and a __syncthreads() between them, or the same warp and a warp operation
+// between them. Atomics are not writes here. A store of the value already there is not seen,
+// and neither is an access through a pointer copied out of a parameter (documented).
+struct write_rec {
+  unsigned long long block;
+  unsigned thread, barrier_epoch, warp_epoch;
+  const param_info* info;
+  unsigned elem;
+};
+struct race_detector {
+  std::mutex lock;
+  std::unordered_map<uintptr_t, write_rec> writes;
+  size_t cap = size_t(1) << 20;  // addresses remembered at most (about 64 MiB)
+};
+thread_local race_detector* tl_race = nullptr;
+struct pending_access {
+  const void* addr = nullptr;
+  const param_info* info = nullptr;
+  unsigned size = 0;
+  unsigned char before[8];
+};
+thread_local pending_access tl_access;
+
+inline unsigned long long block_linear() {
+  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+}
+inline unsigned thread_linear() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+
+inline std::string thread_name(unsigned long long b, unsigned t) {
+  unsigned bx = blockDim.x, by = blockDim.y;
+  unsigned long long gx = gridDim.x, gy = gridDim.y;
+  char buf[120];
+  std::snprintf(buf, sizeof buf, "thread (%u,%u,%u) of block (%llu,%llu,%llu)", t % bx, (t / bx) % by, t / (bx * by),
+                b % gx, (b / gx) % gy, b / (gx * gy));
+  return buf;
+}
+
+inline void race_found(const write_rec& first, const void* addr) {
+  const param_info* info = first.info;
+  long long idx = (long long)((const char*)addr - info->base) / (long long)first.elem;
+  std::string msg = std::string("kernel '") + tl_kernel + "': data race on " + info->name + "[" + std::to_string(idx) +
+                    "] (pointer parameter " + std::to_string(info->index) + " '" + info->name +
+                    "'): written by " + thread_name(first.block, first.thread) + " and by " +
+                    thread_name(block_linear(), thread_linear()) +
+                    " with no __syncthreads() or warp operation between them; on a GPU one of the two "
+                    "updates can be lost (a read-modify-write such as `a[i] += v` needs atomicAdd, or one "
+                    "writer per element)";
+  throw kernel_error{fault_race, msg};
+}
+
+// Ends the current thread's pending access: a write when the element's bytes changed.
+inline void race_settle() {
+  pending_access& p = tl_access;
+  if (!p.addr) return;
+  const void* addr = p.addr;
+  p.addr = nullptr;
+  race_detector* r = tl_race;
+  if (!r || std::memcmp(addr, p.before, p.size) == 0) return;
+  sched* s = tl_sched;
+  unsigned t = thread_linear();
+  write_rec me{block_linear(), t, s ? s->barrier_epoch : 0u, s ? s->warps[t / 32].epoch : 0u, p.info, p.size};
+  std::lock_guard<std::mutex> g(r->lock);
+  auto it = r->writes.find((uintptr_t)addr);
+  if (it == r->writes.end()) {
+    if (r->writes.size() < r->cap) r->writes.emplace((uintptr_t)addr, me);
+    return;
+  }
+  write_rec& w = it->second;
+  bool same_thread = w.block == me.block && w.thread == me.thread;
+  bool ordered = w.block == me.block &&
+                 (w.barrier_epoch != me.barrier_epoch || (w.thread / 32 == t / 32 && w.warp_epoch != me.warp_epoch));
+  if (!same_thread && !ordered) race_found(w, addr);
+  w = me;
+}
+
+// Called by an access through a pointer parameter, after the bounds check.
+template <class T>
+inline void race_note(T* q, const param_info* info) {
+  if constexpr ((std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_pointer_v<T>) && !std::is_const_v<T> &&
+                sizeof(T) <= 8) {
+    if (tl_race && info && info->base) {
+      pending_access& p = tl_access;
+      p.addr = q;
+      p.info = info;
+      p.size = sizeof(T);
+      std::memcpy(p.before, (const void*)q, sizeof(T));
+    }
+  }
+}
+
+// An atomic on `a`: the pending access (its address taken for the atomic) is not a write.
+inline void race_atomic(const void* a) {
+  if (tl_access.addr == a) tl_access.addr = nullptr;
 }
 
 template <class T>
@@ -530,7 +794,7 @@ struct ptr {
 
   T* check(long long i) const {
     T* q = p + i;
-    if (info && info->bounded) {
+    if (info && (info->bounded || !info->base)) {
       long long off = (long long)(reinterpret_cast<const char*>(q) - info->base);
       if (off < 0 || (unsigned long long)off + sizeof(T) > info->bytes) out_of_bounds(info, off, sizeof(T));
     }
@@ -543,11 +807,15 @@ struct ptr {
   template <class I, class = std::enable_if_t<std::is_integral_v<I> || std::is_enum_v<I>>>
   T& operator[](I i) const {
     maybe_yield();
-    return *check((long long)i);
+    T* q = check((long long)i);
+    race_note(q, info);
+    return *q;
   }
   T& operator*() const {
     maybe_yield();
-    return *check(0);
+    T* q = check(0);
+    race_note(q, info);
+    return *q;
   }
   T* operator->() const { return check(0); }
   template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
@@ -598,9 +866,15 @@ inline decltype(auto) reinterpret_cast_(From&& f) {
 // The rewriter turns `a / b` into `a *::cunumpy_emu::div_v/ b` (and `%`, `/=`, `%=` alike):
 // `*` binds as tightly as `/` and associates to the left, so `a * div_v` takes exactly the left
 // operand and the following `/` exactly the right one. Integer operands then divide without the
-// host's SIGFPE: a zero divisor gives all bits set (quotient and remainder), as the GPU's
-// division sequence does, and INT_MIN / -1 wraps to INT_MIN (remainder 0). Anything else (floats,
-// user types with their own operators) is forwarded unchanged.
+// host's SIGFPE and give what the GPU gives (docs/testing-without-a-gpu.md has the table):
+// - 32-bit (and narrower, promoted) operands: a zero divisor gives all bits set, quotient and
+//   remainder (0xFFFFFFFF), as the GPU's 32-bit division sequence does;
+// - 64-bit operands: the CUDA compiler divides two 64-bit values whose upper halves are both
+//   zero with the 32-bit sequence ("bypass slow division"), so such an x / 0 and x % 0 give
+//   0xFFFFFFFF zero-extended; other 64-bit operands go through the 64-bit routine, whose zero
+//   divisor gives all 64 bits set;
+// - MIN / -1 wraps to MIN, MIN % -1 is 0.
+// Anything else (floats, user types with their own operators) is forwarded unchanged.
 struct div_tag {};
 struct mod_tag {};
 inline constexpr div_tag div_v{};
@@ -619,11 +893,19 @@ template <class T, class D = std::remove_cv_t<std::remove_reference_t<T>>>
 inline constexpr bool int_like_v =
     std::is_integral_v<D> || (std::is_enum_v<D> && std::is_convertible_v<D, long long>);
 
+// The value of x / 0 and x % 0 on the GPU (see above).
+template <class R>
+constexpr R by_zero(R x) {
+  if constexpr (sizeof(R) == 8) {
+    if ((static_cast<unsigned long long>(x) >> 32) == 0) return static_cast<R>(0xFFFFFFFFull);
+  }
+  return static_cast<R>(~static_cast<R>(0));
+}
 template <class A, class B>
 constexpr auto int_divide(A a, B b) {
   using R = decltype(a / b);
   R x = static_cast<R>(a), y = static_cast<R>(b);
-  if (y == 0) return static_cast<R>(~static_cast<R>(0));
+  if (y == 0) return by_zero(x);
   if constexpr (std::is_signed_v<R>) {
     if (y == static_cast<R>(-1) && x == std::numeric_limits<R>::min()) return x;
   }
@@ -633,7 +915,7 @@ template <class A, class B>
 constexpr auto int_remainder(A a, B b) {
   using R = decltype(a % b);
   R x = static_cast<R>(a), y = static_cast<R>(b);
-  if (y == 0) return static_cast<R>(~static_cast<R>(0));
+  if (y == 0) return by_zero(x);
   if constexpr (std::is_signed_v<R>) {
     if (y == static_cast<R>(-1)) return static_cast<R>(0);
   }
@@ -777,10 +1059,83 @@ CNE_REDUCE(__reduce_or_sync, unsigned, op_reduce_or)
 CNE_REDUCE(__reduce_xor_sync, unsigned, op_reduce_xor)
 #undef CNE_REDUCE
 
+
+// ---------------------------------------------------------------- cooperative groups
+// The block-level part of <cooperative_groups.h> (its include is an empty stand-in): the
+// block, tiles of 1..32 threads with their shuffles, votes and sync, and cg::reduce.
+namespace cooperative_groups {
+namespace detail {
+inline unsigned block_rank() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+}  // namespace detail
+class thread_block {
+ public:
+  void sync() const { __syncthreads(); }
+  static unsigned thread_rank() { return detail::block_rank(); }
+  static unsigned size() { return blockDim.x * blockDim.y * blockDim.z; }
+  static unsigned num_threads() { return size(); }
+  static dim3 group_index() { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+  static dim3 thread_index() { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
+  static dim3 group_dim() { return blockDim; }
+  static dim3 dim_threads() { return blockDim; }
+};
+inline thread_block this_thread_block() { return thread_block(); }
+inline void sync(const thread_block& g) { g.sync(); }
+
+template <unsigned N>
+class thread_block_tile {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "a tile has a power-of-two size up to 32");
+
+ public:
+  static unsigned lane() { return detail::block_rank() % 32; }
+  static unsigned mask() {
+    unsigned bits = N == 32 ? 0xffffffffu : ((1u << N) - 1u);
+    return N == 32 ? bits : bits << (lane() / N * N);
+  }
+  void sync() const { __syncwarp(mask()); }
+  static unsigned thread_rank() { return detail::block_rank() % N; }
+  static constexpr unsigned size() { return N; }
+  static constexpr unsigned num_threads() { return N; }
+  static unsigned meta_group_rank() { return detail::block_rank() / N; }
+  static unsigned meta_group_size() { return (thread_block::size() + N - 1) / N; }
+  template <class T> T shfl(T v, int src) const { return __shfl_sync(mask(), v, src, (int)N); }
+  template <class T> T shfl_down(T v, unsigned d) const { return __shfl_down_sync(mask(), v, d, (int)N); }
+  template <class T> T shfl_up(T v, unsigned d) const { return __shfl_up_sync(mask(), v, d, (int)N); }
+  template <class T> T shfl_xor(T v, int m) const { return __shfl_xor_sync(mask(), v, m, (int)N); }
+  unsigned ballot(int pred) const {
+    unsigned b = __ballot_sync(mask(), pred);
+    return N == 32 ? b : (b >> (lane() / N * N)) & ((1u << N) - 1u);
+  }
+  int any(int pred) const { return ballot(pred) != 0; }
+  int all(int pred) const { return ballot(pred) == (N == 32 ? 0xffffffffu : ((1u << N) - 1u)); }
+};
+template <unsigned N>
+inline thread_block_tile<N> tiled_partition(const thread_block&) { return thread_block_tile<N>(); }
+template <unsigned N, unsigned M>
+inline thread_block_tile<N> tiled_partition(const thread_block_tile<M>&) {
+  static_assert(N <= M, "a tile is partitioned into smaller tiles");
+  return thread_block_tile<N>();
+}
+template <unsigned N>
+inline void sync(const thread_block_tile<N>& g) { g.sync(); }
+
+template <class T = void> struct plus { T operator()(const T& a, const T& b) const { return a + b; } };
+template <class T = void> struct less { T operator()(const T& a, const T& b) const { return b < a ? b : a; } };
+template <class T = void> struct greater { T operator()(const T& a, const T& b) const { return a < b ? b : a; } };
+template <class T = void> struct bit_and { T operator()(const T& a, const T& b) const { return a & b; } };
+template <class T = void> struct bit_or { T operator()(const T& a, const T& b) const { return a | b; } };
+template <class T = void> struct bit_xor { T operator()(const T& a, const T& b) const { return a ^ b; } };
+// Every lane of the tile gets op applied over the tile's values (a butterfly of shfl_xor).
+template <unsigned N, class T, class Op>
+inline T reduce(const thread_block_tile<N>& g, T value, Op op) {
+  for (unsigned offset = N / 2; offset > 0; offset /= 2) value = op(value, g.shfl_xor(value, (int)offset));
+  return value;
+}
+}  // namespace cooperative_groups
+
 // ---------------------------------------------------------------- atomics
 // GCC atomic built-ins on the target address: atomic with respect to other host threads.
 #define CNE_RMW(NAME, T, BUILTIN) \
-  inline T NAME(T* a, T v) { return BUILTIN(a, v, __ATOMIC_RELAXED); }
+  inline T NAME(T* a, T v) { cunumpy_emu::race_atomic(a); return BUILTIN(a, v, __ATOMIC_RELAXED); }
 #define CNE_INT_ATOMICS(T) \
   CNE_RMW(atomicAdd, T, __atomic_fetch_add) \
   CNE_RMW(atomicSub, T, __atomic_fetch_sub) \
@@ -789,13 +1144,16 @@ CNE_REDUCE(__reduce_xor_sync, unsigned, op_reduce_xor)
   CNE_RMW(atomicXor, T, __atomic_fetch_xor) \
   CNE_RMW(atomicExch, T, __atomic_exchange_n) \
   inline T atomicCAS(T* a, T compare, T v) { \
+    cunumpy_emu::race_atomic(a); \
     __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
     return compare; } \
   inline T atomicMin(T* a, T v) { \
+    cunumpy_emu::race_atomic(a); \
     T old = __atomic_load_n(a, __ATOMIC_RELAXED); \
     while (v < old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
     return old; } \
   inline T atomicMax(T* a, T v) { \
+    cunumpy_emu::race_atomic(a); \
     T old = __atomic_load_n(a, __ATOMIC_RELAXED); \
     while (v > old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
     return old; }
@@ -808,15 +1166,18 @@ CNE_INT_ATOMICS(long)
 #undef CNE_INT_ATOMICS
 #undef CNE_RMW
 inline unsigned short atomicCAS(unsigned short* a, unsigned short compare, unsigned short v) {
+  cunumpy_emu::race_atomic(a);
   __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return compare;
 }
 inline unsigned atomicInc(unsigned* a, unsigned limit) {
+  cunumpy_emu::race_atomic(a);
   unsigned old = __atomic_load_n(a, __ATOMIC_RELAXED);
   while (!__atomic_compare_exchange_n(a, &old, old >= limit ? 0u : old + 1u, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
   return old;
 }
 inline unsigned atomicDec(unsigned* a, unsigned limit) {
+  cunumpy_emu::race_atomic(a);
   unsigned old = __atomic_load_n(a, __ATOMIC_RELAXED);
   while (!__atomic_compare_exchange_n(a, &old, (old == 0 || old > limit) ? limit : old - 1u, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
   return old;
@@ -824,6 +1185,7 @@ inline unsigned atomicDec(unsigned* a, unsigned limit) {
 namespace cunumpy_emu {
 template <class F, class U, class Op>
 inline F float_rmw(F* a, F v, Op op) {
+  race_atomic(a);
   U* ua = reinterpret_cast<U*>(a);
   U old = __atomic_load_n(ua, __ATOMIC_RELAXED);
   for (;;) {
@@ -1087,7 +1449,7 @@ inline unsigned long long __globaltimer() { return (unsigned long long)clock64()
 // ---------------------------------------------------------------- the launcher
 namespace cunumpy_emu {
 
-static constexpr unsigned long long ABI = 1;
+static constexpr unsigned long long ABI = 2;
 
 // Must match `LaunchConfig` in the cunumpy-emu crate (src/library.rs).
 struct launch_config {
@@ -1099,6 +1461,7 @@ struct launch_config {
   int force_fibers;
   unsigned workers;
   size_t stack_size;
+  int detect_races;
 };
 
 struct launch_state {
@@ -1110,6 +1473,7 @@ struct launch_state {
   void (*loop_block)(void*);  // runs every thread of the current block in order
   void (*fiber_body)(void*);  // runs one thread
   void* args;
+  race_detector* race = nullptr;  // race detection on
   std::atomic<unsigned long long> next_block{0};
   std::atomic<bool> stop{false};
   std::atomic_flag err_lock = ATOMIC_FLAG_INIT;
@@ -1127,6 +1491,16 @@ struct launch_state {
 };
 
 thread_local stack_pool tl_stacks;
+// Whether a fault at `addr` is the current fiber running off the bottom of its stack (into its
+// guard page, or past it by up to 1 MiB: a large local array can jump the guard page).
+inline bool in_guard_page(const void* addr) {
+  const char* a = static_cast<const char*>(addr);
+  const stack_pool& p = tl_stacks;
+  sched* s = tl_sched;
+  if (!p.base || !s || !s->cur) return false;
+  const char* bottom = p.base + (size_t)s->cur->lin * p.each + (size_t)sysconf(_SC_PAGESIZE);
+  return a < bottom && a + (1 << 20) >= bottom;
+}
 thread_local std::vector<unsigned char> tl_shared_buf;
 thread_local sched tl_sched_storage;  // reused by every fiber-mode block on this host thread
 
@@ -1159,6 +1533,7 @@ inline void run_block_fibers(launch_state& L, sched& s, unsigned long long block
     f.lin = i;
     f.tid = uint3{i % L.block.x, (i / L.block.x) % L.block.y, i / (L.block.x * L.block.y)};
     f.st = fstate::runnable;
+    f.bad_src = -1;
     s.warps[i / 32].live |= 1u << (i % 32);
     char* top = tl_stacks.top(i);
 #if defined(__x86_64__)
@@ -1199,6 +1574,7 @@ inline void run_block_fibers(launch_state& L, sched& s, unsigned long long block
         }
         s.barrier_acc = 0;
         s.n_at_barrier = 0;
+        s.barrier_epoch++;
         for (unsigned i = 0; i < n; i++)
           if (s.fibers[i].st == fstate::at_barrier) s.wake(i);
         continue;
@@ -1235,6 +1611,8 @@ inline void run_blocks(launch_state& L) {
   gridDim = L.grid;
   tl_kernel = L.kernel;
   tl_last_print.clear();
+  tl_race = L.race;
+  tl_access.addr = nullptr;
   if (tl_shared_buf.size() < L.shared_mem + 256) tl_shared_buf.resize(L.shared_mem + 256);
   uintptr_t sb = reinterpret_cast<uintptr_t>(tl_shared_buf.data());
   tl_dyn_shared = reinterpret_cast<unsigned char*>((sb + 255) & ~static_cast<uintptr_t>(255));
@@ -1259,13 +1637,15 @@ inline void run_blocks(launch_state& L) {
         tl_jump = nullptr;
       } else {
         tl_jump = nullptr;
-        throw tl_pending;
+        throw landed_error();
       }
     }
   }
 }
 
 inline void worker(launch_state& L) {
+  install_fault_handlers();
+  int slot = arm_slot();
   try {
     run_blocks(L);
   } catch (const kernel_error& e) {
@@ -1275,7 +1655,10 @@ inline void worker(launch_state& L) {
   } catch (...) {
     L.fail(kernel_error{fault_other, std::string("kernel '") + L.kernel + "': unknown C++ exception"});
   }
+  disarm(slot);
   tl_jump = nullptr;
+  tl_race = nullptr;
+  tl_access.addr = nullptr;
 }
 
 template <class F> struct fn_traits;
@@ -1312,7 +1695,10 @@ struct launcher {
   static constexpr size_t N = std::tuple_size_v<args_t>;
   using seq = std::make_index_sequence<N>;
 
-  static void thread_body(void* a) { call<K>(*static_cast<const args_t*>(a), seq{}); }
+  static void thread_body(void* a) {
+    call<K>(*static_cast<const args_t*>(a), seq{});
+    race_settle();
+  }
   static void block_body(void* a) {
     const args_t& t = *static_cast<const args_t*>(a);
     const unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
@@ -1323,6 +1709,7 @@ struct launcher {
         for (unsigned x = 0; x < bx; x++) {
           threadIdx.x = x;
           call<K>(t, seq{});
+          race_settle();
         }
       }
   }
@@ -1362,6 +1749,8 @@ struct launcher {
       L.loop_block = &block_body;
       L.fiber_body = &thread_body;
       L.args = &args;
+      race_detector race;
+      if (cfg->detect_races) L.race = &race;
       unsigned long long total = (unsigned long long)grid[0] * grid[1] * grid[2];
       unsigned workers = cfg->workers ? cfg->workers : 1;
       if (workers > total) workers = (unsigned)total;

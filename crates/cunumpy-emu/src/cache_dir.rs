@@ -32,6 +32,25 @@ pub fn resolve_cache_dir(
     })
 }
 
+static WARNINGS: std::sync::Mutex<(Vec<PathBuf>, Vec<String>)> =
+    std::sync::Mutex::new((Vec::new(), Vec::new()));
+
+/// Queues `message` about cache folder `dir`, once per folder and process.
+pub(crate) fn warn_once(dir: &std::path::Path, message: String) {
+    let mut w = cunumpy_core::sync::lock(&WARNINGS);
+    if w.0.iter().any(|d| d == dir) {
+        return;
+    }
+    w.0.push(dir.to_path_buf());
+    w.1.push(message);
+}
+
+/// The warnings about unusable cache folders queued since the last call (each folder is
+/// warned about once per process); the caller shows them (the binding: as Python warnings).
+pub fn take_cache_warnings() -> Vec<String> {
+    std::mem::take(&mut cunumpy_core::sync::lock(&WARNINGS).1)
+}
+
 /// The emulation cache folder of the process environment (read by `cunumpy_core::config`,
 /// which follows [`resolve_cache_dir`]'s rule).
 pub fn default_cache_dir() -> Option<PathBuf> {

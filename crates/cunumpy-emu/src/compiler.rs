@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use cunumpy_core::cache_key::{sha256_hex, CacheKey};
 use cunumpy_core::disk::write_atomic;
@@ -16,7 +17,9 @@ use crate::rewrite::{base_name, mentions_sync, rewrite};
 pub const PRELUDE: &str = include_str!("../prelude/cunumpy_emu.h");
 
 /// Headers that CUDA sources include and that have no meaning on the host: empty stand-ins.
-const STUB_HEADERS: [&str; 6] = [
+const STUB_HEADERS: [&str; 8] = [
+    "cooperative_groups.h",
+    "cooperative_groups/reduce.h",
     "cuda_runtime.h",
     "cuda_runtime_api.h",
     "cuda.h",
@@ -30,7 +33,7 @@ const MATH_CONSTANTS: &str = "#pragma once\n#define CUDART_PI 3.1415926535897931
 #define CUDART_NAN_F __builtin_nanf(\"\")\n#define CUDART_SQRT_2PI 2.5066282746310002e+0\n";
 
 /// Flags every build uses (before the user's options).
-const BASE_FLAGS: [&str; 9] = [
+const BASE_FLAGS: [&str; 11] = [
     "-std=c++17",
     "-O2",
     "-shared",
@@ -40,6 +43,11 @@ const BASE_FLAGS: [&str; 9] = [
     "-fno-math-errno",
     "-pthread",
     "-w",
+    // the fault handler jumps from the signal stack back to a thread's landing point, which
+    // glibc's fortified longjmp would refuse
+    "-U_FORTIFY_SOURCE",
+    // an access through NULL stays an access (reported as such), not a trap instruction
+    "-fno-delete-null-pointer-checks",
 ];
 
 static NONCE: AtomicU64 = AtomicU64::new(0);
@@ -143,6 +151,10 @@ impl EmuCompiler {
 pub(crate) struct KernelInfo {
     pub param_names: Vec<String>,
     pub uses_sync: bool,
+    /// Seconds the compiler ran (0 for a disk-cache hit).
+    pub compile_seconds: f64,
+    /// The folder the library is cached in (None: not stored on disk).
+    pub cached_in: Option<PathBuf>,
 }
 
 fn resolve_in_path(program: &str) -> String {
@@ -258,6 +270,8 @@ return (unsigned)::cunumpy_emu::launcher< &{expr} >::N; }}\n{more}",
         KernelInfo {
             param_names: rewritten.param_names,
             uses_sync,
+            compile_seconds: 0.0,
+            cached_in: None,
         },
     )
 }
@@ -296,6 +310,11 @@ return (unsigned)::cunumpy_emu::launcher< &{expr} >::N; }}\n",
 }
 
 fn unique_dir(parent: &Path, tag: &str) -> Result<PathBuf, EmuError> {
+    unique_dir_io(parent, tag)
+        .map_err(|e| EmuError::io(format!("creating a folder in {}", parent.display()), &e))
+}
+
+fn unique_dir_io(parent: &Path, tag: &str) -> std::io::Result<PathBuf> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -305,8 +324,7 @@ fn unique_dir(parent: &Path, tag: &str) -> Result<PathBuf, EmuError> {
         std::process::id(),
         NONCE.fetch_add(1, Ordering::Relaxed)
     ));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| EmuError::io(format!("creating {}", dir.display()), &e))?;
+    std::fs::create_dir(&dir)?;
     Ok(dir)
 }
 
@@ -329,7 +347,7 @@ pub(crate) fn build(
     let mut dirs = inputs.include_dirs.clone();
     dirs.extend(option_dirs);
     let headers = collect_headers(&inputs.source, &dirs);
-    let (tu, info) = translation_unit(inputs, variant, &headers);
+    let (tu, mut info) = translation_unit(inputs, variant, &headers);
 
     let mut flags: Vec<String> = BASE_FLAGS.iter().map(|s| s.to_string()).collect();
     if !fp_contract {
@@ -363,6 +381,7 @@ pub(crate) fn build(
     if let Some(dir) = &inputs.cache_dir {
         if let Some(so) = cached_library(dir, &hex) {
             if let Ok(loaded) = Loaded::open(&so, &kernel, CacheOutcome::DiskHit) {
+                info.cached_in = Some(dir.clone());
                 return Ok((loaded, info));
             }
         }
@@ -395,6 +414,8 @@ or `+p`, and `auto*` cannot hold one)",
             }
         }
     })?;
+    info.compile_seconds = built.seconds;
+    info.cached_in.clone_from(&built.cached_in);
     Ok((
         Loaded::open(&built.path, &kernel, CacheOutcome::Compiled)?,
         info,
@@ -429,6 +450,10 @@ impl From<EmuError> for BuildFailure {
 /// A freshly built library; its build directory (when there is no cache) lives as long as it.
 pub(crate) struct Built {
     pub path: PathBuf,
+    /// How long the compiler ran.
+    pub seconds: f64,
+    /// The cache folder it was stored in (None: not stored).
+    pub cached_in: Option<PathBuf>,
     _dir: Option<BuildDir>,
 }
 
@@ -443,16 +468,27 @@ pub(crate) fn compile_into_cache(
     cache_dir: Option<&Path>,
     hex: &str,
 ) -> Result<Built, BuildFailure> {
-    // Build in a private directory (inside the cache directory, so the rename is atomic).
-    let parent = match cache_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)
-                .map_err(|e| EmuError::io(format!("creating {}", d.display()), &e))?;
-            d.to_path_buf()
-        }
-        None => std::env::temp_dir(),
+    // Build in a private directory (inside the cache directory, so the rename is atomic). A
+    // cache folder that cannot be used (a file, read-only, ...) is replaced by a temporary one,
+    // with one warning (`crate::cache_dir::take_warnings`).
+    let started = Instant::now();
+    let mut cache_dir = cache_dir.map(Path::to_path_buf);
+    let work = match cache_dir.as_deref() {
+        Some(d) => match std::fs::create_dir_all(d).and_then(|()| {
+            sweep_stale_builds(d);
+            unique_dir_io(d, "cunumpy-emu-build")
+        }) {
+            Ok(w) => w,
+            Err(e) => {
+                let fallback = fallback_cache(d, &e.to_string());
+                cache_dir.clone_from(&fallback);
+                let parent = fallback.unwrap_or_else(std::env::temp_dir);
+                unique_dir(&parent, "cunumpy-emu-build")?
+            }
+        },
+        None => unique_dir(&std::env::temp_dir(), "cunumpy-emu-build")?,
     };
-    let work = BuildDir(unique_dir(&parent, "cunumpy-emu-build")?);
+    let work = BuildDir(work);
     let stubs = work.0.join("stubs");
     if cuda_stubs {
         std::fs::create_dir_all(&stubs)
@@ -463,7 +499,12 @@ pub(crate) fn compile_into_cache(
             } else {
                 "#pragma once\n"
             };
-            std::fs::write(stubs.join(name), text)
+            let path = stubs.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| EmuError::io(format!("creating {}", parent.display()), &e))?;
+            }
+            std::fs::write(path, text)
                 .map_err(|e| EmuError::io(format!("writing {}", stubs.display()), &e))?;
         }
     }
@@ -493,27 +534,104 @@ pub(crate) fn compile_into_cache(
         });
     }
 
-    match cache_dir {
-        Some(dir) => {
-            let bytes = std::fs::read(&out_path)
-                .map_err(|e| EmuError::io(format!("reading {}", out_path.display()), &e))?;
-            // the library, then its hash: a reader trusts a library only when both are whole
-            // and agree (`cached_library`), and each is written atomically
-            let so = dir.join(format!("{hex}.so"));
-            let sum = dir.join(format!("{hex}.sha256"));
-            write_atomic(&so, &bytes)
-                .map_err(|e| EmuError::io(format!("writing {}", so.display()), &e))?;
-            write_atomic(&sum, sha256_hex(&bytes).as_bytes())
-                .map_err(|e| EmuError::io(format!("writing {}", sum.display()), &e))?;
-            Ok(Built {
-                path: so,
-                _dir: None,
-            })
+    let seconds = started.elapsed().as_secs_f64();
+    if let Some(dir) = cache_dir.as_deref() {
+        let bytes = std::fs::read(&out_path)
+            .map_err(|e| EmuError::io(format!("reading {}", out_path.display()), &e))?;
+        // the library, then its hash: a reader trusts a library only when both are whole
+        // and agree (`cached_library`), and each is written atomically
+        let so = dir.join(format!("{hex}.so"));
+        let sum = dir.join(format!("{hex}.sha256"));
+        let stored = write_atomic(&so, &bytes)
+            .and_then(|()| write_atomic(&sum, sha256_hex(&bytes).as_bytes()));
+        match stored {
+            Ok(()) => {
+                return Ok(Built {
+                    path: so,
+                    seconds,
+                    cached_in: Some(dir.to_path_buf()),
+                    _dir: None,
+                })
+            }
+            // a damaged entry (a folder where the library goes, say): use the build as it is
+            Err(e) => {
+                fallback_cache(dir, &format!("cannot store {}: {e}", so.display()));
+            }
         }
-        None => Ok(Built {
-            path: out_path,
-            _dir: Some(work),
-        }),
+    }
+    Ok(Built {
+        path: out_path,
+        seconds,
+        cached_in: None,
+        _dir: Some(work),
+    })
+}
+
+/// The temporary folder that replaces an unusable cache folder `dir` for the rest of the
+/// process (None when it cannot be made either); warns once per folder.
+fn fallback_cache(dir: &Path, why: &str) -> Option<PathBuf> {
+    let fallback = std::env::temp_dir().join(format!(
+        "cunumpy-emulation-fallback-{}",
+        cunumpy_core::config::var_os("USER")
+            .map(|u| u.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+    let usable = std::fs::create_dir_all(&fallback).is_ok() && fallback != dir;
+    crate::cache_dir::warn_once(
+        dir,
+        format!(
+            "cunumpy: the emulation cache folder {} cannot be used ({why}); using {} for this \
+process instead. Repair or remove that folder, or set {} to a writable folder (it moves the \
+emulation cache; CUNUMPY_CACHE_DIR moves the GPU kernel cache).",
+            dir.display(),
+            if usable {
+                fallback.display().to_string()
+            } else {
+                "no disk cache".to_string()
+            },
+            cunumpy_core::config::EMULATION_CACHE
+        ),
+    );
+    usable.then_some(fallback)
+}
+
+/// Removes build folders (`.cunumpy-emu-build-<pid>-...`) that a killed process left in a cache
+/// folder: those of processes no longer running (Linux), or older than a day. Once per folder
+/// and process.
+fn sweep_stale_builds(dir: &Path) {
+    static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut swept = cunumpy_core::sync::lock(&SWEPT);
+        if swept.iter().any(|d| d == dir) {
+            return;
+        }
+        swept.push(dir.to_path_buf());
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let proc = Path::new("/proc");
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(".cunumpy-emu-build-") else {
+            continue;
+        };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+        let gone = match pid {
+            Some(pid) if proc.is_dir() => {
+                pid != std::process::id() && !proc.join(pid.to_string()).exists()
+            }
+            _ => false,
+        };
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 24 * 3600);
+        if gone || old {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 

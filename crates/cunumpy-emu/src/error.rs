@@ -15,7 +15,11 @@ pub enum Fault {
     /// A warp intrinsic was used against its contract (mask without the calling lane, lanes of
     /// one warp at different intrinsics with one mask, a bad width).
     InvalidWarpOp,
-    /// Anything else (a C++ exception, a barrier in loop mode, no memory for fiber stacks).
+    /// Two threads wrote one element of a pointer parameter with nothing ordering the writes
+    /// (only with [`LaunchOptions::detect_races`](crate::LaunchOptions::detect_races)).
+    Race,
+    /// Anything else (a C++ exception, a barrier in loop mode, no memory for fiber stacks, an
+    /// arithmetic fault, a fiber stack overflow).
     Other,
 }
 
@@ -27,6 +31,7 @@ impl Fault {
             3 => Fault::Assert,
             4 => Fault::Deadlock,
             6 => Fault::InvalidWarpOp,
+            7 => Fault::Race,
             _ => Fault::Other,
         }
     }

@@ -49,7 +49,7 @@ mod loaded;
 pub mod metal;
 mod rewrite;
 
-pub use cache_dir::{default_cache_dir, resolve_cache_dir};
+pub use cache_dir::{default_cache_dir, resolve_cache_dir, take_cache_warnings};
 pub use compiler::{EmuCompiler, PRELUDE};
 pub use error::{EmuError, Fault};
 pub use host_library::HostLibrary;

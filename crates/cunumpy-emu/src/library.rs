@@ -121,6 +121,11 @@ pub struct LaunchOptions {
     pub force_fibers: bool,
     /// Stack size of each fiber in bytes (0: 256 KiB). Stacks are reserved, not committed.
     pub stack_size: usize,
+    /// Report a data race: two threads writing one element of a pointer parameter with no
+    /// barrier (same block) or warp operation (same warp) between them, as an unsynchronised
+    /// `a[i] += v` does ([`Fault::Race`], naming the kernel, the parameter, the index and both
+    /// threads). Atomics are not writes here. Uses the checked build, like `bounds`.
+    pub detect_races: bool,
 }
 
 /// A kernel compiled for the CPU, ready to launch.
@@ -133,6 +138,7 @@ pub struct EmuLibrary {
     info: KernelInfo,
     plain: Loaded,
     checked: OnceLock<Result<Loaded, EmuError>>,
+    reported: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for EmuLibrary {
@@ -152,6 +158,7 @@ impl EmuLibrary {
             info,
             plain,
             checked: OnceLock::new(),
+            reported: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -180,6 +187,28 @@ impl EmuLibrary {
     /// Whether the plain build was compiled or found in the disk cache.
     pub fn cache_outcome(&self) -> CacheOutcome {
         self.plain.outcome
+    }
+
+    /// Seconds the host compiler ran for the plain build (0 when it came from the disk cache).
+    pub fn compile_seconds(&self) -> f64 {
+        self.info.compile_seconds
+    }
+
+    /// The compile time and cache folder of the plain build, the first time it is asked for
+    /// after a compile (None on later calls and for disk-cache hits): what a caller reports
+    /// once per build, however many kernels share the library.
+    pub fn take_compile_report(&self) -> Option<(f64, Option<&Path>)> {
+        let first = !self
+            .reported
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        (first && self.info.compile_seconds > 0.0)
+            .then_some((self.info.compile_seconds, self.info.cached_in.as_deref()))
+    }
+
+    /// The folder the plain build is cached in (None when it is not on disk: no cache, or an
+    /// unusable one).
+    pub fn cached_in(&self) -> Option<&Path> {
+        self.info.cached_in.as_deref()
     }
 
     /// The plain build's library file (gone already when no cache directory was given).
@@ -258,14 +287,15 @@ impl EmuLibrary {
                 )));
             }
         }
-        let loaded = if options.bounds.is_some() || options.shuffle_seed.is_some() {
-            match self.checked_build() {
-                Ok(l) => l,
-                Err(e) => return Err(e.clone()),
-            }
-        } else {
-            &self.plain
-        };
+        let loaded =
+            if options.bounds.is_some() || options.shuffle_seed.is_some() || options.detect_races {
+                match self.checked_build() {
+                    Ok(l) => l,
+                    Err(e) => return Err(e.clone()),
+                }
+            } else {
+                &self.plain
+            };
         let bounds: Vec<u64> = options
             .bounds
             .iter()
@@ -285,6 +315,7 @@ impl EmuLibrary {
             force_fibers: c_int::from(options.force_fibers),
             workers: options.workers.min(1024) as c_uint,
             stack_size: options.stack_size,
+            detect_races: c_int::from(options.detect_races),
         };
         let mut err = vec![0u8; 4096];
         // SAFETY: the caller upholds the contract on `params` (see `# Safety`); the grid, block

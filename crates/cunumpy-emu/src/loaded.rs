@@ -10,7 +10,7 @@ use libloading::Library;
 use crate::error::EmuError;
 
 /// Must match `cunumpy_emu::ABI` in the prelude.
-pub(crate) const ABI: u64 = 1;
+pub(crate) const ABI: u64 = 2;
 
 /// Must match `cunumpy_emu::launch_config` in the prelude.
 #[repr(C)]
@@ -23,6 +23,7 @@ pub(crate) struct LaunchConfig {
     pub(crate) force_fibers: c_int,
     pub(crate) workers: c_uint,
     pub(crate) stack_size: usize,
+    pub(crate) detect_races: c_int,
 }
 
 pub(crate) type LaunchFn = unsafe extern "C" fn(

@@ -258,6 +258,7 @@ impl MetalTranslation {
             workers: options.workers,
             force_fibers: self.needs_fibers,
             stack_size: 0,
+            detect_races: false,
         };
         // SAFETY: `slots[i]` points at parameter i's value, of the C type the translation
         // declares (a pointer, or the `int` ndim); `pointers`, `ndims`, `shapes`, `strides` and

@@ -32,7 +32,10 @@ const ATTRIBUTE_CALLS: [&str; 6] = [
 ];
 
 /// Identifiers whose presence means the kernel needs fibers (barriers, warp intrinsics).
-const SYNC_WORDS: [&str; 11] = [
+const SYNC_WORDS: [&str; 14] = [
+    "cooperative_groups",
+    "this_thread_block",
+    "tiled_partition",
     "__syncthreads",
     "__syncwarp",
     "__shfl",

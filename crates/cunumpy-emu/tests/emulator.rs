@@ -692,7 +692,7 @@ fn invalid_launch_shapes_are_refused() {
 #[test]
 fn integer_division_by_zero_and_int_min_by_minus_one_do_not_kill_the_process() {
     // Without the division guard each of these lines raises SIGFPE on x86-64 and the test
-    // binary dies. The GPU gives all bits set for a zero divisor and wraps INT_MIN / -1.
+    // binary dies. The GPU gives all bits set for a 32-bit zero divisor and wraps INT_MIN / -1.
     let src = r#"
     #define HALF(v) ((v) / 2)
     struct V { int x; };
@@ -755,8 +755,197 @@ fn integer_division_by_zero_and_int_min_by_minus_one_do_not_kill_the_process() {
     assert_eq!(uq[..2], [u32::MAX, u32::MAX]);
     assert_eq!(uq[2], (i32::MIN as u32) / u32::MAX);
     assert_eq!(ur[..2], [u32::MAX, u32::MAX]);
-    assert_eq!(lq, vec![-1, -1, i64::MIN, 4, -1, -14]);
-    assert_eq!(lr, vec![-1, -1, 0, 1, -1, 2]);
+    // 64-bit: operands whose upper halves are zero take the GPU's 32-bit sequence
+    // (0xFFFFFFFF zero-extended), others the 64-bit one (all bits set)
+    let low = i64::from(u32::MAX);
+    assert_eq!(lq, vec![low, -1, i64::MIN, 4, low, -14]);
+    assert_eq!(lr, vec![low, -1, 0, 1, low, 2]);
     assert!(f[0].is_infinite() && f[1].is_infinite() && f[4].is_nan());
     assert_eq!(f[5], 100f32 / -7f32);
+}
+
+const WILD: &str = r#"
+#define SCALE(v, d) ((v) / (d))
+__global__ void through_null(float* x, int which) {
+    float* p = nullptr;
+    if (threadIdx.x == 3) {
+        if (which == 0) p[threadIdx.x] = 1.0f;
+        if (which == 1) *(float*)(0x10000000000ull) = 2.0f;
+        if (which == 2) x[0] = (float)SCALE((int)threadIdx.x, (int)x[3]);  // x[3] is 0
+    }
+}
+__global__ void through_null_sync(float* x) {
+    __syncthreads();
+    float* p = (float*)0;
+    if (threadIdx.x == 5) p[1] = x[0];
+}
+__device__ int deep(int n) { volatile char pad[4096]; pad[0] = (char)n; return n == 0 ? pad[0] : deep(n - 1) + pad[0]; }
+__global__ void overflow(int* out) { __syncthreads(); out[threadIdx.x] = deep(1 << 20); }
+__global__ void param_is_null(float* x) { x[threadIdx.x] = 1.0f; }
+"#;
+
+#[test]
+fn writes_through_null_or_wild_pointers_and_sigfpe_fail_the_launch_not_the_process() {
+    let lib = compile(WILD, "through_null");
+    let mut x = vec![0f32; 4];
+    for (which, needle) in [
+        (0, "through a NULL pointer"),
+        (1, "points into no array"),
+        (2, "arithmetic fault (SIGFPE)"),
+    ] {
+        let mut args = Args::default().buf(&mut x).val(which);
+        let err = run(&lib, &mut args, 1, 8, 0, &LaunchOptions::default()).expect_err("fault");
+        let text = err.to_string();
+        assert!(text.contains(needle), "{which}: {text}");
+        assert!(text.contains("kernel 'through_null'"), "{text}");
+        assert!(text.contains("thread (3,0,0) of block (0,0,0)"), "{text}");
+        let want = if which == 2 {
+            Fault::Other
+        } else {
+            Fault::OutOfBounds
+        };
+        assert_eq!(err.fault(), Some(want), "{text}");
+    }
+    // fibers (a barrier), and the process still launches afterwards
+    let sync = compile(WILD, "through_null_sync");
+    for _ in 0..3 {
+        let mut args = Args::default().buf(&mut x);
+        let err = run(&sync, &mut args, 2, 32, 0, &LaunchOptions::default()).expect_err("fault");
+        assert!(err.to_string().contains("thread (5,0,0)"), "{err}");
+        assert_eq!(err.fault(), Some(Fault::OutOfBounds));
+    }
+    let mut args = Args::default().buf(&mut x).val(7i32);
+    run(&lib, &mut args, 1, 8, 0, &LaunchOptions::default()).expect("a clean launch after faults");
+}
+
+#[test]
+fn fiber_stack_overflow_is_reported() {
+    let lib = compile(WILD, "overflow");
+    let mut out = vec![0i32; 4];
+    let mut args = Args::default().buf(&mut out);
+    let o = LaunchOptions {
+        stack_size: 64 * 1024,
+        ..Default::default()
+    };
+    let err = run(&lib, &mut args, 1, 4, 0, &o).expect_err("overflow");
+    assert!(err.to_string().contains("stack overflow"), "{err}");
+}
+
+#[test]
+fn a_null_pointer_parameter_is_named_in_the_checked_build() {
+    let lib = compile(WILD, "param_is_null");
+    let mut args = Args::default().val(std::ptr::null_mut::<f32>());
+    let o = LaunchOptions {
+        bounds: Some(vec![None]),
+        ..Default::default()
+    };
+    let err = run(&lib, &mut args, 1, 4, 0, &o).expect_err("null");
+    let text = err.to_string();
+    assert!(text.contains("parameter 0 'x', which is NULL"), "{text}");
+    assert_eq!(err.fault(), Some(Fault::OutOfBounds));
+    // unchecked: the hardware fault is caught the same way
+    let err = run(&lib, &mut args, 1, 4, 0, &LaunchOptions::default()).expect_err("null");
+    assert!(err.to_string().contains("NULL pointer"), "{err}");
+}
+
+const HIST: &str = r#"
+__global__ void hist(float* h, const int* cell, const float* w, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) h[cell[i]] += w[i];
+}
+__global__ void hist_atomic(float* h, const int* cell, const float* w, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&h[cell[i]], w[i]);
+}
+__global__ void hist_sync(float* h, const int* cell, const float* w, int n) {
+    // one writer per step: ordered by the barrier
+    for (int t = 0; t < (int)blockDim.x; t++) {
+        if ((int)threadIdx.x == t && t < n) h[cell[t]] += w[t];
+        __syncthreads();
+    }
+}
+__global__ void flag(int* found, const int* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && x[i] > 2) found[0] = 1;  // the same value from every writer: benign
+}
+"#;
+
+fn hist_launch(
+    lib: &EmuLibrary,
+    grid: u32,
+    block: u32,
+    o: &LaunchOptions,
+) -> Result<Vec<f32>, EmuError> {
+    let n = 64usize;
+    let mut h = vec![0f32; 8];
+    let mut cell: Vec<i32> = (0..n as i32).map(|i| (i * 5) % 8).collect();
+    let mut w = vec![1f32; n];
+    let mut args = Args::default()
+        .buf(&mut h)
+        .buf(&mut cell)
+        .buf(&mut w)
+        .val(n as i32);
+    run(lib, &mut args, grid, block, 0, o)?;
+    Ok(h)
+}
+
+#[test]
+fn race_detection_names_kernel_array_index_and_threads() {
+    let racy = compile(HIST, "hist");
+    let detect = LaunchOptions {
+        detect_races: true,
+        ..Default::default()
+    };
+    // serial order gives the right answer and hides the race; detection reports it
+    assert_eq!(
+        hist_launch(&racy, 1, 64, &LaunchOptions::default()).expect("run"),
+        vec![8f32; 8]
+    );
+    for (grid, block) in [(1, 64), (2, 32), (8, 8)] {
+        let err = hist_launch(&racy, grid, block, &detect).expect_err("race");
+        let text = err.to_string();
+        assert_eq!(err.fault(), Some(Fault::Race), "{text}");
+        assert!(
+            text.contains("kernel 'hist': data race on h[0] (pointer parameter 0 'h')"),
+            "{text}"
+        );
+        // cell[i] = 5i mod 8: threads 0 and 8 both add to h[0]
+        assert!(
+            text.contains("written by thread (0,0,0) of block (0,0,0)"),
+            "{text}"
+        );
+        let second = if block == 8 {
+            "thread (0,0,0) of block (1,0,0)"
+        } else {
+            "thread (8,0,0) of block (0,0,0)"
+        };
+        assert!(text.contains(&format!("and by {second}")), "{text}");
+    }
+    // fibers in a shuffled order: still found (the first pair seen depends on the seed)
+    let shuffled = LaunchOptions {
+        detect_races: true,
+        shuffle_seed: Some(7),
+        ..Default::default()
+    };
+    let err = hist_launch(&racy, 1, 64, &shuffled).expect_err("race");
+    assert_eq!(err.fault(), Some(Fault::Race), "{err}");
+    // atomics, and writes ordered by a barrier, are not races
+    let atomic = compile(HIST, "hist_atomic");
+    let sync = compile(HIST, "hist_sync");
+    for o in [&detect, &shuffled] {
+        assert_eq!(
+            hist_launch(&atomic, 2, 32, o).expect("atomics"),
+            vec![8f32; 8]
+        );
+        assert_eq!(
+            hist_launch(&sync, 1, 64, o).expect("ordered"),
+            vec![8f32; 8]
+        );
+    }
+    let flag = compile(HIST, "flag");
+    let mut found = vec![0i32];
+    let mut x: Vec<i32> = (0..32).collect();
+    let mut args = Args::default().buf(&mut found).buf(&mut x).val(32i32);
+    run(&flag, &mut args, 1, 32, 0, &detect).expect("same-value stores are not reported");
+    assert_eq!(found[0], 1);
 }

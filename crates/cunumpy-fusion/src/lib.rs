@@ -47,6 +47,7 @@ mod ir;
 mod plan;
 mod scalar;
 
+pub use codegen::cuda::param_c_type;
 pub use codegen::dialect::{COMPLEX_PREAMBLE, PREAMBLE};
 pub use cpu::executor::{execute_cpu, execute_cpu_cached, ArrayMut, ArrayRef, HostLoopCache};
 pub use cpu::host_loops::{
@@ -54,7 +55,7 @@ pub use cpu::host_loops::{
     HostLoopStatus,
 };
 pub use cpu::shared::BLOCK;
-pub use device::pack::{launch_param_values, DevicePointers};
+pub use device::pack::{launch_args, launch_signature, DevicePointers};
 pub use device::{DeviceKernel, DevicePlan, DeviceTarget};
 pub use error::{FusionError, Result};
 pub use ir::graph::{

@@ -4,6 +4,23 @@
 
 use cunumpy_fusion::*;
 
+/// What core's packer (the one of user kernels) writes for each parameter of `launch`.
+fn packed(
+    p: &DevicePlan,
+    launch: &Launch,
+    ptrs: &DevicePointers<'_>,
+    svs: &[ScalarValue],
+) -> std::result::Result<Vec<Vec<u8>>, String> {
+    let args = launch_args(p, launch, ptrs, svs, 0).map_err(|e| e.to_string())?;
+    let plan = cunumpy_core::args::ArgPlan::new(&launch_signature(launch), &|_| None)
+        .map_err(|e| e.message)?;
+    let mut buffer = plan.new_buffer();
+    for (i, arg) in args.iter().enumerate() {
+        plan.pack(i, arg, 0, &mut buffer).map_err(|e| e.message)?;
+    }
+    Ok((0..args.len()).map(|i| buffer.bytes_of(&plan, i)).collect())
+}
+
 fn arg(dtype: DType, weak: bool) -> ArgType {
     ArgType { dtype, weak }
 }
@@ -161,15 +178,14 @@ fn complex_scalar_parameters_pack_as_two_parts() {
         outputs: &[0x2000],
         workspace: 0,
     };
-    let values =
-        launch_param_values(&p, launch, &ptrs, &[ScalarValue::Complex(1.5, -2.0)]).unwrap();
+    let values = packed(&p, launch, &ptrs, &[ScalarValue::Complex(1.5, -2.0)]).unwrap();
     let (param, bytes) = launch
         .params
         .iter()
         .zip(&values)
         .find(|(p, _)| p.value == ParamValue::Scalar(0))
         .unwrap();
-    assert_eq!(param.ctype, "cn_c64");
+    assert_eq!(param_c_type(param), "cn_c64");
     assert_eq!(
         bytes,
         &[1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat()
@@ -184,5 +200,5 @@ fn complex_scalar_parameters_pack_as_two_parts() {
         .unwrap()
         .for_device(DeviceTarget::H200);
     let l = &p.kernels[0].launches[0];
-    assert!(launch_param_values(&p, l, &ptrs, &[ScalarValue::Complex(1.0, 1.0)]).is_err());
+    assert!(packed(&p, l, &ptrs, &[ScalarValue::Complex(1.0, 1.0)]).is_err());
 }

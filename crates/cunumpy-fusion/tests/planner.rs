@@ -226,7 +226,7 @@ fn launches_describe_every_parameter_and_32_bit_indexing() {
                 );
                 if let ParamValue::Scalar(i) = prm.value {
                     assert_eq!(i, 0);
-                    assert_eq!(prm.ctype, "double");
+                    assert_eq!(param_c_type(prm), "double");
                 }
             }
             assert_eq!(sig.matches(',').count() + 1, l.params.len(), "{sig}");

@@ -16,6 +16,8 @@ pub enum Object {
     Host(String),
     Struct(String, Vec<u8>),
     Other(String),
+    /// `None`: NULL for a pointer parameter.
+    Null,
 }
 
 impl Object {
@@ -34,6 +36,7 @@ impl Object {
             Object::Host(t) => Arg::HostArray { type_name: t },
             Object::Struct(name, bytes) => Arg::Struct { name, bytes },
             Object::Other(t) => Arg::Other { type_name: t },
+            Object::Null => Arg::Null,
         }
     }
 }
@@ -285,9 +288,21 @@ fn python_scalar_subclass(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     Ok(None)
 }
 
+/// A Python scalar (bool, int, float, complex, or a subclass of one of them that is not a
+/// NumPy scalar), or None: the one scalar reader of kernel launches and fused calls.
+pub fn scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    match python_scalar(obj)? {
+        Some(s) => Ok(Some(s)),
+        None => python_scalar_subclass(obj),
+    }
+}
+
 /// Classifies an argument. `full` asks for the shape and strides of device arrays.
 pub fn read_object(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<Object> {
     let py = obj.py();
+    if obj.is_none() {
+        return Ok(Object::Null);
+    }
     if let Some(s) = python_scalar(obj)? {
         return Ok(Object::Scalar(s, ScalarSource::Python));
     }

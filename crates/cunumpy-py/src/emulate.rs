@@ -17,28 +17,48 @@ use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_runtime::{device, emulated};
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The kernel's emulation library (built with the GIL released on first use); whether it
 /// came from the disk cache.
 pub(crate) fn library_for(py: Python<'_>, config: &Config) -> PyResult<(Arc<EmuLibrary>, bool)> {
-    py.detach(|| config.kernel.emulation_library())
-        .map_err(|e| {
-            let err = errors::emu_error(py, e);
-            let _ = err
-                .value(py)
-                .setattr("options", config.kernel.source().options.clone());
-            err
-        })
+    let built = py.detach(|| config.kernel.emulation_library());
+    after_build(
+        py,
+        config.name(),
+        built.as_ref().ok().map(|(lib, _)| lib.as_ref()),
+    )?;
+    built.map_err(|e| {
+        let err = errors::emu_error(py, e);
+        let _ = err
+            .value(py)
+            .setattr("options", config.kernel.source().options.clone());
+        err
+    })
 }
 
-/// Whether a `kernel_testing.emulated_launches()` block is open: `CudaKernel` launches then go
-/// to the Python method `_emulated_launch` (NumPy arrays stand for device memory there).
-static EMULATED_LAUNCHES: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn emulated_launches_active() -> bool {
-    EMULATED_LAUNCHES.load(Ordering::Relaxed)
+/// After an emulation build: the warnings about unusable cache folders (once per folder), and
+/// one line on stderr when the host compiler ran longer than the slow-compile threshold.
+pub(crate) fn after_build(py: Python<'_>, name: &str, lib: Option<&EmuLibrary>) -> PyResult<()> {
+    for message in cunumpy_emu::take_cache_warnings() {
+        errors::warn(py, "CacheFallbackWarning", &message)?;
+    }
+    let Some((seconds, cached_in)) = lib.and_then(EmuLibrary::take_compile_report) else {
+        return Ok(());
+    };
+    if seconds >= cunumpy_core::config::emulation_slow_compile_seconds() {
+        let cached = match cached_in {
+            Some(dir) => format!("cached in {}; later runs load it", dir.display()),
+            None => "not cached (no usable disk cache)".to_string(),
+        };
+        let line = format!(
+            "cunumpy: compiling kernel '{name}' for the emulator took {seconds:.1} s ({cached})\n"
+        );
+        py.import("sys")?
+            .getattr("stderr")?
+            .call_method1("write", (line,))?;
+    }
+    Ok(())
 }
 
 /// The byte length of each pointer argument (None for anything else), for the bounds checks.
@@ -66,6 +86,51 @@ fn pointer_extents(config: &Config, flat: &[Bound<'_, PyAny>]) -> PyResult<Vec<O
     Ok(out)
 }
 
+/// What an emulated launch checks, and in which order its threads run.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Checks {
+    /// Run each block's threads in an order drawn from this seed.
+    pub shuffle_seed: Option<u64>,
+    /// Check accesses through pointer parameters against the arrays' extents.
+    pub bounds: bool,
+    /// Report two threads writing one element with nothing ordering them.
+    pub detect_races: bool,
+}
+
+/// The thread order and race detection of emulated-device launches (`CudaKernel` on the fake
+/// CuPy), set by `kernel_testing.shuffled_threads()` / `assert_kernels_agree(shuffle_seed=)`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchOrder {
+    pub shuffle_seed: Option<u64>,
+    pub detect_races: bool,
+}
+
+static LAUNCH_ORDER: std::sync::Mutex<LaunchOrder> = std::sync::Mutex::new(LaunchOrder {
+    shuffle_seed: None,
+    detect_races: true,
+});
+
+pub(crate) fn launch_order() -> LaunchOrder {
+    *cunumpy_core::sync::lock(&LAUNCH_ORDER)
+}
+
+/// Sets the thread order and race detection of emulated-device launches; returns the previous
+/// setting (seed, detect_races).
+#[pyfunction]
+#[pyo3(signature = (shuffle_seed, detect_races=true))]
+fn _set_emulated_launch_order(
+    shuffle_seed: Option<u64>,
+    detect_races: bool,
+) -> (Option<u64>, bool) {
+    let mut order = cunumpy_core::sync::lock(&LAUNCH_ORDER);
+    let before = (order.shuffle_seed, order.detect_races);
+    *order = LaunchOrder {
+        shuffle_seed,
+        detect_races,
+    };
+    before
+}
+
 /// What an emulated launch of `config` with these arguments runs: its library (built on
 /// first use) and options (bounds from the arguments' byte lengths). Checks the shape against
 /// the device's limits and the argument count against the compiled kernel.
@@ -76,13 +141,21 @@ pub(crate) fn prepare(
     flat: &[Bound<'_, PyAny>],
     shape: &LaunchShape,
     shared: u32,
-    shuffle_seed: Option<u64>,
-    bounds: bool,
+    checks: Checks,
 ) -> PyResult<(Arc<EmuLibrary>, LaunchOptions)> {
+    let Checks {
+        shuffle_seed,
+        bounds,
+        detect_races,
+    } = checks;
     let name = config.name();
     emulated::validate(name, shape, shared).map_err(|e| errors::launch_error(py, e))?;
     let (lib, _) = library_for(py, config)?;
-    if lib.param_count() != flat.len() {
+    let with_defaults = config
+        .plan
+        .as_ref()
+        .is_some_and(|p| p.len() == lib.param_count());
+    if lib.param_count() != flat.len() && !(with_defaults && flat.len() < lib.param_count()) {
         return Err(errors::raise(
             py,
             "KernelArgumentTypeError",
@@ -102,6 +175,7 @@ pub(crate) fn prepare(
             None
         },
         shuffle_seed,
+        detect_races: detect_races && bounds,
         ..LaunchOptions::default()
     };
     Ok((lib, options))
@@ -116,11 +190,10 @@ pub(crate) fn run(
     mut buffer: LaunchBuffer,
     shape: LaunchShape,
     shared: u32,
-    shuffle_seed: Option<u64>,
-    bounds: bool,
+    checks: Checks,
 ) -> PyResult<()> {
     let name = config.name();
-    let (lib, options) = prepare(py, config, flat, &shape, shared, shuffle_seed, bounds)?;
+    let (lib, options) = prepare(py, config, flat, &shape, shared, checks)?;
     let result = py.detach(move || {
         // SAFETY: the buffer was packed by the kernel's ArgPlan (or, unchecked, as the caller
         // asked) and holds one value per parameter of the compiled kernel (counted above).
@@ -160,7 +233,7 @@ fn _fake_backend_active() -> bool {
 /// Routes `CudaKernel` launches to `_emulated_launch` (set by `emulated_launches()`).
 #[pyfunction]
 fn _set_emulated_launches(active: bool) {
-    EMULATED_LAUNCHES.store(active, Ordering::Relaxed);
+    device::set_emulated_launches(active);
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -169,5 +242,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_fake_backend, m)?)?;
     m.add_function(wrap_pyfunction!(_fake_backend_active, m)?)?;
     m.add_function(wrap_pyfunction!(_set_emulated_launches, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_emulated_launch_order, m)?)?;
     Ok(())
 }

@@ -117,6 +117,7 @@ pub fn emu_error(py: Python<'_>, err: EmuError) -> PyErr {
                 Fault::Assert => ("EmulatedKernelFault", "assert"),
                 Fault::Deadlock => ("EmulatedKernelFault", "deadlock"),
                 Fault::InvalidWarpOp => ("EmulatedKernelFault", "invalid_warp_op"),
+                Fault::Race => ("EmulatedRaceError", "race"),
                 Fault::Other => ("EmulatedKernelFault", "other"),
             };
             let exc = raise(py, class, err.to_string());
@@ -141,6 +142,8 @@ pub fn runtime_error(py: Python<'_>, kernel: &str, err: cunumpy_runtime::Runtime
         RuntimeError::Emu(e) => emu_error(py, e),
         RuntimeError::Launch(e) => launch_error(py, e),
         RuntimeError::Fusion(e) => fusion_error(py, e),
+        RuntimeError::Argument(e) => arg_error(py, e),
+        RuntimeError::FusedCall(message) => raise(py, "FusionValueError", message),
         RuntimeError::Setting(message) => raise(py, "BackendError", message),
         RuntimeError::Graph(g) => crate::graph::graph_error(py, g),
         RuntimeError::Internal(what) => {
@@ -154,6 +157,7 @@ pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {
         FusionError::UnknownOp { .. } => "FusionUnsupportedError",
         FusionError::Type { .. } | FusionError::UnsupportedDType { .. } => "FusionTypeError",
         FusionError::Index { .. } => "FusionIndexError",
+        FusionError::Axis { .. } => "FusionAxisError",
         _ => "FusionValueError",
     };
     raise(py, class, err.to_string())

@@ -832,6 +832,12 @@ impl FusedDispatcher {
     fn _remembered(&self) -> usize {
         lock(&self.calls).len()
     }
+
+    /// Forgets every remembered signature and the last device call (`clear_cache()`).
+    fn _forget(&self) {
+        lock(&self.calls).clear();
+        *lock(&self.last_device) = None;
+    }
 }
 
 /// The vectorcall fast path of a fused function: a repeat of the last device call (the same

@@ -11,22 +11,26 @@ use cunumpy_core::dtype::DType;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_fusion::{
-    self as fusion, ArrayMut, ArrayRef, Axis, Complex, Data, DataMut, DevicePlan, DevicePointers,
-    DeviceTarget, FusionError, Graph, GraphBuilder, IndexItem, KernelKind, Operand, ParamValue,
-    Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
+    self as fusion, Axis, DevicePlan, DevicePointers, FusionError, Graph, GraphBuilder, IndexItem,
+    KernelKind, Operand, ParamValue, Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
 };
 use cunumpy_runtime::fused::{Extents, LoadedPlan};
+pub(crate) use cunumpy_runtime::host::{byte_range, overlaps, HostArray as HostView};
 use cunumpy_runtime::{device, record, Device, FusedPlan};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyComplex, PyDict, PyList};
+use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict, PyList};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, Mutex};
 
 fn err(py: Python<'_>, e: FusionError) -> PyErr {
     errors::fusion_error(py, e)
 }
+
+/// The float16 dtype's name: the graph computes float16 values in float32 (see
+/// `GraphBuilder::mark_half`).
+const HALF: &str = "float16";
 
 fn dtype_arg(py: Python<'_>, what: &str, name: &str) -> PyResult<DType> {
     DType::from_name(name).ok_or_else(|| {
@@ -76,13 +80,32 @@ impl FusionGraphBuilder {
     }
 
     /// Declares the next array argument; returns its value id.
+    /// (A float16 input is a float32 one that the graph treats as float16: the caller passes
+    /// the array converted to float32.)
     fn input(&self, py: Python<'_>, dtype: &str, ndim: usize) -> PyResult<u32> {
+        if dtype == HALF {
+            return self
+                .with(py, |g| {
+                    let v = g.input(DType::Float32, ndim)?;
+                    g.mark_half(v).map(|_| v)
+                })
+                .map(|v| v.0);
+        }
         let d = dtype_arg(py, "input", dtype)?;
         self.with(py, |g| g.input(d, ndim)).map(|v| v.0)
     }
 
-    /// Declares the next scalar parameter (weak: a Python scalar).
+    /// Declares the next scalar parameter (weak: a Python scalar; a float16 one is passed
+    /// as its float value).
     fn scalar(&self, py: Python<'_>, dtype: &str, weak: bool) -> PyResult<u32> {
+        if dtype == HALF {
+            return self
+                .with(py, |g| {
+                    let v = g.scalar(DType::Float32, weak)?;
+                    g.mark_half(v).map(|_| v)
+                })
+                .map(|v| v.0);
+        }
         let d = dtype_arg(py, "scalar", dtype)?;
         self.with(py, |g| g.scalar(d, weak)).map(|v| v.0)
     }
@@ -94,6 +117,9 @@ impl FusionGraphBuilder {
     }
 
     fn astype(&self, py: Python<'_>, value: u32, dtype: &str) -> PyResult<u32> {
+        if dtype == HALF {
+            return self.with(py, |g| g.to_half(Value(value))).map(|v| v.0);
+        }
         let d = dtype_arg(py, "astype", dtype)?;
         self.with(py, |g| g.astype(Value(value), d)).map(|v| v.0)
     }
@@ -178,8 +204,8 @@ impl FusionGraphBuilder {
 
     /// `(dtype name, ndim, weak)` of a value.
     fn info(&self, py: Python<'_>, value: u32) -> PyResult<(&'static str, usize, bool)> {
-        self.with(py, |g| g.info(Value(value)))
-            .map(|i| (i.dtype.name(), i.ndim, i.weak))
+        self.with(py, |g| Ok((g.info(Value(value))?, g.is_half(Value(value)))))
+            .map(|(i, half)| (if half { HALF } else { i.dtype.name() }, i.ndim, i.weak))
     }
 
     /// Marks the next output.
@@ -282,22 +308,11 @@ fn param_value(v: &ParamValue) -> String {
     }
 }
 
-/// A scalar argument's value (NumPy scalars are converted with `.item()` by the caller).
+/// A scalar argument's value (NumPy scalars are converted with `.item()` by the caller),
+/// read by the one scalar reader of every caller (`arrays::scalar`).
 pub(crate) fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarValue> {
-    if let Ok(b) = obj.cast::<PyBool>() {
-        return Ok(ScalarValue::Bool(b.is_true()));
-    }
-    if let Ok(v) = obj.extract::<i64>() {
-        return Ok(ScalarValue::Int(v));
-    }
-    if let Ok(v) = obj.extract::<u64>() {
-        return Ok(ScalarValue::UInt(v));
-    }
-    if let Ok(v) = obj.extract::<f64>() {
-        return Ok(ScalarValue::Float(v));
-    }
-    if let Ok(c) = obj.cast::<PyComplex>() {
-        return Ok(ScalarValue::Complex(c.real(), c.imag()));
+    if let Some(value) = arrays::scalar(obj)? {
+        return Ok(value);
     }
     Err(errors::raise(
         obj.py(),
@@ -307,14 +322,6 @@ pub(crate) fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarV
             obj.get_type().name()?
         ),
     ))
-}
-
-/// A C-contiguous host array, as read from `__array_interface__`.
-pub(crate) struct HostView {
-    pub(crate) ptr: usize,
-    pub(crate) len: usize,
-    pub(crate) dtype: DType,
-    pub(crate) shape: Vec<usize>,
 }
 
 /// NumPy's `PyArrayInterface`, what an `__array_struct__` capsule points at (a stable ABI:
@@ -461,98 +468,6 @@ fn host_view(
     })
 }
 
-/// The bytes `[start, end)` a host view covers.
-pub(crate) fn byte_range(v: &HostView) -> (usize, usize) {
-    (v.ptr, v.ptr + v.len * v.dtype.itemsize())
-}
-
-/// Whether two byte ranges `[start, end)` share a byte.
-pub(crate) fn overlaps<T: PartialOrd>(a: (T, T), b: (T, T)) -> bool {
-    a.0 < b.1 && b.0 < a.1
-}
-
-/// Typed read-only slice of a host view.
-///
-/// # Safety
-/// `v` describes live, initialised, C-contiguous memory of `v.len` elements of `v.dtype`,
-/// aligned for it, that nothing writes while the slice lives; for bool, every byte is 0 or 1.
-unsafe fn data_of<'a>(v: &HostView) -> Data<'a> {
-    macro_rules! s {
-        ($t:ty) => {
-            // SAFETY: the caller's contract (pointer, length, type, no writers).
-            unsafe { std::slice::from_raw_parts(v.ptr as *const $t, v.len) }
-        };
-    }
-    if v.len == 0 {
-        return empty_data(v.dtype);
-    }
-    match v.dtype {
-        DType::Bool => Data::Bool(s!(bool)),
-        DType::Int8 => Data::Int8(s!(i8)),
-        DType::UInt8 => Data::UInt8(s!(u8)),
-        DType::Int16 => Data::Int16(s!(i16)),
-        DType::UInt16 => Data::UInt16(s!(u16)),
-        DType::Int32 => Data::Int32(s!(i32)),
-        DType::UInt32 => Data::UInt32(s!(u32)),
-        DType::Int64 => Data::Int64(s!(i64)),
-        DType::UInt64 => Data::UInt64(s!(u64)),
-        DType::Float32 => Data::Float32(s!(f32)),
-        DType::Complex64 => Data::Complex64(s!(Complex<f32>)),
-        DType::Complex128 => Data::Complex128(s!(Complex<f64>)),
-        _ => Data::Float64(s!(f64)),
-    }
-}
-
-fn empty_data(d: DType) -> Data<'static> {
-    match d {
-        DType::Bool => Data::Bool(&[]),
-        DType::Int8 => Data::Int8(&[]),
-        DType::UInt8 => Data::UInt8(&[]),
-        DType::Int16 => Data::Int16(&[]),
-        DType::UInt16 => Data::UInt16(&[]),
-        DType::Int32 => Data::Int32(&[]),
-        DType::UInt32 => Data::UInt32(&[]),
-        DType::Int64 => Data::Int64(&[]),
-        DType::UInt64 => Data::UInt64(&[]),
-        DType::Float32 => Data::Float32(&[]),
-        DType::Complex64 => Data::Complex64(&[]),
-        DType::Complex128 => Data::Complex128(&[]),
-        _ => Data::Float64(&[]),
-    }
-}
-
-/// Typed writable slice of a host view.
-///
-/// # Safety
-/// As for [`data_of`], and no other slice (read or write) of these bytes lives meanwhile.
-unsafe fn data_mut_of<'a>(v: &HostView) -> DataMut<'a> {
-    macro_rules! s {
-        ($t:ty, $var:ident) => {
-            if v.len == 0 {
-                DataMut::$var(&mut [])
-            } else {
-                // SAFETY: the caller's contract (pointer, length, type, exclusive access).
-                DataMut::$var(unsafe { std::slice::from_raw_parts_mut(v.ptr as *mut $t, v.len) })
-            }
-        };
-    }
-    match v.dtype {
-        DType::Bool => s!(bool, Bool),
-        DType::Int8 => s!(i8, Int8),
-        DType::UInt8 => s!(u8, UInt8),
-        DType::Int16 => s!(i16, Int16),
-        DType::UInt16 => s!(u16, UInt16),
-        DType::Int32 => s!(i32, Int32),
-        DType::UInt32 => s!(u32, UInt32),
-        DType::Int64 => s!(i64, Int64),
-        DType::UInt64 => s!(u64, UInt64),
-        DType::Float32 => s!(f32, Float32),
-        DType::Complex64 => s!(Complex<f32>, Complex64),
-        DType::Complex128 => s!(Complex<f64>, Complex128),
-        _ => s!(f64, Float64),
-    }
-}
-
 impl FusionPlan {
     fn name(&self) -> &str {
         self.fused.name()
@@ -638,7 +553,8 @@ impl FusionPlan {
 
     /// Runs the plan on the CPU over host views the caller read from live NumPy arrays it
     /// keeps referenced for the call, checked to be C-contiguous and of the plan's shapes and
-    /// dtypes (outputs writable). Checks bool inputs and overlaps, then releases the GIL.
+    /// dtypes (outputs writable). The runtime checks bool inputs and overlaps; the GIL is
+    /// released meanwhile.
     pub(crate) fn run_host(
         &self,
         py: Python<'_>,
@@ -646,68 +562,13 @@ impl FusionPlan {
         outs: Vec<HostView>,
         svs: &[ScalarValue],
     ) -> PyResult<()> {
-        for (i, v) in ins.iter().enumerate() {
-            if v.dtype == DType::Bool && v.len > 0 {
-                // SAFETY: `v` is `v.len` live bytes (a bool array is one byte per element);
-                // read-only and only while the array object is borrowed here.
-                let bytes = unsafe { std::slice::from_raw_parts(v.ptr as *const u8, v.len) };
-                if bytes.iter().any(|&b| b > 1) {
-                    return Err(errors::raise(
-                        py,
-                        "FusionValueError",
-                        format!("fuse: input {i}: a bool array holds bytes other than 0 and 1"),
-                    ));
-                }
-            }
-        }
-        for (i, o) in outs.iter().enumerate() {
-            let r = byte_range(o);
-            let clash = ins.iter().any(|v| overlaps(r, byte_range(v)))
-                || outs
-                    .iter()
-                    .enumerate()
-                    .any(|(j, v)| j != i && overlaps(r, byte_range(v)));
-            if clash && o.len > 0 {
-                return Err(errors::raise(
-                    py,
-                    "FusionValueError",
-                    format!("fuse: output {i} overlaps another argument's memory"),
-                ));
-            }
-        }
         // SAFETY: every view was read from a live NumPy array that the caller keeps referenced
-        // for the whole call (a referenced array cannot be resized or freed). The arrays are
-        // C-contiguous, of the dtype and element count the caller checked, and NumPy aligns their data for the dtype. Bool inputs
-        // hold only 0/1 bytes (checked). Outputs are writable and overlap no input and no other
-        // output (checked), so the one mutable slice of each is exclusive. Like NumPy's own
-        // loops, this relies on no other thread writing these arrays while the GIL is
-        // released.
-        let (in_data, mut out_data): (Vec<Data<'_>>, Vec<DataMut<'_>>) = unsafe {
-            (
-                ins.iter().map(|v| data_of(v)).collect(),
-                outs.iter().map(|v| data_mut_of(v)).collect(),
-            )
-        };
-        let result = py.detach(|| {
-            let refs: Vec<ArrayRef<'_>> = in_data
-                .iter()
-                .zip(&ins)
-                .map(|(d, v)| ArrayRef {
-                    data: *d,
-                    shape: &v.shape,
-                })
-                .collect();
-            let mut muts: Vec<ArrayMut<'_>> = out_data
-                .drain(..)
-                .zip(&outs)
-                .map(|(data, v)| ArrayMut {
-                    data,
-                    shape: &v.shape,
-                })
-                .collect();
-            fusion::execute_cpu_cached(self.plan(), self.fused.host_loops(), &refs, svs, &mut muts)
-        });
-        result.map_err(|e| err(py, e))
+        // for the whole call (a referenced array cannot be resized or freed): C-contiguous, of
+        // the dtype and element count the caller checked, aligned by NumPy for the dtype;
+        // outputs writable. Like NumPy's own loops, this relies on no other thread writing
+        // these arrays while the GIL is released.
+        py.detach(|| unsafe { self.fused.run_host(&ins, &outs, svs) })
+            .map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
     /// The plan loaded on CUDA device `device` (compiled on first use, with the GIL
@@ -816,17 +677,9 @@ impl FusionPlan {
     /// The plan loaded for the device a launch would use now: the emulated device under the
     /// fake CuPy, else the current CUDA device, else (no driver) an H200.
     fn on_current_device(&self, py: Python<'_>) -> PyResult<Arc<DevicePlan>> {
-        let device = match Device::current() {
-            Ok(device) => device,
-            Err(_) => return Ok(self.fused.on_target(DeviceTarget::H200)),
-        };
-        match self.fused.on_device(device) {
-            Ok(p) => Ok(p),
-            Err(e @ cunumpy_runtime::RuntimeError::Setting(_)) => {
-                Err(errors::runtime_error(py, self.name(), e))
-            }
-            Err(_) => Ok(self.fused.on_target(DeviceTarget::H200)),
-        }
+        self.fused
+            .for_inspection()
+            .map_err(|e| errors::runtime_error(py, self.name(), e))
     }
 
     /// The calling thread's CUDA device (its current context's).
@@ -848,6 +701,7 @@ impl FusionPlan {
             Object::Host(t) | Object::Other(t) => Err(t),
             Object::Scalar(..) => Err("a scalar".to_string()),
             Object::Struct(n, _) => Err(n),
+            Object::Null => Err("None".to_string()),
         };
         let info = match got {
             Ok(info) => info,
@@ -1016,7 +870,13 @@ impl FusionPlan {
                 let params: Vec<(String, String, String)> = l
                     .params
                     .iter()
-                    .map(|p| (p.name.clone(), p.ctype.clone(), param_value(&p.value)))
+                    .map(|p| {
+                        (
+                            p.name.clone(),
+                            fusion::param_c_type(p),
+                            param_value(&p.value),
+                        )
+                    })
                     .collect();
                 ld.set_item("params", params)?;
                 launches.append(ld)?;
@@ -1100,6 +960,7 @@ impl FusionPlan {
                 "a replay updates the parameters of CudaKernel and Kernel launches only; pass \
                  it to a CudaKernel, or capture the graph again for each value",
             )?;
+            crate::graph::fix_derived(py, &format!("fused function '{}'", self.name()), &given)?;
             // the captured launches point at these arrays (and the workspace) at every replay
             crate::graph::keep(inputs.iter().chain(&outputs).chain(workspace.as_ref()));
         }

@@ -26,6 +26,8 @@ struct Held {
     /// The graph's parameters (the step's flattened arguments), matched by identity.
     params: Vec<Py<PyAny>>,
     specs: Vec<ParamSpec>,
+    /// The bytes each array parameter spans (None for the others).
+    spans: Vec<Option<(u64, u64)>>,
     /// Every object a recorded launch points at (kept for the graph's lifetime: nothing a
     /// captured kernel reads or writes may be freed or moved while the graph can replay).
     keep: Vec<Py<PyAny>>,
@@ -126,6 +128,70 @@ pub(crate) fn fix_shape_params(kernel: &str, objects: &[Option<&Bound<'_, PyAny>
     });
 }
 
+/// The bytes a device array spans.
+fn span_of(object: &Object) -> Option<(u64, u64)> {
+    match object {
+        Object::Device(info) => {
+            let itemsize = info.dtype.as_ref().map(|d| d.itemsize()).unwrap_or(1);
+            graph::byte_span(info.ptr, &info.shape, &info.strides, itemsize)
+        }
+        _ => None,
+    }
+}
+
+/// Marks the graph parameters a capture-time call used through something derived from them
+/// as ones a replay cannot change: a value computed from a scalar parameter in the step (it
+/// carries `_cunumpy_graph_params`, see `cuda/_graph.py`) or a view of an array parameter
+/// (an array that is not the parameter but shares its memory). A replay could not recompute
+/// either; the graph keeps what they were at capture.
+pub(crate) fn fix_derived(
+    py: Python<'_>,
+    what: &str,
+    objects: &[&Bound<'_, PyAny>],
+) -> PyResult<()> {
+    let mut fixes: Vec<(usize, String)> = Vec::new();
+    HELD.with(|h| -> PyResult<()> {
+        let held = h.borrow();
+        let Some(held) = held.as_ref() else {
+            return Ok(());
+        };
+        for obj in objects {
+            if held.params.iter().any(|p| p.as_ptr() == obj.as_ptr()) {
+                continue; // the parameter itself: bound, updated by a replay
+            }
+            if let Ok(from) = obj.getattr(pyo3::intern!(py, "_cunumpy_graph_params")) {
+                for param in from.extract::<Vec<usize>>().unwrap_or_default() {
+                    fixes.push((
+                        param,
+                        format!("a value computed from it in the step reached {what}"),
+                    ));
+                }
+                continue;
+            }
+            if arrays::is_cupy_array(obj)
+                || obj.hasattr(pyo3::intern!(py, "__cuda_array_interface__"))?
+            {
+                let Some(span) = span_of(&arrays::read_object(obj, true)?) else {
+                    continue;
+                };
+                for (param, p) in held.spans.iter().enumerate() {
+                    if p.is_some_and(|p| graph::spans_overlap(p, span)) {
+                        fixes.push((
+                            param,
+                            format!("a view of it (sharing its memory) reached {what}"),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    for (param, why) in fixes {
+        graph::fix_param(param, why);
+    }
+    Ok(())
+}
+
 /// What a launch records, read where it is made.
 pub(crate) struct Launch<'a> {
     pub(crate) name: &'a str,
@@ -196,15 +262,18 @@ fn _graph_begin(
     let device = Device::current().map_err(|e| errors::cuda_error(py, "graph", e))?;
     let ordinal = device.ordinal();
     let mut specs = Vec::with_capacity(params.len());
+    let mut spans = Vec::with_capacity(params.len());
     for p in &params {
         let object = arrays::read_object(p, true)?;
         specs.push(ParamSpec::of(&object.as_arg(ordinal)));
+        spans.push(span_of(&object));
     }
     graph::begin(device, stream.unwrap_or(0)).map_err(|e| graph_error(py, e))?;
     HELD.with(|h| {
         *h.borrow_mut() = Some(Held {
             params: params.iter().map(|p| p.clone().unbind()).collect(),
             specs,
+            spans,
             keep: Vec::new(),
         })
     });

@@ -200,7 +200,7 @@ impl KernelLauncher {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let py = slf.py();
-        if crate::emulate::emulated_launches_active() {
+        if device::emulated_launches() {
             let kwargs = PyDict::new(py);
             kwargs.set_item("n_threads", n_threads)?;
             kwargs.set_item("grid", grid)?;
@@ -225,6 +225,12 @@ impl KernelLauncher {
         let flat = flatten(args)?;
         if crate::graph::capturing() {
             crate::graph::fix_shape_params(config.name(), &[n_threads, grid, block]);
+            let kernel = format!("kernel '{}'", config.name());
+            let shape_args: Vec<&Bound<'_, PyAny>> =
+                [n_threads, grid, block].into_iter().flatten().collect();
+            crate::graph::fix_derived(py, &format!("the launch shape of {kernel}"), &shape_args)?;
+            let objects: Vec<&Bound<'_, PyAny>> = flat.iter().collect();
+            crate::graph::fix_derived(py, &kernel, &objects)?;
         }
 
         // 1. the launch shape
@@ -371,9 +377,15 @@ impl KernelLauncher {
         if shape.is_empty() {
             return Ok(());
         }
+        let order = crate::emulate::launch_order();
+        let checks = crate::emulate::Checks {
+            shuffle_seed: order.shuffle_seed,
+            bounds: true,
+            detect_races: order.detect_races,
+        };
         if crate::graph::capturing() {
             let (library, options) =
-                crate::emulate::prepare(py, config, flat, &shape, shared, None, true)?;
+                crate::emulate::prepare(py, config, flat, &shape, shared, checks)?;
             let captured = crate::graph::Launch {
                 name: config.name(),
                 shape,
@@ -385,7 +397,7 @@ impl KernelLauncher {
             crate::graph::keep(flat.iter());
             return crate::graph::record_emulated(py, captured, library, options);
         }
-        crate::emulate::run(py, config, flat, buffer, shape, shared, None, true)?;
+        crate::emulate::run(py, config, flat, buffer, shape, shared, checks)?;
         if record::recording() {
             Self::record_launch(py, config.name(), &shape);
         }
@@ -407,10 +419,7 @@ impl KernelLauncher {
         n: i64,
     ) -> PyResult<bool> {
         let py = slf.py();
-        if device::emulated()
-            || crate::emulate::emulated_launches_active()
-            || crate::graph::capturing()
-        {
+        if device::any_emulation() || crate::graph::capturing() {
             return Ok(false);
         }
         let Ok(driver) = Driver::get() else {
@@ -568,6 +577,11 @@ impl KernelLauncher {
             plan.pack(i, &arg, device, &mut buffer)
                 .map_err(|e| errors::arg_error(py, e))?;
         }
+        // trailing arguments left out: their C default values (check_count saw they have one)
+        for i in args.len()..plan.len() {
+            plan.pack_default(i, device, &mut buffer)
+                .map_err(|e| errors::arg_error(py, e))?;
+        }
         Ok(buffer)
     }
 
@@ -718,6 +732,8 @@ fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<Launch
                 }
             },
             Object::Struct(_, bytes) => bytes,
+            // an unchecked launch: None is a NULL pointer
+            Object::Null => 0u64.to_le_bytes().to_vec(),
             Object::Host(t) | Object::Other(t) => {
                 return Err(PyTypeError::new_err(format!(
                     "{}(): argument {i} is {t}, which an unchecked launch cannot pass; arrays \
@@ -757,20 +773,21 @@ impl KernelLauncher {
         check_signature: bool,
     ) -> PyResult<String> {
         let block = launch::block_shape(&block).map_err(|e| errors::launch_error(py, e))?;
-        let (plan, expression) = if check_signature {
+        let (plan, signature, expression) = if check_signature {
             let names: Vec<String> = structs.iter().map(|(n, _)| n.clone()).collect();
             let signature =
                 parser::parse_signature(&source, &name, &names, template_args.as_deref())
                     .map_err(|e| errors::signature_error(py, e))?;
             let size_of = |n: &str| structs.iter().find(|(s, _)| s == n).map(|(_, size)| *size);
             let plan = ArgPlan::new(&signature, &size_of).map_err(|e| errors::arg_error(py, e))?;
-            (Some(Arc::new(plan)), signature.expression)
+            let expression = signature.expression.clone();
+            (Some(Arc::new(plan)), Some(signature), expression)
         } else {
             let expression = match &template_args {
                 Some(t) if !t.is_empty() => format!("{name}<{}>", t.join(", ")),
                 _ => name.clone(),
             };
-            (None, expression)
+            (None, None, expression)
         };
         let has_views = plan.as_ref().is_some_and(|plan| {
             (0..plan.len()).any(|i| {
@@ -793,6 +810,7 @@ impl KernelLauncher {
             }),
             block,
             plan,
+            signature,
         };
         self.config
             .set(config)
@@ -814,11 +832,28 @@ impl KernelLauncher {
         Self::launch(slf, args, n_threads, grid, block, shared_mem, stream)
     }
 
+    /// The parameters of the signature parsed when the kernel was configured, as
+    /// `cuda.CudaParameter` fields; None with `check_signature=False`.
+    fn _parsed_params(&self) -> PyResult<Option<Vec<crate::source::ParamTuple>>> {
+        Ok(self
+            .config()?
+            .signature
+            .as_ref()
+            .map(crate::source::param_tuples))
+    }
+
     /// Compiles (or loads from the disk cache) for the current device; True on a cache hit.
     fn _compile(&self, py: Python<'_>) -> PyResult<bool> {
         let config = self.config()?;
         match Device::current().map_err(|e| errors::cuda_error(py, config.name(), e))? {
-            Device::Emulated => Ok(crate::emulate::library_for(py, config)?.1),
+            Device::Emulated => {
+                // launches run the bounds-checked build: build it now too, so that the first
+                // launch after compile() builds nothing (a kernel whose checked build does not
+                // compile launches the plain one, as a launch would decide)
+                let (lib, hit) = crate::emulate::library_for(py, config)?;
+                py.detach(|| cunumpy_runtime::emulated::use_checked_build(&lib, true, None));
+                Ok(hit)
+            }
             Device::Cuda(device) => Ok(self.loaded_for(py, device)?.from_cache()),
         }
     }
@@ -1014,7 +1049,7 @@ impl KernelLauncher {
 /// Runs `launcher` in the emulator: the arguments are checked and packed as for a launch
 /// (pointer arguments must be arrays with host addresses behind their device interface).
 #[pyfunction]
-#[pyo3(signature = (launcher, *args, n_threads=None, grid=None, block=None, shared_mem=0, shuffle_seed=None, bounds=true))]
+#[pyo3(signature = (launcher, *args, n_threads=None, grid=None, block=None, shared_mem=0, shuffle_seed=None, bounds=true, detect_races=true))]
 #[allow(clippy::too_many_arguments)]
 fn _emulate_launch(
     launcher: &Bound<'_, KernelLauncher>,
@@ -1025,6 +1060,7 @@ fn _emulate_launch(
     shared_mem: i64,
     shuffle_seed: Option<u64>,
     bounds: bool,
+    detect_races: bool,
 ) -> PyResult<()> {
     let py = launcher.py();
     let this = launcher.get();
@@ -1042,8 +1078,11 @@ fn _emulate_launch(
         buffer,
         shape,
         shared,
-        shuffle_seed,
-        bounds,
+        crate::emulate::Checks {
+            shuffle_seed,
+            bounds,
+            detect_races,
+        },
     )
 }
 
@@ -1055,7 +1094,10 @@ fn _compile_for_emulation<'py>(
     let py = launcher.py();
     let config = launcher.get().config()?;
     let (lib, from_cache) = crate::emulate::library_for(py, config)?;
+    // launches run the bounds-checked build: build it now, so that they build nothing
+    let checked = py.detach(|| emulated::use_checked_build(&lib, true, None));
     let out = PyDict::new(py);
+    out.set_item("checked_build", checked)?;
     out.set_item("kernel", lib.kernel())?;
     out.set_item("library", lib.library_path())?;
     out.set_item("from_cache", from_cache)?;

@@ -3,6 +3,7 @@
 //! (`emulate.rs`).
 
 use cunumpy_core::args::ArgPlan;
+use cunumpy_core::signature::Signature;
 use cunumpy_runtime::Kernel;
 use std::sync::Arc;
 
@@ -13,6 +14,9 @@ pub(crate) struct Config {
     pub(crate) block: Vec<u32>,
     /// Shared with the launches a graph capture records (a replay packs new values with it).
     pub(crate) plan: Option<Arc<ArgPlan>>,
+    /// The parsed signature the plan was built from (parsed once, here; Python's
+    /// `CudaKernel.signature` reads it). None with `check_signature=False`.
+    pub(crate) signature: Option<Signature>,
     /// Whether a parameter is an array view (its shape and strides can change in place, so
     /// such calls never reuse the last call's buffer). Decided once, not per launch.
     pub(crate) has_views: bool,

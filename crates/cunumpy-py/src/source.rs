@@ -6,7 +6,7 @@ use cunumpy_core::ctypes;
 use cunumpy_core::dtype::DType;
 use cunumpy_core::includes;
 use cunumpy_core::parser;
-use cunumpy_core::signature::ParamKind;
+use cunumpy_core::signature::{ParamKind, Signature};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 /// One parameter: (name, ctype, dtype name or None, pointer, struct name or None,
 /// view ndim or None, contiguous, declaration).
-type ParamTuple = (
+pub(crate) type ParamTuple = (
     String,
     String,
     Option<&'static str>,
@@ -36,9 +36,16 @@ fn parse_cuda_signature(
 ) -> PyResult<(Vec<ParamTuple>, String)> {
     let sig = parser::parse_signature(source, name, &structs, template_args.as_deref())
         .map_err(|e| errors::signature_error(py, e))?;
-    let params = sig
-        .params
-        .into_iter()
+    Ok((param_tuples(&sig), sig.expression))
+}
+
+/// A parsed signature's parameters as `cuda.CudaParameter` fields (what Python builds them
+/// from): name, C type, dtype name, is a pointer, struct name, view rank, contiguous view,
+/// declaration.
+pub(crate) fn param_tuples(sig: &Signature) -> Vec<ParamTuple> {
+    sig.params
+        .iter()
+        .cloned()
         .map(|p| match p.kind {
             ParamKind::Scalar(d) => (
                 p.name,
@@ -89,8 +96,7 @@ fn parse_cuda_signature(
                 p.decl,
             ),
         })
-        .collect();
-    Ok((params, sig.expression))
+        .collect()
 }
 
 #[pyfunction]

@@ -13,7 +13,7 @@ use cunumpy_core::launch::DeviceLimits;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{CudaError, Driver};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
 /// Where a launch runs.
@@ -25,18 +25,49 @@ pub enum Device {
     Emulated,
 }
 
-/// Whether launches go to the emulated device (the fake CuPy is installed).
-static EMULATED: AtomicBool = AtomicBool::new(false);
+/// The one emulation switch, two bits: [`DEVICE`] (launches go to the emulated device: the fake
+/// CuPy is installed) and [`LAUNCHES`] (a `kernel_testing.emulated_launches()` block is open:
+/// `CudaKernel` launches go to the binding's emulated launch, NumPy arrays standing for device
+/// memory). One load answers "is any emulation on?" on the repeat-launch path.
+static EMULATION: AtomicU8 = AtomicU8::new(0);
+const DEVICE: u8 = 1;
+const LAUNCHES: u8 = 2;
+
+fn set_bit(bit: u8, on: bool) {
+    if on {
+        EMULATION.fetch_or(bit, Ordering::Relaxed);
+    } else {
+        EMULATION.fetch_and(!bit, Ordering::Relaxed);
+    }
+}
 
 /// Sends every later launch to the emulated device (`true`) or to the CUDA driver (`false`).
 pub fn set_emulated(on: bool) {
-    EMULATED.store(on, Ordering::Relaxed);
+    set_bit(DEVICE, on);
 }
 
 /// Whether launches go to the emulated device.
 #[inline]
 pub fn emulated() -> bool {
-    EMULATED.load(Ordering::Relaxed)
+    EMULATION.load(Ordering::Relaxed) & DEVICE != 0
+}
+
+/// Opens (`true`) or closes (`false`) emulated `CudaKernel` launches
+/// (`kernel_testing.emulated_launches()`).
+pub fn set_emulated_launches(on: bool) {
+    set_bit(LAUNCHES, on);
+}
+
+/// Whether `CudaKernel` launches are emulated (`kernel_testing.emulated_launches()`).
+#[inline]
+pub fn emulated_launches() -> bool {
+    EMULATION.load(Ordering::Relaxed) & LAUNCHES != 0
+}
+
+/// Whether either kind of emulation is on (one load; the repeat-launch path asks this).
+#[inline]
+pub fn any_emulation() -> bool {
+    EMULATION.load(Ordering::Relaxed) != 0
 }
 
 impl Device {
@@ -171,5 +202,15 @@ mod tests {
         assert_eq!(Device::Emulated.ordinal(), 0);
         set_emulated(false);
         assert_ne!(Device::current_if_known(), Some(Device::Emulated));
+
+        // the second bit of the switch is independent of the first (one test: the switch is
+        // process-wide, and tests run in parallel)
+        set_emulated_launches(true);
+        assert!(emulated_launches() && any_emulation() && !emulated());
+        set_emulated(true);
+        set_emulated_launches(false);
+        assert!(emulated() && any_emulation() && !emulated_launches());
+        set_emulated(false);
+        assert!(!any_emulation());
     }
 }

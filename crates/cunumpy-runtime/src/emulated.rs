@@ -122,12 +122,8 @@ pub fn library(key: LibraryKey) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
 /// Compiles the library of `key` (or finds it in the disk cache).
 fn build(key: &LibraryKey) -> Result<EmuLibrary, EmuError> {
     let cxx = compiler()?;
-    if let Some(dir) = &key.cache_dir {
-        std::fs::create_dir_all(dir).map_err(|e| EmuError::Io {
-            context: format!("creating the emulation cache {}", dir.display()),
-            message: e.to_string(),
-        })?;
-    }
+    // an unusable cache folder is replaced by a temporary one inside cunumpy-emu (with a
+    // warning, `cunumpy_emu::take_cache_warnings`)
     cxx.compile(
         &key.source,
         &key.expression,
@@ -248,9 +244,12 @@ pub fn is_loaded(source: &str, expression: &str, options: &[String]) -> bool {
 /// build compiles (pointer parameters become accessor types, which a kernel handing them to a
 /// template deducing `T*` does not accept). Blocks for that compile.
 pub fn use_checked_build(lib: &EmuLibrary, bounds: bool, shuffle_seed: Option<u64>) -> bool {
-    bounds
+    let start = std::time::Instant::now();
+    let checked = bounds
         && (shuffle_seed.is_some()
-            || !matches!(lib.prepare_checked(), Err(EmuError::Compile { .. })))
+            || !matches!(lib.prepare_checked(), Err(EmuError::Compile { .. })));
+    crate::count_compile_time(start);
+    checked
 }
 
 /// Validates `shape` and `shared` bytes of dynamic shared memory against the emulated

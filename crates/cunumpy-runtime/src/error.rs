@@ -1,5 +1,6 @@
 //! What can go wrong below the binding, by the layer it came from.
 
+use cunumpy_core::args::ArgError;
 use cunumpy_core::launch::LaunchError;
 use cunumpy_cuda::CudaError;
 use cunumpy_emu::EmuError;
@@ -20,9 +21,16 @@ pub enum RuntimeError {
     /// A launch shape or shared memory size the device refuses.
     #[error(transparent)]
     Launch(#[from] LaunchError),
-    /// A fused plan's parameters could not be packed.
+    /// A fused plan's parameters could not be read for a call.
     #[error(transparent)]
     Fusion(#[from] FusionError),
+    /// A value the packer (core's `ArgPlan`) refuses for its parameter.
+    #[error(transparent)]
+    Argument(#[from] ArgError),
+    /// A fused call's arrays that the plan cannot run on (bool bytes other than 0/1,
+    /// overlapping outputs); the message says which.
+    #[error("{0}")]
+    FusedCall(String),
     /// What a graph capture or replay refuses.
     #[error(transparent)]
     Graph(#[from] crate::graph::GraphError),

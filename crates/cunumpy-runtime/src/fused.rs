@@ -5,18 +5,20 @@
 //!
 //! Everything this crate asks of `cunumpy-fusion` is here: `Plan::for_device`, the device
 //! plan's source, launches (name, grid, block, shared bytes, parameters) and workspace size,
-//! and `launch_param_values`.
+//! and each launch's signature and arguments (`launch_signature`, `launch_args`). The
+//! launches are packed by core's `ArgPlan`, the packer of user kernels: one plan per launch,
+//! made when the plan is loaded on a device.
 
 use crate::emulated;
 use crate::record;
 use crate::{Device, RuntimeError};
-use cunumpy_core::args::LaunchBuffer;
+use cunumpy_core::args::{ArgPlan, LaunchBuffer};
 use cunumpy_core::launch::LaunchShape;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{CudaError, Function, Module, StreamHandle};
 use cunumpy_emu::{EmuLibrary, LaunchOptions};
 use cunumpy_fusion::{
-    launch_param_values, DevicePlan, DevicePointers, DeviceTarget, HostLoopCache, Launch,
+    launch_args, launch_signature, DevicePlan, DevicePointers, DeviceTarget, HostLoopCache, Launch,
     ParamValue, Plan, ScalarValue,
 };
 use std::path::PathBuf;
@@ -29,6 +31,8 @@ pub struct LoadedPlan {
     on_device: Arc<DevicePlan>,
     /// One per launch of the plan, in launch order.
     functions: Vec<Function>,
+    /// The packer of each launch, in launch order.
+    packers: Vec<ArgPlan>,
     _module: Module,
     from_cache: bool,
 }
@@ -50,6 +54,8 @@ impl LoadedPlan {
 /// from the disk cache.
 pub struct EmulatedPlan {
     on_device: Arc<DevicePlan>,
+    /// The packer of each launch, in launch order.
+    packers: Vec<ArgPlan>,
     libraries: Vec<(Arc<EmuLibrary>, bool)>,
 }
 
@@ -98,6 +104,33 @@ pub struct FusedPlan {
     loaded: Mutex<Vec<Arc<LoadedPlan>>>,
     emulated: Mutex<Option<Arc<EmulatedPlan>>>,
     packed: Mutex<Option<PackedLaunches>>,
+}
+
+/// The packer of every launch of `on_device`, in launch order.
+fn packers(on_device: &DevicePlan) -> Result<Vec<ArgPlan>, RuntimeError> {
+    on_device
+        .launches()
+        .map(|l| ArgPlan::new(&launch_signature(l), &|_| None).map_err(RuntimeError::from))
+        .collect()
+}
+
+/// The parameter buffer of launch `l` for one call, packed by its `ArgPlan` exactly as a user
+/// kernel's arguments are.
+fn pack(
+    on_device: &DevicePlan,
+    l: &Launch,
+    packer: &ArgPlan,
+    ptrs: &DevicePointers<'_>,
+    svs: &[ScalarValue],
+    device: i32,
+) -> Result<LaunchBuffer, RuntimeError> {
+    let args = launch_args(on_device, l, ptrs, svs, device)?;
+    packer.check_count(args.len())?;
+    let mut buffer = packer.new_buffer();
+    for (i, arg) in args.iter().enumerate() {
+        packer.pack(i, arg, device, &mut buffer)?;
+    }
+    Ok(buffer)
 }
 
 fn launch_shape(l: &Launch) -> LaunchShape {
@@ -154,6 +187,21 @@ impl FusedPlan {
         Ok(self.on_target(DeviceTarget::new(device.sm_count()?)))
     }
 
+    /// The plan loaded for the device a launch would use now, for inspection (`explain`,
+    /// the CUDA source, the launches): the emulated device when it is switched on, else the
+    /// calling thread's CUDA device, else (no driver, no device) an H200. Fails only on an
+    /// unusable setting (the emulated device's SM count).
+    pub fn for_inspection(&self) -> Result<Arc<DevicePlan>, RuntimeError> {
+        let Ok(device) = Device::current() else {
+            return Ok(self.on_target(DeviceTarget::H200));
+        };
+        match self.on_device(device) {
+            Ok(p) => Ok(p),
+            Err(e @ RuntimeError::Setting(_)) => Err(e),
+            Err(_) => Ok(self.on_target(DeviceTarget::H200)),
+        }
+    }
+
     /// The plan as loaded on CUDA device `device`, if it is.
     #[inline]
     pub fn loaded(&self, device: i32) -> Option<Arc<LoadedPlan>> {
@@ -192,10 +240,12 @@ impl FusedPlan {
             .map(|l| module.function(&l.name))
             .collect::<Result<Vec<_>, CudaError>>()
             .map_err(cuda)?;
+        let packers = packers(&on_device)?;
         let loaded = Arc::new(LoadedPlan {
             device,
             on_device,
             functions,
+            packers,
             _module: module,
             from_cache: compiled.hit,
         });
@@ -222,8 +272,10 @@ impl FusedPlan {
         let names: Vec<String> = on_device.launches().map(|l| l.name.clone()).collect();
         let what = format!("fused plan '{}' ({} launch(es))", self.name(), names.len());
         let libraries = emulated::module_for_source(&on_device.source, &names, &what)?;
+        let packers = packers(&on_device)?;
         let plan = Arc::new(EmulatedPlan {
             on_device,
+            packers,
             libraries,
         });
         *lock(&self.emulated) = Some(plan.clone());
@@ -280,10 +332,8 @@ impl FusedPlan {
             // every launch's parameters, packed before anything runs
             let buffers = on_device
                 .launches()
-                .map(|l| {
-                    launch_param_values(on_device, l, ptrs, svs)
-                        .map(|values| LaunchBuffer::from_raw_values(&values))
-                })
+                .zip(&loaded.packers)
+                .map(|(l, packer)| pack(on_device, l, packer, ptrs, svs, device))
                 .collect::<Result<Vec<_>, _>>()?;
             *packed = Some(PackedLaunches {
                 device,
@@ -314,7 +364,7 @@ impl FusedPlan {
                 crate::graph::check_cuda_launch(&l.name, &site(), stream)?;
             }
             // SAFETY: the buffer holds one value per parameter of this launch, of the C types
-            // the generated kernel declares (`launch_param_values` follows the device plan's
+            // the generated kernel declares (its `ArgPlan` was built from the device plan's
             // parameter list, the same list the source was generated from), alive for the
             // call; a reused buffer was packed from equal pointers and scalars, so it holds
             // the bytes packing them now would give. The pointers, workspace and stream are
@@ -359,8 +409,8 @@ impl FusedPlan {
     ) -> Result<(), RuntimeError> {
         let on_device = &*on_emulator.on_device;
         let mut launches = Vec::new();
-        for l in on_device.launches() {
-            let values = launch_param_values(on_device, l, ptrs, svs)?;
+        for (l, packer) in on_device.launches().zip(&on_emulator.packers) {
+            let buffer = pack(on_device, l, packer, ptrs, svs, Device::Emulated.ordinal())?;
             // the byte length behind each pointer parameter, for the emulator's checks
             let bounds: Vec<Option<usize>> = l
                 .params
@@ -374,7 +424,7 @@ impl FusedPlan {
                     ParamValue::Scalar(_) | ParamValue::Int(_) => None,
                 })
                 .collect();
-            launches.push((l, LaunchBuffer::from_raw_values(&values), bounds));
+            launches.push((l, buffer, bounds));
         }
         if on_emulator.libraries.len() != launches.len() {
             return Err(RuntimeError::Internal(
@@ -405,7 +455,7 @@ impl FusedPlan {
                 continue;
             }
             // SAFETY: the buffer holds one value per parameter of this launch, of the C types
-            // the generated kernel declares (`launch_param_values` follows the parameter list
+            // the generated kernel declares (its `ArgPlan` was built from the parameter list
             // the source was generated from). Pointer values are host addresses of arrays (and
             // the workspace) the caller keeps alive, and every pointer parameter's byte length
             // is passed as a bound, so an access outside it is caught rather than performed.

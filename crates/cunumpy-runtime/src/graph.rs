@@ -149,6 +149,9 @@ impl ParamSpec {
             Arg::HostArray { type_name } | Arg::Other { type_name } => ParamSpec::Fixed {
                 type_name: (*type_name).to_string(),
             },
+            Arg::Null => ParamSpec::Fixed {
+                type_name: "None".to_string(),
+            },
         }
     }
 
@@ -215,6 +218,32 @@ impl ParamSpec {
             )),
         }
     }
+}
+
+/// The bytes an array can reach, `[lowest, end)`, from its data pointer, shape and byte
+/// strides (negative strides included); None for an empty array.
+pub fn byte_span(ptr: u64, shape: &[i64], strides: &[i64], itemsize: usize) -> Option<(u64, u64)> {
+    if shape.iter().any(|&n| n <= 0) {
+        return None;
+    }
+    let (mut low, mut high) = (0i128, 0i128);
+    for (i, &n) in shape.iter().enumerate() {
+        let stride = i128::from(strides.get(i).copied().unwrap_or(0));
+        let reach = stride * i128::from(n - 1);
+        if reach < 0 {
+            low += reach;
+        } else {
+            high += reach;
+        }
+    }
+    let start = i128::from(ptr) + low;
+    let end = i128::from(ptr) + high + itemsize as i128;
+    Some((u64::try_from(start).ok()?, u64::try_from(end).ok()?))
+}
+
+/// Whether two spans share a byte.
+pub fn spans_overlap(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
 }
 
 /// Where a recorded launch runs.
@@ -540,7 +569,8 @@ impl Graph {
                 return Err(GraphError::Recapture {
                     label: (*label).to_string(),
                     reason: format!(
-                        "{why}, and a replay changes kernel arguments, not launch shapes"
+                        "{why}, which a replay cannot recompute (it writes new values into \
+                         kernel arguments only)"
                     ),
                 });
             }
@@ -694,6 +724,20 @@ mod tests {
     }
 
     #[test]
+    fn spans_cover_views_with_any_strides() {
+        // a (4, 3) float64 array at 1000: 96 bytes
+        assert_eq!(byte_span(1000, &[4, 3], &[24, 8], 8), Some((1000, 1096)));
+        // its transpose, and a reversed view starting at the last row
+        assert_eq!(byte_span(1000, &[3, 4], &[8, 24], 8), Some((1000, 1096)));
+        assert_eq!(byte_span(1072, &[4], &[-24], 8), Some((1000, 1080)));
+        assert_eq!(byte_span(1000, &[0, 3], &[24, 8], 8), None);
+        let whole = (1000, 1096);
+        assert!(spans_overlap(whole, (1088, 1200)));
+        assert!(!spans_overlap(whole, (1096, 1200)));
+        assert!(!spans_overlap(whole, (900, 1000)));
+    }
+
+    #[test]
     fn a_scalar_parameter_keeps_its_kind() {
         let spec = ParamSpec::of(&Arg::Scalar(Scalar::Float(0.5), ScalarSource::Python));
         assert!(spec
@@ -784,7 +828,9 @@ mod tests {
             Arg::Scalar(Scalar::Int(9), ScalarSource::Python),
         )]);
         match refused {
-            Err(GraphError::Recapture { reason, .. }) => assert!(reason.contains("launch shape")),
+            Err(GraphError::Recapture { reason, .. }) => {
+                assert!(reason.contains("launch shape") && reason.contains("recompute"))
+            }
             other => panic!("{other:?}"),
         }
         assert!(!capturing());

@@ -11,6 +11,7 @@
 //!   emulation libraries, emulated launches;
 //! - [`fused`]: a fused plan on a device ([`FusedPlan`]): compile and load, the packed
 //!   parameters of its launches, the launch loop (GPU and emulated);
+//! - [`host`]: a fused plan on the host (the CPU executor) with the checks a call needs;
 //! - [`metal`]: the emulated Metal device (`MetalKernel` under `CUNUMPY_FAKE_METAL=1`):
 //!   builds through the same library table, launches of `cunumpy-emu`'s Metal layer;
 //! - [`graph`]: a time step captured as one graph: the recorded launch list, its
@@ -29,6 +30,7 @@ pub mod emulated;
 pub mod error;
 pub mod fused;
 pub mod graph;
+pub mod host;
 pub mod kernel;
 pub mod metal;
 pub mod probes;

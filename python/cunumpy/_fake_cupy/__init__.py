@@ -185,13 +185,12 @@ def _forget_compat() -> None:
 
 
 def install() -> ModuleType:
-    """Installs the fake CuPy (again: harmless) and returns it.
+    """Installs the fake CuPy (again: harmless), switches the emulated device on and returns
+    the module.
 
-    Raises ``RuntimeError`` when the real CuPy is already imported. A CuPy probe that cunumpy
-    made earlier (which found no CuPy) is forgotten, so ``set_backend("cupy")`` works next.
+    Raises ``RuntimeError`` when the real CuPy is already imported. The backend switch
+    (``cunumpy._backend.install_fake_cupy``) also forgets an earlier CuPy probe; call that.
     """
-    from .. import _backend
-
     existing = sys.modules.get("cupy")
     if existing is not None:
         if getattr(existing, "__cunumpy_fake__", False):
@@ -203,24 +202,19 @@ def install() -> ModuleType:
         )
     _forget_compat()
     sys.modules.update(_build())
-    _backend._cupy_probe.clear()
     _core._set_fake_backend(True)
     return sys.modules["cupy"]
 
 
 def uninstall() -> None:
-    """Removes the fake (``cupy*``, ``cupyx*``, ``array_api_compat.cupy*``), switching the
-    backend back to NumPy first when it is CuPy."""
-    from .. import _backend
-
+    """Removes the fake (``cupy*``, ``cupyx*``, ``array_api_compat.cupy*``) and switches the
+    emulated device off. The backend switch (``cunumpy._backend.uninstall_fake_cupy``) first
+    moves a CuPy backend back to NumPy; call that."""
     if not is_active():
         return
-    if _backend.get_backend() == "cupy":
-        _backend.set_backend("numpy")
     for name in [n for n in sys.modules if n.split(".")[0] in {"cupy", "cupyx"}]:
         del sys.modules[name]
     _forget_compat()
-    _backend._cupy_probe.clear()
     _core._set_fake_backend(False)
 
 

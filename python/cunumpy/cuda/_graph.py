@@ -9,9 +9,10 @@ launches in order.
 Which arguments are replay parameters: the callable's positional arguments, by identity. A
 value passed to ``graph(step, *args)`` that reaches a kernel as itself (the very object) is
 that kernel's parameter in every replay; ``g(*new_args)`` puts the new values there, checked
-like a launch. A value computed from a parameter inside the step (``t + dt``) is a constant of
-the graph; a replay that changes a parameter no kernel takes as itself is refused rather than
-silently ignored.
+like a launch. A value computed from a parameter inside the step (``t + dt``, ``x[1:]``) is a
+constant of the graph: the capture notices arithmetic on scalar parameters (their capture-time
+values remember them) and views of array parameters (shared memory) reaching a kernel, and a
+replay that would change such a parameter is refused rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -30,17 +31,68 @@ from ..exceptions import GraphCaptureError, GraphError, GraphRecaptureError
 __all__ = ["CudaGraph", "graph"]
 
 
-class _GraphFloat(float):
+_ARITHMETIC = (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+    "__rpow__", "__neg__", "__pos__", "__abs__",
+)  # fmt: skip
+
+
+def _derived(result: Any, operands: tuple[Any, ...]) -> Any:
+    """``result`` of arithmetic on parameter values, remembering which parameters it came
+    from (a kernel that receives it marks them as ones a replay cannot change)."""
+    params = tuple(sorted({p for o in operands for p in getattr(o, "_cunumpy_graph_params", ())}))
+    if type(result) is float:
+        out: Any = _DerivedFloat(result)
+    elif type(result) is int:
+        out = _DerivedInt(result)
+    else:
+        return result
+    out._cunumpy_graph_params = params
+    return out
+
+
+def _tracking(base: type) -> dict[str, Any]:
+    """Arithmetic methods of ``base`` whose results remember the parameters they came from."""
+
+    def method(name: str) -> Any:
+        plain = getattr(base, name)
+
+        def op(self: Any, *other: Any) -> Any:
+            result = plain(self, *other)
+            return result if result is NotImplemented else _derived(result, (self, *other))
+
+        op.__name__ = name
+        return op
+
+    return {name: method(name) for name in _ARITHMETIC if hasattr(base, name)}
+
+
+class _DerivedFloat(float):
+    """A float computed from graph parameters in the captured step (``t + dt``)."""
+
+    _cunumpy_graph_params: tuple[int, ...] = ()
+
+
+class _DerivedInt(int):
+    """An int computed from graph parameters in the captured step (``2 * n``)."""
+
+    _cunumpy_graph_params: tuple[int, ...] = ()
+
+
+for _cls, _base in ((_DerivedFloat, float), (_DerivedInt, int)):
+    for _name, _op in _tracking(_base).items():
+        setattr(_cls, _name, _op)
+
+
+class _GraphFloat(_DerivedFloat):
     """A float parameter at capture: a fresh object, so only this very value (not an equal
-    literal elsewhere in the step) is matched to kernel arguments."""
+    literal elsewhere in the step) is matched to kernel arguments; arithmetic on it gives a
+    value that remembers it."""
 
-    __slots__ = ()
 
-
-class _GraphInt(int):
+class _GraphInt(_DerivedInt):
     """An int parameter at capture (small ints are shared objects in Python; this is not)."""
-
-    __slots__ = ()
 
 
 _UNBOUND = object()  # a flattened value no kernel argument can be (scalar struct members)
@@ -50,17 +102,21 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (int, float, complex, np.generic))
 
 
-def _capture_value(value: Any) -> Any:
-    """The object the step receives at capture for a parameter value."""
+def _capture_value(value: Any, index: int) -> Any:
+    """The object the step receives at capture for a parameter value (flat index ``index``)."""
     if isinstance(value, bool) or isinstance(value, np.bool_):
-        return value  # cannot be made unique; a replay cannot change it (checked)
+        return value  # cannot be made unique; refused before the capture
+    marker: Any
     if type(value) is float:
-        return _GraphFloat(value)
-    if type(value) is int:
-        return _GraphInt(value)
-    if isinstance(value, np.generic):
+        marker = _GraphFloat(value)
+    elif type(value) is int:
+        marker = _GraphInt(value)
+    elif isinstance(value, np.generic):
         return np.array(value)[()]  # a fresh NumPy scalar of the same dtype
-    return value
+    else:
+        return value
+    marker._cunumpy_graph_params = (index,)
+    return marker
 
 
 def _members(value: Any) -> tuple[Any, ...] | None:
@@ -103,16 +159,16 @@ class CudaGraph:
         output: Any,
         capture_seconds: float,
         unbound: list[int],
-        capture_stream: Any = None,
+        capture_memory: Any = None,
     ) -> None:
         self._name = name
         self._captured = captured
         self._cupy_graph = cupy_graph
         self._launch = cupy_graph.launch if cupy_graph is not None else None
-        # CuPy's memory pool keeps blocks per stream: blocks the step allocated and freed while
-        # capturing went back to the capture stream's pool and are written by every replay;
-        # keeping that stream (used by nothing else) keeps anyone else from being given them.
-        self._capture_stream = capture_stream
+        # Every block CuPy allocated during the capture (the step's temporaries too: captured
+        # kernels write them at every replay), and the capture stream, are kept for the graph's
+        # lifetime: nothing a replay touches is freed or handed to anyone else.
+        self._capture_memory = capture_memory
         self._labels = labels
         self._groups = groups
         self._values = values  # the flattened values the kernels hold now
@@ -154,11 +210,6 @@ class CudaGraph:
             for label, (what, bound, updatable, _) in zip(self._labels, self._params, strict=True)
         ]
 
-    def __call__(self, *args: Any) -> Any:
-        """Replays the step on CuPy's current stream; ``args`` (all of the step's arguments,
-        or none to keep the last ones) become the kernels' new arguments."""
-        return self.replay(*args)
-
     def replay(self, *args: Any, stream: Any = None) -> Any:
         """Replays the step on ``stream`` (CuPy's current stream by default). New ``args``
         (all of the step's positional arguments, or none) are checked like a launch's and
@@ -184,6 +235,9 @@ class CudaGraph:
             captured._record_replay(self._name)
         return self.output
 
+    #: ``g(*args)`` is ``g.replay(*args)``.
+    __call__ = replay
+
     def _take(self, args: tuple[Any, ...]) -> None:
         if len(args) != len(self._groups):
             raise GraphRecaptureError(
@@ -205,8 +259,9 @@ class CudaGraph:
                 continue
             if self._params[i][3] is not None:
                 raise GraphRecaptureError(
-                    f"graph parameter {self._labels[i]}: {self._params[i][3]}, and a replay "
-                    "changes kernel arguments, not launch shapes; capture the graph again"
+                    f"graph parameter {self._labels[i]}: {self._params[i][3]}, which a replay "
+                    "cannot recompute (it writes new values into kernel arguments only); "
+                    "capture the graph again"
                 )
             if not self._params[i][2]:
                 why = self._values_fixed_reason(i) or (
@@ -254,17 +309,41 @@ class CudaGraph:
 
 
 def _profile_active() -> bool:
-    from ..kernels import _profile
+    return bool(_profile().active)
 
-    return bool(_profile.active)
+
+def _profile() -> Any:
+    """``cunumpy.kernels._profile`` (imported on first use: ``kernels`` imports ``cuda``)."""
+    global _PROFILE
+    if _PROFILE is None:
+        from ..kernels import _profile as module
+
+        _PROFILE = module
+    return _PROFILE
+
+
+_PROFILE: Any = None
 
 
 def _timed_replay(g: CudaGraph, run: Callable[[], Any], stream: Any) -> None:
-    from ..kernels import _profile
-
     start = time.perf_counter()
-    _profile.timed_graph_replay(g, run, stream)
+    _profile().timed_graph_replay(g, run, stream)
     g._measured_replay = time.perf_counter() - start  # type: ignore[attr-defined]
+
+
+def _keeping(cupy: Any, allocations: list[Any]) -> Callable[[int], Any]:
+    """CuPy's current allocator, keeping every block it hands out in ``allocations``."""
+    get = getattr(cupy.cuda, "get_allocator", None)
+    base = get() if get is not None else None
+    if base is None:
+        base = cupy.get_default_memory_pool().malloc
+
+    def allocate(size: int) -> Any:
+        block = base(size)
+        allocations.append(block)
+        return block
+
+    return allocate
 
 
 def _groups_of(args: tuple[Any, ...]) -> list[tuple[int, int]]:
@@ -353,7 +432,9 @@ def graph(
                 f"graph '{label}': argument {i} is a bool, which cannot be told apart from "
                 "other True/False values of the step; pass it as an int (0 or 1)"
             )
-    step_args = tuple(_capture_value(a) for a in args)
+    step_args = tuple(
+        _capture_value(a, start) for a, (start, _) in zip(args, _groups_of(args), strict=True)
+    )
     flat: list[Any] = []
     for a in step_args:
         members = _members(a)
@@ -364,6 +445,7 @@ def graph(
     labels = _labels(fn, args)
     cupy = _cupy_graphs()
     cupy_graph = capture_stream = None
+    allocations: list[Any] | None = None
     _capture.open_captures += 1
     try:
         if cupy is None:
@@ -381,7 +463,8 @@ def graph(
                     f"graph '{label}': the default stream cannot be captured; pass a stream "
                     "made with cupy.cuda.Stream(non_blocking=True), or none"
                 )
-            with capture_stream:
+            allocations = []
+            with capture_stream, cupy.cuda.using_allocator(_keeping(cupy, allocations)):
                 _core._graph_begin(flat, int(capture_stream.ptr))
                 start, compiled = time.perf_counter(), _core._compile_ns()
                 try:
@@ -422,5 +505,5 @@ def graph(
         output,
         elapsed,
         [i for i, v in enumerate(flat) if v is _UNBOUND],
-        capture_stream,
+        (capture_stream, allocations),
     )

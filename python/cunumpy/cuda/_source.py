@@ -48,6 +48,11 @@ def parse_cuda_signature(
         structs=[struct_name(s) for s in structs],
         template_args=template_arg_texts(template_args),
     )
+    return parameters_of(params)
+
+
+def parameters_of(params: Any) -> list[CudaParameter]:
+    """``CudaParameter`` values from the field tuples the Rust parser gives."""
     return [
         CudaParameter(n, ctype, None if dt is None else np.dtype(dt), ptr, st, nd, contiguous, decl)
         for (n, ctype, dt, ptr, st, nd, contiguous, decl) in params
@@ -68,16 +73,25 @@ def struct_name(struct: Any) -> str:
     return struct if isinstance(struct, str) else struct.name
 
 
+#: The C++ type each Python type stands for as a template argument: ``float`` is C++ ``float``
+#: (write ``np.float64`` or ``"double"`` for ``double``), as in C++ source.
+PYTHON_TEMPLATE_TYPES: dict[type, str] = {float: "float", int: "int", bool: "bool"}
+
+
 def template_arg_texts(template_args: Any) -> list[str] | None:
-    """C++ text for each template argument: str as is, bool as true/false, int in decimal,
-    a dtype (or NumPy type) as its C type."""
+    """C++ text for each template argument: str as is, bool as true/false, int in decimal, the
+    Python types ``float``, ``int``, ``bool`` as the C++ types of those names
+    (:data:`PYTHON_TEMPLATE_TYPES`), a dtype (or NumPy type) as its C type (``np.float64`` ->
+    ``double``, ``np.float32`` -> ``float``, ``np.int64`` -> ``long long``)."""
     if template_args is None:
         return None
-    if isinstance(template_args, (str, bool, int)) or not hasattr(template_args, "__iter__"):
+    if isinstance(template_args, (str, bool, int, type)) or not hasattr(template_args, "__iter__"):
         template_args = (template_args,)
     texts = []
     for value in template_args:
-        if isinstance(value, bool):
+        if isinstance(value, type) and value in PYTHON_TEMPLATE_TYPES:
+            texts.append(PYTHON_TEMPLATE_TYPES[value])
+        elif isinstance(value, bool):
             texts.append("true" if value else "false")
         elif isinstance(value, (int, np.integer)):
             texts.append(str(int(value)))

@@ -24,6 +24,7 @@ from ._emulation import (
     fake_cupy_active,
     host_buffer,
     install_fake_cupy,
+    shuffled_threads,
     uninstall_fake_cupy,
 )
 from ._markers import cuda_gate, cuda_required, device_backend_available, gpu_available
@@ -60,6 +61,7 @@ __all__ = [
     "fake_cupy_active",
     "host_buffer",
     "install_fake_cupy",
+    "shuffled_threads",
     "uninstall_fake_cupy",
     "bounds_check_views_available",
     "emulated_launches",

@@ -19,17 +19,20 @@ This module does not import pytest.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import _backend, _core
 from .. import _fake_cupy as _fake
 from .._emulate import compile_for_emulation, emulate_cuda_kernel
 from ..kernels._metal_kernel import emulate_metal_kernel
 
 __all__ = [
+    "shuffled_threads",
     "compile_for_emulation",
     "emulate_cuda_kernel",
     "emulate_metal_kernel",
@@ -60,12 +63,12 @@ def install_fake_cupy() -> ModuleType:
     """Installs the fake CuPy (the emulated device backend) and returns it; afterwards
     ``xp.set_backend("cupy")`` selects it and ``CudaKernel`` launches run in the emulator.
     Raises ``RuntimeError`` when the real CuPy is already imported."""
-    return _fake.install()
+    return _backend.install_fake_cupy()
 
 
 def uninstall_fake_cupy() -> None:
     """Removes the fake CuPy (switching the backend back to NumPy if needed)."""
-    _fake.uninstall()
+    _backend.uninstall_fake_cupy()
 
 
 def fake_cupy_active() -> bool:
@@ -78,3 +81,24 @@ def host_buffer(array: Any) -> np.ndarray:
     if not isinstance(array, _fake.ndarray):
         raise TypeError(f"host_buffer() takes a fake-CuPy array, got {type(array).__name__}")
     return array._a
+
+
+@contextlib.contextmanager
+def shuffled_threads(seed: int | None, *, detect_races: bool = True) -> Iterator[None]:
+    """Within the block, ``CudaKernel`` launches on the emulated device (the fake CuPy) run the
+    threads of each block in an order drawn from ``seed`` (``None``: the serial order),
+    switching threads at barriers, warp intrinsics and every access through a pointer
+    argument, so that a result that depends on the order of threads changes with the seed.
+
+    ``detect_races`` (on by default, as outside the block) reports two threads writing one
+    element of an array argument with nothing ordering them
+    (:class:`~cunumpy.exceptions.EmulatedRaceError`). The setting is process-wide and restored
+    on exit. On a GPU it does nothing: the hardware picks the order."""
+    valid = isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0
+    if seed is not None and not valid:
+        raise TypeError(f"shuffled_threads: seed must be a non-negative int or None, got {seed!r}")
+    previous = _core._set_emulated_launch_order(seed, detect_races)
+    try:
+        yield
+    finally:
+        _core._set_emulated_launch_order(*previous)

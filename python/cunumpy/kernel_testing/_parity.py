@@ -3,6 +3,8 @@ compare."""
 
 from __future__ import annotations
 
+import contextlib
+import random
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -11,10 +13,12 @@ import numpy as np
 
 from .._backend import use_backend
 from .._conversions import is_cupy_array, to_numpy
+from ..exceptions import EmulatedKernelFault
 from ..kernels._catalog import KernelCatalog
 from ..kernels._dispatch import Kernel
 from ..kernels._host_impl import use_device_kernel_implementation
 from ..kernels._metal_kernel import metal_available
+from ._emulation import shuffled_threads
 from ._markers import cuda_gate
 
 __all__ = ["TEST_ARGS_SETTINGS", "assert_kernels_agree", "check_parity", "parity_cases"]
@@ -29,6 +33,7 @@ TEST_ARGS_SETTINGS: dict[str, str] = {
     "N_CALLS": "n_calls",
     "OUTPUTS": "outputs",
     "SEED": "seed",
+    "SHUFFLE_SEED": "shuffle_seed",
 }
 
 
@@ -108,6 +113,7 @@ def assert_kernels_agree(
     outputs: Any = None,
     seed: int = 0,
     metal: bool | None = None,
+    shuffle_seed: int | bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Runs ``kernel`` on the NumPy backend (host version) and on the CuPy backend (CUDA
     version) with ``make_args(backend, seed)``, ``n_calls`` times each, and compares the arrays
@@ -121,7 +127,13 @@ def assert_kernels_agree(
     the host version the same way: with ``metal=None`` when :func:`~cunumpy.kernels.metal_available`
     (a Mac, or the emulated Metal device of ``CUNUMPY_FAKE_METAL=1``), with ``metal=True``
     always, with ``metal=False`` never. A kernel with a Metal version and no CUDA version is
-    compared with its Metal version only."""
+    compared with its Metal version only.
+
+    ``shuffle_seed`` (an int, or ``True`` for a random one) runs the CUDA version's threads on
+    the emulated device in an order drawn from that seed (see
+    :func:`~cunumpy.kernel_testing.shuffled_threads`), so that a result depending on the order
+    of threads shows up as a difference; a failure names the seed, to rerun it. On a GPU the
+    hardware picks the order and the seed is only reported."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"assert_kernels_agree needs a Kernel, got {type(kernel).__name__}")
     run_metal = kernel.metal_kernel is not None and (
@@ -157,17 +169,29 @@ def assert_kernels_agree(
     if run_metal:
         sides.append("metal")
 
+    order = _shuffle_seed(shuffle_seed)
+    note = "" if order is None else f" (CUDA threads in shuffled order, shuffle_seed={order})"
+
     def run(backend: str, implementation: str | None) -> dict[str, Any]:
         with use_backend(backend, strict=backend == "cupy"):
             with use_device_kernel_implementation(implementation):
                 args = make_args(backend, seed)
                 args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
                 threads = n_threads(*args) if callable(n_threads) else n_threads
-                for _ in range(n_calls):
-                    if implementation == "metal":
-                        kernel(*args, n_threads=threads)
-                    else:
-                        kernel(*args, n_threads=threads, grid=grid, block=block)
+                cuda = backend == "cupy"
+                shuffled = shuffled_threads(order) if cuda else contextlib.nullcontext()
+                try:
+                    with shuffled:
+                        for _ in range(n_calls):
+                            if implementation == "metal":
+                                kernel(*args, n_threads=threads)
+                            else:
+                                kernel(*args, n_threads=threads, grid=grid, block=block)
+                except EmulatedKernelFault as e:
+                    add_note = getattr(e, "add_note", None)  # Python 3.11+
+                    if cuda and order is not None and add_note is not None:
+                        add_note(f"{kernel.name}: rerun with shuffle_seed={order}")
+                    raise
                 return _selected(kernel, args, outputs)
 
     host = run("numpy", None)
@@ -187,9 +211,23 @@ def assert_kernels_agree(
                 h,
                 rtol=rtol,
                 atol=atol,
-                err_msg=f"{kernel.name}: {label} differs between the host and {what} kernels",
+                err_msg=f"{kernel.name}: {label} differs between the host and {what} kernels"
+                + (note if side == "cuda" else ""),
             )
     return out
+
+
+def _shuffle_seed(shuffle_seed: int | bool | None) -> int | None:
+    if shuffle_seed is None or shuffle_seed is False:
+        return None
+    if shuffle_seed is True:
+        return random.SystemRandom().randrange(2**32)
+    if isinstance(shuffle_seed, int) and shuffle_seed >= 0:
+        return shuffle_seed
+    raise TypeError(
+        "shuffle_seed must be a non-negative int, True (a random seed) or None, "
+        f"got {shuffle_seed!r}"
+    )
 
 
 def check_parity(kernel: Kernel, **overrides: Any) -> dict[str, np.ndarray]:

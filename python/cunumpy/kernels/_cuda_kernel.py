@@ -24,7 +24,7 @@ from ..cuda._source import (
     CudaParameter,
     cuda_include_dir,
     cuda_kernel_names,
-    parse_cuda_signature,
+    parameters_of,
     resolve_includes,
     struct_name,
     template_arg_texts,
@@ -374,12 +374,8 @@ class CudaKernel(_core.KernelLauncher):
     def signature(self) -> list[CudaParameter] | None:
         """The parsed parameters, or ``None`` with ``check_signature=False``."""
         if self._check and self._signature is None:
-            self._signature = parse_cuda_signature(
-                self._source,
-                self._name,
-                structs=self._structs,
-                template_args=self._template_args,
-            )
+            # parsed once, when the kernel was configured (Rust keeps it)
+            self._signature = parameters_of(self._parsed_params())
         return self._signature
 
     @property

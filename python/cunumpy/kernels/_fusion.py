@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..exceptions import FusionError, FusionTypeError, FusionUnsupportedError, MixedBackendError
+from ..exceptions import (
+    FusionError,
+    FusionOverflowError,
+    FusionTypeError,
+    FusionUnsupportedError,
+    FusionValueError,
+    MixedBackendError,
+)
 from . import _profile
 from ._vectorcall import use_vectorcall
 
@@ -35,7 +42,10 @@ _SKIP_DIRS = tuple(
     if getattr(m, "__file__", None)
 )
 # the op names and reductions a fused function may call, from the Rust op table
-_OPS = {name for name, _ in _core._fusion_ops()} | {a for a, _ in _core._fusion_op_aliases()}
+# (names starting with `_` are internal steps, such as the rounding of float16 results)
+_OPS = {name for name, _ in _core._fusion_ops() if not name.startswith("_")} | {
+    a for a, _ in _core._fusion_op_aliases()
+}
 # the dtype of a Python scalar argument or constant (weak, NEP 50), by _python_scalar_kind
 _PYTHON_SCALAR_DTYPES = {
     "bool": "bool",
@@ -44,6 +54,8 @@ _PYTHON_SCALAR_DTYPES = {
     "complex": "complex128",
 }
 _REDUCTIONS = dict(_core._fusion_reductions())  # name -> the name it is traced under
+_ARITY = dict(_core._fusion_ops())
+_ARITY.update({a: _ARITY[t] for a, t in _core._fusion_op_aliases()})
 _local = threading.local()
 
 
@@ -61,12 +73,14 @@ def _user_site() -> str:
     return "<unknown>"
 
 
-def _unsupported(what: str) -> FusionUnsupportedError:
+class _UnsupportedAttribute(FusionUnsupportedError, AttributeError):
+    """An attribute a traced value does not have (``hasattr`` answers False)."""
+
+
+def _unsupported(what: str, cls: type = FusionUnsupportedError) -> FusionUnsupportedError:
     tracer = getattr(_local, "tracer", None)
     name = tracer.name if tracer is not None else "?"
-    return FusionUnsupportedError(
-        f"fuse: {what} is not supported in fused function '{name}' ({_user_site()})"
-    )
+    return cls(f"fuse: {what} is not supported in fused function '{name}' ({_user_site()})")
 
 
 def _c_ident(name: str) -> str:
@@ -100,6 +114,9 @@ class _Tracer:
         self.name = name
         self.builder = _core.FusionGraphBuilder()
         self.constants: list[Any] = []
+        # the array arguments' symbols and their values at the start (an in-place update
+        # rebinds a symbol's value; what changed is written back to the caller's array)
+        self.arguments: list[tuple[Symbol, int]] = []
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> int:
         try:
@@ -136,8 +153,46 @@ class _Tracer:
     def op(self, name: str, *args: Any) -> Symbol:
         if not any(isinstance(a, Symbol) for a in args):
             raise _unsupported(f"`{name}` on constants only")
+        _check_python_ints(self, name, args)
         ids = [self.value(a) for a in args]
-        return self.sym(self.call("op", name, ids))
+        out = self.sym(self.call("op", name, ids))
+        out._array = any(isinstance(a, Symbol) and a._array for a in args)
+        return out
+
+    def update(self, target: Any, value: Symbol, casting: str = "same_kind") -> Symbol:
+        """``target[...] = value`` as NumPy's in-place operations and ``out=`` do it: the
+        value cast to the target's dtype (``casting`` as NumPy checks it), broadcast to its
+        shape (it may not have more dimensions). The target symbol takes the new value, so
+        every name bound to it sees the update, and an argument's update reaches the caller."""
+        if not isinstance(target, Symbol) or target._tracer is not self:
+            raise FusionTypeError(
+                f"fuse: out= must be an array of the fused function, got "
+                f"{type(target).__name__} (in fused function '{self.name}', {_user_site()})"
+            )
+        if not target._array:
+            raise _unsupported("writing into a scalar")
+        if not isinstance(value, Symbol):
+            value = self.sym(self.call("op", "positive", [self.value(value)]))
+        if value.ndim > target.ndim:
+            raise FusionValueError(
+                f"fuse: non-broadcastable output operand: a {value.ndim}-d result cannot be "
+                f"written into a {target.ndim}-d array (in fused function '{self.name}', "
+                f"{_user_site()})"
+            )
+        src = value.dtype if not value._weak else np.result_type(target.dtype, value.dtype)
+        if casting != "unsafe" and not np.can_cast(src, target.dtype, casting):
+            raise FusionTypeError(
+                f"fuse: cannot cast the result from {value.dtype} to {target.dtype} with "
+                f"casting rule '{casting}' (in fused function '{self.name}', {_user_site()})"
+            )
+        vid = value._id
+        if value.ndim < target.ndim:  # broadcast to the target's shape
+            vid = self.call("op", "where", [self.value(True), vid, target._id])
+        if self.builder.info(vid)[0] != target.dtype.name or self.builder.info(vid)[2]:
+            vid = self.call("astype", vid, target.dtype.name)
+        target._id = vid
+        target._weak = False
+        return target
 
     def reduce(
         self,
@@ -153,17 +208,25 @@ class _Tracer:
     ) -> Symbol:
         if correction is not None:  # the array API's name for ddof
             ddof = correction
-        if out is not None or dtype is not None or extra:
-            bad = (
-                "out="
-                if out is not None
-                else "dtype="
-                if dtype is not None
-                else f"{next(iter(extra))}="
-            )
-            raise _unsupported(f"`{kind}(..., {bad})`")
+        extra.pop("where", True) is True or _raise(_unsupported(f"`{kind}(..., where=)`"))
+        if extra:
+            raise _unsupported(f"`{kind}(..., {next(iter(extra))}=)`")
         if not isinstance(x, Symbol):
             raise _unsupported(f"`{kind}` of a constant")
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+            if kind in ("sum", "prod", "mean", "var", "std") and dtype != x.dtype:
+                x = x.astype(dtype)
+        result = self._reduce(kind, x, axis, keepdims, ddof)
+        if dtype is not None and result.dtype != dtype:
+            result = result.astype(dtype)
+        if out is not None:
+            return self.update(out, result)
+        return result
+
+    def _reduce(self, kind: str, x: Symbol, axis: Any, keepdims: Any, ddof: Any) -> Symbol:
         single = isinstance(axis, (int, np.integer))
         if axis is None:
             axes = None
@@ -185,6 +248,51 @@ def _binary(name: str, reflected: bool = False) -> Callable[[Symbol, Any], Symbo
     return method
 
 
+def _inplace(name: str) -> Callable[[Symbol, Any], Symbol]:
+    def method(self: Symbol, other: Any) -> Symbol:
+        result = self._tracer.op(name, self, other)
+        if not self._array:  # scalars are immutable: `s += 1` rebinds `s`, as in NumPy
+            return result
+        return self._tracer.update(self, result)
+
+    method.__name__ = f"__i{name}__"
+    return method
+
+
+def _is_whole(key: Any) -> bool:
+    """Whether an index selects the whole array (``x[...]``, ``x[:]``, ``x[:, :]``)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return all(k is Ellipsis or k == slice(None) for k in keys)
+
+
+def _raise(exc: BaseException) -> Any:
+    raise exc
+
+
+_COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+
+
+def _check_python_ints(tracer: _Tracer, name: str, args: tuple[Any, ...]) -> None:
+    """NumPy 2 refuses a Python int that does not fit the integer dtype it meets
+    (``int8_array + 300`` is an ``OverflowError``)."""
+    ints = [a for a in args if type(a) is int]
+    if not ints or name in _COMPARISONS:  # NumPy compares out-of-range ints exactly
+        return
+    dtypes = [
+        a.dtype for a in args if isinstance(a, Symbol) and not a._weak and a.dtype.kind in "iu"
+    ]
+    if not dtypes or any(isinstance(a, Symbol) and a.dtype.kind in "fc" for a in args):
+        return
+    target = functools.reduce(np.promote_types, dtypes)
+    info = np.iinfo(target)
+    for v in ints:
+        if not info.min <= v <= info.max:
+            raise FusionOverflowError(
+                f"fuse: Python integer {v} out of bounds for {target} in `{name}` "
+                f"(in fused function '{tracer.name}', {_user_site()})"
+            )
+
+
 def _refuse(what: str) -> Callable[..., Any]:
     def method(self: Symbol, *args: Any, **kwargs: Any) -> Any:
         raise _unsupported(what)
@@ -197,13 +305,22 @@ class Symbol:
     math ufuncs (``xp.exp(s)``, ``np.exp(s)``), ``astype``, reductions as methods, and
     nothing that needs concrete values (``if s > 0:``, ``float(s)``, ``s.shape``)."""
 
-    __slots__ = ("_tracer", "_id", "dtype", "ndim", "_weak")
+    __slots__ = ("_tracer", "_vid", "dtype", "ndim", "_weak", "_array")
     __array_priority__ = 1000
 
     def __init__(self, tracer: _Tracer, vid: int) -> None:
         self._tracer = tracer
+        self._array = True  # an array (in-place updates change it), not a scalar
         self._id = vid
-        dtype, ndim, weak = tracer.builder.info(vid)
+
+    @property
+    def _id(self) -> int:
+        return self._vid
+
+    @_id.setter
+    def _id(self, vid: int) -> None:
+        self._vid = vid
+        dtype, ndim, weak = self._tracer.builder.info(vid)
         self.dtype = np.dtype(dtype)
         self.ndim = ndim
         self._weak = weak
@@ -251,8 +368,26 @@ class Symbol:
     def __invert__(self) -> Symbol:
         return self._tracer.op("invert", self)
 
+    __iadd__ = _inplace("add")
+    __isub__ = _inplace("subtract")
+    __imul__ = _inplace("multiply")
+    __itruediv__ = _inplace("true_divide")
+    __ifloordiv__ = _inplace("floor_divide")
+    __imod__ = _inplace("remainder")
+    __ipow__ = _inplace("power")
+    __iand__ = _inplace("bitwise_and")
+    __ior__ = _inplace("bitwise_or")
+    __ixor__ = _inplace("bitwise_xor")
+    __ilshift__ = _inplace("left_shift")
+    __irshift__ = _inplace("right_shift")
+
+    def __divmod__(self, other: Any) -> tuple[Symbol, Symbol]:
+        return _NAMESPACE.divmod(self, other)
+
+    def __rdivmod__(self, other: Any) -> tuple[Symbol, Symbol]:
+        return _NAMESPACE.divmod(other, self)
+
     __matmul__ = __rmatmul__ = _refuse("the `@` operator")
-    __divmod__ = __rdivmod__ = _refuse("`divmod`")
     __bool__ = _refuse("using a traced value as a Python bool (`if`, `and`, `or`, `not`)")
     __float__ = _refuse("`float()` of a traced value")
     __int__ = _refuse("`int()` of a traced value")
@@ -265,7 +400,13 @@ class Symbol:
 
         return self._tracer.sym(getitem(self._tracer, self, key, Symbol, _unsupported))
 
-    __setitem__ = _refuse("item assignment (fused functions are pure; use `where`)")
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if not _is_whole(key):
+            raise _unsupported("item assignment to part of an array (use `where`)")
+        t = self._tracer
+        if not isinstance(value, Symbol):
+            value = t.sym(t.call("op", "positive", [t.value(value)]))
+        t.update(self, value, casting="unsafe")
 
     @property
     def shape(self) -> Any:
@@ -280,7 +421,18 @@ class Symbol:
         raise _unsupported("`.T`")
 
     def __getattr__(self, name: str) -> Any:
-        raise _unsupported(f"`.{name}`")
+        # also an AttributeError: `hasattr(x, "__cuda_array_interface__")` and the other
+        # protocol probes of NumPy and CuPy answer False
+        raise _unsupported(f"`.{name}`", _UnsupportedAttribute)
+
+    def copy(self, order: str = "K") -> Symbol:
+        """A copy: the same value, but a later in-place update of either leaves the other."""
+        out = Symbol(self._tracer, self._id)
+        out._array = self._array
+        return out
+
+    def __copy__(self) -> Symbol:
+        return self.copy()
 
     @property
     def real(self) -> Symbol:
@@ -302,32 +454,34 @@ class Symbol:
         """The value converted to ``dtype``."""
         return self._tracer.sym(self._tracer.call("astype", self._id, _dtype_name(dtype)))
 
-    def sum(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("sum", self, axis, **kw)
+    # NumPy's (and CuPy's) positional order: CuPy's own `cupy.sum(x, axis)` calls
+    # `x.sum(axis, None, None, False)`
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("sum", self, axis, keepdims, dtype=dtype, out=out, **kw)
 
-    def prod(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("prod", self, axis, **kw)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("prod", self, axis, keepdims, dtype=dtype, out=out, **kw)
 
-    def min(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("min", self, axis, **kw)
+    def min(self, axis=None, out=None, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("min", self, axis, keepdims, out=out, **kw)
 
-    def max(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("max", self, axis, **kw)
+    def max(self, axis=None, out=None, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("max", self, axis, keepdims, out=out, **kw)
 
-    def mean(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("mean", self, axis, **kw)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("mean", self, axis, keepdims, dtype=dtype, out=out, **kw)
 
-    def var(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("var", self, axis, **kw)
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("var", self, axis, keepdims, ddof, dtype, out, **kw)
 
-    def std(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("std", self, axis, **kw)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("std", self, axis, keepdims, ddof, dtype, out, **kw)
 
-    def any(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("any", self, axis, **kw)
+    def any(self, axis=None, out=None, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("any", self, axis, keepdims, out=out, **kw)
 
-    def all(self, axis: Any = None, **kw: Any) -> Symbol:
-        return self._tracer.reduce("all", self, axis, **kw)
+    def all(self, axis=None, out=None, keepdims=False, **kw):  # type: ignore[no-untyped-def]
+        return self._tracer.reduce("all", self, axis, keepdims, out=out, **kw)
 
     def clip(self, min: Any = None, max: Any = None) -> Symbol:  # noqa: A002
         return _NAMESPACE.clip(self, min, max)
@@ -337,12 +491,28 @@ class Symbol:
         name = ufunc.__name__
         if method != "__call__":
             raise _unsupported(f"`np.{name}.{method}`")
-        if kwargs:
-            raise _unsupported(f"`np.{name}(..., {next(iter(kwargs))}=)`")
-        return getattr(_NAMESPACE, name)(*inputs)
+        return _namespace_function(name)(*inputs, **kwargs)
 
     def __array_function__(self, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
-        return getattr(_NAMESPACE, func.__name__)(*args, **kwargs)
+        module = getattr(func, "__module__", "numpy") or "numpy"
+        what = f"{module.replace('numpy', 'np', 1)}.{func.__name__}"
+        if module not in (
+            "numpy",
+            "numpy._core.multiarray",
+            "numpy._core.fromnumeric",
+            "numpy._core.numeric",
+            "numpy.lib._function_base_impl",
+        ):
+            return _namespace_function("", what)(*args, **kwargs)
+        return _namespace_function(func.__name__, what)(*args, **kwargs)
+
+    # CuPy's ufuncs and elementwise kernels called on symbols (from a helper that calls
+    # `cupy.exp(x)` itself) ask their arguments for these hooks first.
+    def __cupy_override_elementwise_kernel__(self, kernel: Any, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        return _namespace_function(getattr(kernel, "name", "?"))(*args, **kwargs)
+
+    def __cupy_override_reduction_kernel__(self, kernel: Any, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        raise _unsupported(f"the CuPy reduction kernel `{getattr(kernel, 'name', kernel)}`")
 
 
 def _tracer_of(args: tuple[Any, ...], what: str) -> _Tracer:
@@ -350,6 +520,12 @@ def _tracer_of(args: tuple[Any, ...], what: str) -> _Tracer:
         if isinstance(a, Symbol):
             return a._tracer
     raise _unsupported(f"`{what}` on constants only")
+
+
+# NumPy's positional parameters of the reductions after the array (`np.sum(a, axis, dtype,
+# out, keepdims)`), as the methods of a symbol take them
+_REDUCTION_METHODS = {name: traced for name, traced in _REDUCTIONS.items()}
+_NO_OUT_KWARGS = {"casting": "same_kind", "order": "K", "subok": True, "where": True}
 
 
 class _Namespace:
@@ -362,38 +538,68 @@ class _Namespace:
 
     def __getattr__(self, name: str) -> Any:
         if name in _OPS:
-            return functools.partial(self._op, name)
-        if name in _REDUCTIONS:
-            kind = _REDUCTIONS[name]
+            return _TracedUfunc(name, self._op)
+        if name in _REDUCTION_METHODS:
+            method = _REDUCTION_METHODS[name]
 
-            def reduction(x: Any, axis: Any = None, **kw: Any) -> Symbol:
-                return _tracer_of((x,), name).reduce(kind, x, axis, **kw)
+            def reduction(x: Any, *args: Any, **kw: Any) -> Symbol:
+                if not isinstance(x, Symbol):
+                    _tracer_of((x, *args, *kw.values()), name)
+                    raise _unsupported(f"`{name}` of a constant")
+                return getattr(x, method)(*args, **kw)
 
+            reduction.__name__ = name
             return reduction
         real = getattr(self._real, name)
+        if isinstance(real, types.ModuleType):
+            return _guarded_module(real, f"xp.{name}")
         if not callable(real) or isinstance(real, type):
             return real
-
-        @functools.wraps(real)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            if any(isinstance(a, Symbol) for a in (*args, *kwargs.values())):
-                raise _unsupported(f"`xp.{name}`")
-            return real(*args, **kwargs)
-
-        return guarded
+        return _guarded(real, f"xp.{name}")
 
     @staticmethod
-    def _op(name: str, *args: Any, **kwargs: Any) -> Symbol:
+    def _op(name: str, *args: Any, **kwargs: Any) -> Any:
+        arity = _ARITY[name]
+        out = kwargs.pop("out", None)
+        for k, default in _NO_OUT_KWARGS.items():
+            if k in kwargs and kwargs[k] is default:
+                del kwargs[k]
+        dtype = kwargs.pop("dtype", None)
         if kwargs:
             raise _unsupported(f"`xp.{name}(..., {next(iter(kwargs))}=)`")
-        return _tracer_of(args, name).op(name, *args)
+        if len(args) == arity + 1:
+            if out is not None:
+                raise FusionTypeError(f"fuse: `{name}`: out given both by position and name")
+            out = args[-1]
+            args = args[:-1]
+        if len(args) != arity:
+            raise FusionTypeError(
+                f"fuse: `{name}` takes {arity} argument(s) (and an optional out), {len(args)} given"
+            )
+        if isinstance(out, tuple):
+            if len(out) != 1:
+                raise FusionTypeError(f"fuse: `{name}` has 1 output, out= gives {len(out)}")
+            out = out[0]
+        t = _tracer_of(args, name)
+        if dtype is not None:
+            args = tuple(
+                a.astype(dtype) if isinstance(a, Symbol) else np.dtype(dtype).type(a) for a in args
+            )
+        result = t.op(name, *args)
+        if out is None:
+            return result
+        return t.update(out, result)
 
-    def where(self, cond: Any, x: Any = None, y: Any = None) -> Symbol:
+    def where(self, cond: Any, x: Any = None, y: Any = None, **kw: Any) -> Symbol:
+        if kw:
+            raise FusionTypeError(
+                f"fuse: `where` got an unexpected keyword argument '{next(iter(kw))}'"
+            )
         if x is None or y is None:
             raise _unsupported("`where` with one argument")
         return _tracer_of((cond, x, y), "where").op("where", cond, x, y)
 
-    def clip(self, x: Any, a_min: Any = None, a_max: Any = None, **kw: Any) -> Symbol:
+    def clip(self, x: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any):  # type: ignore[no-untyped-def]
         a_min = kw.pop("min", a_min)
         a_max = kw.pop("max", a_max)
         if kw:
@@ -402,25 +608,253 @@ class _Namespace:
         if a_min is None and a_max is None:
             raise _unsupported("`clip` without bounds")
         if a_min is None:
-            return t.op("minimum", x, a_max)
-        if a_max is None:
-            return t.op("maximum", x, a_min)
-        return t.op("clip", x, a_min, a_max)
+            result = t.op("minimum", x, a_max)
+        elif a_max is None:
+            result = t.op("maximum", x, a_min)
+        else:
+            result = t.op("clip", x, a_min, a_max)
+        return result if out is None else t.update(out, result)
 
     def astype(self, x: Any, dtype: Any, /, *, copy: bool = True, **_: Any) -> Symbol:
         if not isinstance(x, Symbol):
             raise _unsupported("`astype` of a constant")
         return x.astype(dtype)
 
-    def round(self, x: Any, decimals: int = 0) -> Symbol:
+    def round(self, x: Any, decimals: int = 0, out: Any = None) -> Symbol:
         if decimals != 0:
             raise _unsupported("`round` with decimals")
-        return _tracer_of((x,), "round").op("rint", x)
+        t = _tracer_of((x,), "round")
+        result = x.copy() if isinstance(x, Symbol) and x.dtype.kind in "biu" else t.op("rint", x)
+        return result if out is None else t.update(out, result)
 
     around = round
 
-    def square(self, x: Any) -> Symbol:
-        return _tracer_of((x,), "square").op("square", x)
+    def fix(self, x: Any, out: Any = None) -> Symbol:
+        t = _tracer_of((x,), "fix")
+        result = t.op("trunc", x) if x.dtype.kind in "fc" else x.copy()
+        return result if out is None else t.update(out, result)
+
+    def square(self, x: Any, out: Any = None) -> Symbol:
+        return self._op("square", x, out=out)
+
+    def copy(self, x: Any, order: str = "K", **_: Any) -> Symbol:
+        if not isinstance(x, Symbol):
+            raise _unsupported("`copy` of a constant")
+        return x.copy()
+
+    def copyto(self, dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+        t = _tracer_of((dst, src), "copyto")
+        if not isinstance(src, Symbol):
+            src = t.sym(t.call("op", "positive", [t.value(src)]))
+        if where is not True:
+            src = t.op("where", where, src, dst)
+        t.update(dst, src, casting=casting)
+
+    def divmod(self, x: Any, y: Any, *out: Any, **kw: Any) -> tuple[Symbol, Symbol]:
+        return self._two(
+            "divmod", (self._op("floor_divide", x, y), self._op("remainder", x, y)), out, kw
+        )
+
+    def modf(self, x: Any, *out: Any, **kw: Any) -> tuple[Symbol, Symbol]:
+        t = _tracer_of((x,), "modf")
+        x = _as_float(t, x)
+        whole = t.op("trunc", x)
+        frac = t.op(
+            "where",
+            t.op("isinf", x),
+            t.op("copysign", 0.0, x),
+            t.op("copysign", t.op("subtract", x, whole), x),
+        )
+        return self._two("modf", (frac, whole), out, kw)
+
+    def frexp(self, x: Any, *out: Any, **kw: Any) -> tuple[Symbol, Symbol]:
+        t = _tracer_of((x,), "frexp")
+        x = _as_float(t, x)
+        return self._two(
+            "frexp",
+            (t.op("_frexp_mantissa", x), t.op("_frexp_exponent", x).astype(np.int32)),
+            out,
+            kw,
+        )
+
+    @staticmethod
+    def _two(name: str, results: tuple[Symbol, Symbol], out: Any, kw: Any) -> Any:
+        out = kw.pop("out", out or None)
+        if kw:
+            raise _unsupported(f"`{name}(..., {next(iter(kw))}=)`")
+        if not out or all(o is None for o in out):
+            return results
+        if len(out) != 2:
+            raise FusionTypeError(f"fuse: `{name}` has 2 outputs, out= gives {len(out)}")
+        t = results[0]._tracer
+        return tuple(r if o is None else t.update(o, r) for r, o in zip(results, out, strict=True))
+
+    def deg2rad(self, x: Any, out: Any = None) -> Symbol:
+        t = _tracer_of((x,), "deg2rad")
+        return self._op("multiply", _as_float(t, x), np.pi / 180.0, out=out)
+
+    def rad2deg(self, x: Any, out: Any = None) -> Symbol:
+        t = _tracer_of((x,), "rad2deg")
+        return self._op("multiply", _as_float(t, x), 180.0 / np.pi, out=out)
+
+    radians = deg2rad
+    degrees = rad2deg
+
+    def angle(self, z: Any, deg: bool = False) -> Symbol:
+        t = _tracer_of((z,), "angle")
+        a = t.op("arctan2", t.op("imag", z), t.op("real", z))
+        return t.op("multiply", a, 180.0 / np.pi) if deg else a
+
+    def ldexp(self, x: Any, n: Any, out: Any = None) -> Symbol:
+        t = _tracer_of((x, n), "ldexp")
+        xf = _as_float(t, x)
+        if isinstance(n, Symbol):
+            if n.dtype.kind not in "biu":
+                raise FusionTypeError(f"fuse: `ldexp` takes integer exponents, not {n.dtype}")
+            scale = t.op("exp2", n.astype(np.float64))
+        else:
+            scale = float(np.exp2(float(n)))
+        result = t.op("multiply", xf, scale)  # exact: a power of two (in float64)
+        if result.dtype != xf.dtype:
+            result = result.astype(xf.dtype)
+        return result if out is None else t.update(out, result)
+
+    def sinc(self, x: Any) -> Symbol:
+        t = _tracer_of((x,), "sinc")
+        x = _as_float(t, x)
+        y = t.op("multiply", np.pi, t.op("where", t.op("equal", x, 0), 1.0e-20, x))
+        return t.op("true_divide", t.op("sin", y), y)
+
+    def float_power(self, x: Any, y: Any, out: Any = None) -> Symbol:
+        _tracer_of((x, y), "float_power")
+        kinds = {
+            a.dtype.kind if isinstance(a, Symbol) else np.asarray(a).dtype.kind for a in (x, y)
+        }
+        d = np.complex128 if "c" in kinds else np.float64
+        xs = [a.astype(d) if isinstance(a, Symbol) else a for a in (x, y)]
+        return self._op("power", *xs, out=out)
+
+    def heaviside(self, x: Any, h0: Any, out: Any = None) -> Symbol:
+        t = _tracer_of((x, h0), "heaviside")
+        x = _as_float(t, x)
+        step = t.op("where", t.op("less", x, 0), 0.0, t.op("where", t.op("greater", x, 0), 1.0, h0))
+        result = t.op("where", t.op("isnan", x), x, step)
+        return result if out is None else t.update(out, result)
+
+    def logaddexp(self, x: Any, y: Any, out: Any = None) -> Symbol:
+        return self._logaddexp("logaddexp", x, y, out, np.log(2.0), 1.0)
+
+    def logaddexp2(self, x: Any, y: Any, out: Any = None) -> Symbol:
+        return self._logaddexp("logaddexp2", x, y, out, 1.0, np.log(2.0))
+
+    @staticmethod
+    def _logaddexp(name: str, x: Any, y: Any, out: Any, same: float, scale: float) -> Symbol:
+        # NumPy's definition: equal arguments (also infinities) give x + log(2); otherwise the
+        # larger plus log1p(exp(-|x - y|)) (in base 2 for logaddexp2); NaN stays NaN
+        t = _tracer_of((x, y), name)
+        x, y = _as_float(t, x), _as_float(t, y)
+        d = t.op("subtract", x, y)
+
+        def tail(v: Symbol) -> Symbol:  # log_b(1 + b**v) for v <= 0
+            if scale == 1.0:
+                return t.op("log1p", t.op("exp", v))
+            return t.op(
+                "multiply", t.op("log1p", t.op("exp", t.op("multiply", v, scale))), 1.0 / scale
+            )
+
+        pos = t.op("add", x, tail(t.op("negative", d)))
+        neg = t.op("add", y, tail(d))
+        result = t.op(
+            "where",
+            t.op("equal", x, y),
+            t.op("add", x, same),
+            t.op(
+                "where", t.op("greater", d, 0), pos, t.op("where", t.op("less_equal", d, 0), neg, d)
+            ),
+        )
+        return result if out is None else t.update(out, result)
+
+    def nansum(self, x: Any, *args: Any, **kw: Any) -> Symbol:
+        return self._nan_reduce("sum", 0, x, args, kw)
+
+    def nanprod(self, x: Any, *args: Any, **kw: Any) -> Symbol:
+        return self._nan_reduce("prod", 1, x, args, kw)
+
+    @staticmethod
+    def _nan_reduce(kind: str, identity: int, x: Any, args: Any, kw: Any) -> Symbol:
+        t = _tracer_of((x,), f"nan{kind}")
+        if x.dtype.kind in "fc":
+            x = t.op("where", t.op("isnan", x), identity, x)
+        return getattr(x, kind)(*args, **kw)
+
+
+def _as_float(t: _Tracer, x: Any) -> Any:
+    """``x`` converted to the float dtype NumPy's float loops would use for it (int8 to
+    float16, int16 to float32, wider integers to float64; floats and complex unchanged)."""
+    if not isinstance(x, Symbol) or x.dtype.kind in "fc":
+        return x
+    return x.astype(np.result_type(x.dtype, np.float16))
+
+
+class _TracedUfunc:
+    """A ufunc of the op table inside a traced function: calling it traces the op; its
+    methods (``np.add.at``, ``.reduce``, ``.outer``, ...) are refused with the user's line."""
+
+    def __init__(self, name: str, call: Any) -> None:
+        self.__name__ = name
+        self._call = call
+        self.nin = _ARITY[name]
+        self.nout = 1
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(self.__name__, *args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        raise _unsupported(f"`xp.{self.__name__}.{attr}`", _UnsupportedAttribute)
+
+
+def _guarded(real: Any, what: str) -> Any:
+    @functools.wraps(real)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if _has_symbol(args) or _has_symbol(kwargs.values()):
+            raise _unsupported(f"`{what}`")
+        return real(*args, **kwargs)
+
+    return guarded
+
+
+def _has_symbol(values: Any) -> bool:
+    for v in values:
+        if isinstance(v, Symbol):
+            return True
+        if isinstance(v, (tuple, list)) and _has_symbol(v):
+            return True
+    return False
+
+
+class _guarded_module:  # noqa: N801
+    """A submodule (``xp.linalg``, ``xp.fft``, ...) whose functions refuse traced values."""
+
+    def __init__(self, real: Any, what: str) -> None:
+        self._real = real
+        self._what = what
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._real, name)
+        if isinstance(real, types.ModuleType):
+            return _guarded_module(real, f"{self._what}.{name}")
+        if callable(real) and not isinstance(real, type):
+            return _guarded(real, f"{self._what}.{name}")
+        return real
+
+
+def _namespace_function(name: str, what: str | None = None) -> Any:
+    """The traced version of the NumPy (or CuPy) function or ufunc ``name`` (one that refuses
+    traced values, naming ``what``, when there is none)."""
+    try:
+        return getattr(_NAMESPACE, name)
+    except AttributeError:
+        return _guarded(lambda *a, **k: None, what or f"xp.{name}")
 
 
 _NAMESPACE = _Namespace(np)
@@ -469,13 +903,35 @@ def _rebound(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class _Trace:
-    """A traced signature: the graph, the output structure, the constants."""
+    """A traced signature: the graph, the output structure, the constants, and what the call
+    must do around the plan: the array arguments updated in place (``updates``: the argument
+    index of each graph output after the ``n_returned`` returned ones), whether the function
+    returns nothing, and the float16 outputs (computed in float32, rounded to float16 after
+    every operation, converted back at the end)."""
 
-    def __init__(self, graph: Any, tuple_out: bool, constants: list[Any]) -> None:
+    def __init__(
+        self,
+        graph: Any,
+        tuple_out: bool,
+        constants: list[Any],
+        n_returned: int = 0,
+        updates: tuple[int, ...] = (),
+        returns_none: bool = False,
+        half_outputs: tuple[int, ...] = (),
+    ) -> None:
         self.graph = graph
         self.tuple_out = tuple_out
         self.constants = constants
+        self.n_returned = n_returned
+        self.updates = updates
+        self.returns_none = returns_none
+        self.half_outputs = half_outputs
         self.plans: dict[tuple[tuple[int, ...], ...], Any] = {}
+
+    @property
+    def needs_python(self) -> bool:
+        """Whether a call needs the Python path (the Rust entry runs plain calls only)."""
+        return bool(self.updates or self.returns_none or self.half_outputs or self.graph is None)
 
 
 def _backend_of(arrays: list[Any]) -> str:
@@ -519,6 +975,13 @@ class FusedFunction(_core.FusedDispatcher):
     def __repr__(self) -> str:
         return f"<fused function '{self.kernel_name}'>"
 
+    def clear_cache(self) -> None:
+        """Forgets every traced signature and plan of this function (the next call traces
+        again; compiled kernels stay in the disk cache)."""
+        with self._lock:
+            self._traces.clear()
+            self._forget()
+
     # ---- tracing -------------------------------------------------------------------------
     @staticmethod
     def _classify(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Any], list[Any]]:
@@ -535,6 +998,8 @@ class FusedFunction(_core.FusedDispatcher):
             elif isinstance(a, (bool, int, float, complex)):
                 key.append(("p", _python_scalar_kind(a)))
                 scalars.append(a)
+            elif a is None:
+                key.append(("none",))
             else:
                 raise FusionTypeError(
                     f"fuse: argument {i}: expected an array or a Python/NumPy scalar, got "
@@ -544,35 +1009,62 @@ class FusedFunction(_core.FusedDispatcher):
 
     def _trace(self, key: tuple[Any, ...]) -> _Trace:
         tracer = _Tracer(self.kernel_name)
-        symbols = []
+        symbols: list[Any] = []
+        array_index = 0
         for k in key:
             if k[0] == "a":
-                symbols.append(tracer.sym(tracer.call("input", np.dtype(k[1]).name, k[2])))
+                sym = tracer.sym(tracer.call("input", np.dtype(k[1]).name, k[2]))
+                tracer.arguments.append((sym, sym._id, array_index))
+                array_index += 1
             elif k[0] == "n":
-                symbols.append(tracer.sym(tracer.call("scalar", np.dtype(k[1]).name, False)))
+                sym = tracer.sym(tracer.call("scalar", np.dtype(k[1]).name, False))
+                sym._array = False
+            elif k[0] == "none":
+                sym = None
             else:
                 dtype = _PYTHON_SCALAR_DTYPES[k[1]]
-                symbols.append(tracer.sym(tracer.call("scalar", dtype, True)))
+                sym = tracer.sym(tracer.call("scalar", dtype, True))
+                sym._array = False
+            symbols.append(sym)
         previous = getattr(_local, "tracer", None)
         _local.tracer = tracer
         try:
             result = _rebound(self._function)(*symbols)
         finally:
             _local.tracer = previous
+        returns_none = result is None
         tuple_out = isinstance(result, (tuple, list))
-        outs = list(result) if tuple_out else [result]
-        if not outs:
-            raise FusionTypeError(f"fuse: fused function '{self.kernel_name}' returns nothing")
+        outs = [] if returns_none else list(result) if tuple_out else [result]
         for i, o in enumerate(outs):
             if not isinstance(o, Symbol) or o._tracer is not tracer:
                 raise FusionTypeError(
                     f"fuse: fused function '{self.kernel_name}' must return traced arrays; "
                     f"output {i} is {type(o).__name__}"
                 )
-            tracer.call("output", o._id)
-        graph = tracer.builder.finish()
+        updates = []
+        values = [o._id for o in outs]
+        for sym, start, index in tracer.arguments:
+            if sym._id != start:
+                updates.append(index)
+                values.append(sym._id)
         self.trace_count += 1
-        return _Trace(graph, tuple_out, tracer.constants)
+        if not values:  # nothing returned, nothing updated: the call does nothing
+            return _Trace(None, False, tracer.constants, returns_none=True)
+        half = []
+        for i, v in enumerate(values):
+            if tracer.builder.info(v)[0] == "float16":
+                half.append(i)
+            tracer.call("output", v)
+        graph = tracer.builder.finish()
+        return _Trace(
+            graph,
+            tuple_out,
+            tracer.constants,
+            len(outs),
+            tuple(updates),
+            returns_none,
+            tuple(half),
+        )
 
     def _prepare(self, args: tuple[Any, ...]) -> tuple[_Trace, Any, list[Any], list[Any]]:
         key, arrays, scalars = self._classify(args)
@@ -583,7 +1075,7 @@ class FusedFunction(_core.FusedDispatcher):
                 self._traces[key] = trace
             shapes = tuple(tuple(int(d) for d in a.shape) for a in arrays)
             plan = trace.plans.get(shapes)
-            if plan is None:
+            if plan is None and trace.graph is not None:
                 try:
                     plan = trace.graph.plan([list(s) for s in shapes], name=self.kernel_name)
                 except FusionError as exc:
@@ -610,6 +1102,8 @@ class FusedFunction(_core.FusedDispatcher):
         (the call then takes :meth:`_call_slow`)."""
         trace, plan, arrays, _ = self._prepare(args)
         _backend_of(arrays)  # mixed NumPy and CuPy arrays raise here
+        if trace.needs_python or any(a is None for a in args):
+            return False
         return bool(self._remember(args, plan, trace.constants, trace.tuple_out))
 
     def _call_slow(self, *args: Any, out: Any = None) -> Any:
@@ -622,14 +1116,38 @@ class FusedFunction(_core.FusedDispatcher):
             return _rebound(self._function)(*args)  # inlined into the caller's trace
         trace, plan, arrays, scalars = self._prepare(args)
         backend = _backend_of(arrays)
+        if plan is None:  # a function that neither returns nor updates anything
+            if out is not None:
+                raise FusionTypeError(f"fuse: '{self.kernel_name}' returns nothing; out= given")
+            return None
+        targets = self._out_targets(out, trace.n_returned)
+        specs = plan.outputs
+        for j, index in enumerate(trace.updates):  # NumPy checks every shape before writing
+            a = arrays[index]
+            shape = tuple(specs[trace.n_returned + j][0])
+            if tuple(a.shape) != shape:
+                raise FusionValueError(
+                    f"fuse: '{self.kernel_name}': non-broadcastable output operand with shape "
+                    f"{tuple(a.shape)} doesn't match the broadcast shape {shape}"
+                )
+            targets.append(a)
+        run_arrays = [a.astype(np.float32) if a.dtype == np.float16 else a for a in arrays]
         if _profile.active:
             path = "host" if backend == "numpy" else "cuda"
             outs = _profile.timed_call(
-                self.kernel_name, path, self._run, (plan, backend, arrays, scalars, out), {}
+                self.kernel_name,
+                path,
+                self._run,
+                (plan, backend, run_arrays, scalars, targets, trace.half_outputs),
+                {},
             )
         else:
-            outs = self._run(plan, backend, arrays, scalars, out)
-        self._remember(args, plan, trace.constants, trace.tuple_out)
+            outs = self._run(plan, backend, run_arrays, scalars, targets, trace.half_outputs)
+        if not trace.needs_python:
+            self._remember(args, plan, trace.constants, trace.tuple_out)
+        if trace.returns_none:
+            return None
+        outs = outs[: trace.n_returned]
         if trace.tuple_out:
             return tuple(outs)
         return outs[0]
@@ -640,10 +1158,10 @@ class FusedFunction(_core.FusedDispatcher):
         backend: str,
         arrays: list[Any],
         scalars: list[Any],
-        out: Any,
+        targets: list[Any],
+        half_outputs: tuple[int, ...] = (),
     ) -> list[Any]:
         specs = plan.outputs
-        targets = self._out_targets(out, len(specs))
         if backend == "numpy":
             xp = np
         else:
@@ -657,7 +1175,8 @@ class FusedFunction(_core.FusedDispatcher):
         for i, (shape, dtype) in enumerate(specs):
             t = targets[i]
             usable = (
-                t is not None
+                i not in half_outputs
+                and t is not None
                 and type(t) is type(inputs[0] if inputs else np.empty(0))
                 and tuple(t.shape) == tuple(shape)
                 and t.dtype == np.dtype(dtype)
@@ -679,11 +1198,11 @@ class FusedFunction(_core.FusedDispatcher):
         final = []
         for i, r in enumerate(results):
             t = targets[i]
+            if i in half_outputs:
+                r = r.astype(np.float16)  # exact: the value is rounded to float16 already
             if t is not None:
                 if not direct[i]:
                     if tuple(t.shape) != tuple(r.shape):
-                        from ..exceptions import FusionValueError
-
                         raise FusionValueError(
                             f"fuse: '{self.kernel_name}': out[{i}] has shape {tuple(t.shape)}, "
                             f"the result has shape {tuple(r.shape)}"
@@ -700,6 +1219,11 @@ class FusedFunction(_core.FusedDispatcher):
         if out is None:
             return [None] * n
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        for o in outs:
+            if o is not None and not (isinstance(o, np.ndarray) or _is_device_array(o)):
+                raise FusionTypeError(
+                    f"fuse: '{self.kernel_name}': out= must be arrays, got {type(o).__name__}"
+                )
         if len(outs) != n:
             raise FusionTypeError(
                 f"fuse: '{self.kernel_name}' has {n} output(s), out= gives {len(outs)}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -551,7 +552,7 @@ def metal_kernel_from_file(path: str | os.PathLike[str], name: str) -> MetalKern
     ``float64`` (error/cast). The rest is the kernel body; a line ``//! body`` splits it into
     a header (before) and the body (after).
     """
-    text = open(path, encoding="utf-8").read()  # noqa: SIM115 (read in one go)
+    text = Path(path).read_text(encoding="utf-8")
     settings: dict[str, str] = {}
     lines = text.splitlines(keepends=True)
     i = 0

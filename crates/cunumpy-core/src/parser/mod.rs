@@ -101,6 +101,10 @@ pub fn parse_signature(
     let (substitutions, expression) = bind_template_args(name, &template, template_args)?;
 
     let structs: Vec<String> = structs.iter().map(|s| normalise_struct_name(s)).collect();
+    let mut aliases = type_aliases(&src.tokens);
+    for s in &structs {
+        aliases.remove(s); // `typedef struct {...} P;` listed in structs stays the struct P
+    }
     let mut params: Vec<Param> = Vec::new();
     let parts = split_top_level(inner);
     let no_params =
@@ -113,7 +117,17 @@ pub fn parse_signature(
                 written: join(part),
                 structs: &structs,
             };
-            let substituted = substitute(part, &substitutions);
+            let mut substituted = substitute(part, &substitutions);
+            // typedefs and aliases of the same source, chains included (bounded: a cycle stops)
+            for _ in 0..8 {
+                let next = substitute(&substituted, &aliases);
+                if next.len() == substituted.len()
+                    && next.iter().zip(&substituted).all(|(a, b)| a.text == b.text)
+                {
+                    break;
+                }
+                substituted = next;
+            }
             params.push(params::parse_param(&ctx, &substituted)?);
         }
     }
@@ -293,6 +307,59 @@ fn check_template_arg(kernel: &str, index: usize, arg: &str) -> Result<Vec<Token
 }
 
 /// Replaces every identifier that names a template parameter by its argument's tokens.
+/// The type aliases of a source: `typedef T name;` and `using name = T;` (at any depth, the last
+/// one of a name wins). Aliases of struct bodies, function pointers and arrays are left out
+/// (their names stay what they are: a listed struct, or an unknown type).
+fn type_aliases(tokens: &[Token]) -> HashMap<String, Vec<Token>> {
+    let mut out = HashMap::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let (start, using) = match tokens.get(i) {
+            Some(t) if t.is_ident("typedef") => (i + 1, false),
+            Some(t) if t.is_ident("using") => (i + 1, true),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let Some(end) =
+            (start..tokens.len()).find(|&j| tokens.get(j).is_some_and(|t| t.is_punct(";")))
+        else {
+            break;
+        };
+        let body = tokens.get(start..end).unwrap_or_default();
+        i = end + 1;
+        if body
+            .iter()
+            .any(|t| t.is_punct("{") || t.is_punct("}") || t.is_punct("(") || t.is_punct("["))
+        {
+            continue;
+        }
+        let (name, ty) = if using {
+            match body {
+                [n, eq, ty @ ..]
+                    if n.kind == TokKind::Ident && eq.is_punct("=") && !ty.is_empty() =>
+                {
+                    (n.text.clone(), ty.to_vec())
+                }
+                _ => continue,
+            }
+        } else {
+            match body.split_last() {
+                Some((n, ty)) if n.kind == TokKind::Ident && !ty.is_empty() => {
+                    (n.text.clone(), ty.to_vec())
+                }
+                _ => continue,
+            }
+        };
+        if ty.iter().any(|t| t.text == name) {
+            continue; // `typedef struct P P;`
+        }
+        out.insert(name, ty);
+    }
+    out
+}
+
 fn substitute(tokens: &[Token], subs: &HashMap<String, Vec<Token>>) -> Vec<Token> {
     let mut out = Vec::with_capacity(tokens.len());
     for (i, t) in tokens.iter().enumerate() {

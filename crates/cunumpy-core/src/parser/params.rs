@@ -93,6 +93,13 @@ fn as_view(base: &[Token]) -> Option<(u8, bool, &[Token])> {
     Some((ndim, contiguous, inner))
 }
 
+/// The default value's text (`= …` at the top level), if any.
+fn default_text(tokens: &[Token]) -> Option<String> {
+    let before = strip_default(tokens).len();
+    let rest = tokens.get(before + 1..)?;
+    (before < tokens.len() && !rest.is_empty()).then(|| join(rest))
+}
+
 /// The tokens before a default value (`= …` at the top level).
 fn strip_default(tokens: &[Token]) -> &[Token] {
     let mut depth = 0usize;
@@ -137,12 +144,13 @@ fn is_qualifier(t: &Token) -> bool {
     t.kind == TokKind::Ident && QUALIFIERS.contains(&t.text.as_str())
 }
 
-/// Parses one parameter. Default values (`= …`) are accepted and ignored: a checked launch
-/// always passes every argument.
+/// Parses one parameter. A default value (`= …`) is kept as text: a launch that leaves the
+/// argument out applies it (`crate::args::ArgPlan::pack_default`).
 pub(crate) fn parse_param(ctx: &Ctx<'_>, tokens: &[Token]) -> Result<Param, SignatureError> {
     let kernel = ctx.kernel.to_string();
     let index = ctx.index;
     let param = ctx.written.clone();
+    let default = default_text(tokens);
     let tokens = strip_default(tokens);
     if tokens.is_empty() {
         return Err(ctx.unsupported("the parameter is empty"));
@@ -287,7 +295,12 @@ pub(crate) fn parse_param(ctx: &Ctx<'_>, tokens: &[Token]) -> Result<Param, Sign
     decl.push(' ');
     decl.push_str(&name);
     decl.push_str(&join(array_suffix));
-    Ok(Param { name, decl, kind })
+    Ok(Param {
+        name,
+        decl,
+        kind,
+        default,
+    })
 }
 
 /// What the type `base` with `depth` levels of pointer is.

@@ -821,3 +821,49 @@ fn never_panics_on_odd_fragments() {
         }
     }
 }
+
+#[test]
+fn typedefs_and_aliases_of_the_same_source_are_resolved() {
+    let src = r#"
+    typedef unsigned int uint;
+    typedef uint count_t;            // a chain
+    using real = double;
+    typedef struct { float x, y; } P; // a struct body: left alone
+    using namespace std;
+    extern "C" __global__ void k(uint* a, const count_t n, real* r, real s, P p) {}
+    "#;
+    let s = sig_with(src, "k", &["P"], None);
+    assert_eq!(
+        kinds(&s),
+        vec![
+            ParamKind::Pointer {
+                dtype: Some(DType::UInt32),
+                is_const: false
+            },
+            ParamKind::Scalar(DType::UInt32),
+            ParamKind::Pointer {
+                dtype: Some(DType::Float64),
+                is_const: false
+            },
+            ParamKind::Scalar(DType::Float64),
+            ParamKind::Struct {
+                name: "P".to_string()
+            },
+        ]
+    );
+    // a typedef of itself or a cycle does not hang
+    let cyc = "typedef A B; typedef B A; __global__ void c(A x) {}";
+    assert!(
+        matches!(err(cyc, "c"), SignatureError::UnknownType { .. }),
+        "{}",
+        err(cyc, "c")
+    );
+}
+
+#[test]
+fn grid_constant_is_a_qualifier() {
+    let src = "struct Q { int n; };\n__global__ void g(const __grid_constant__ Q q, __grid_constant__ const int n, float* x) {}";
+    let s = sig_with(src, "g", &["Q"], None);
+    assert_eq!(kinds(&s)[1], ParamKind::Scalar(DType::Int32));
+    assert_eq!(s.params.len(), 3);
+}

@@ -6,7 +6,7 @@
 //! a fixed order by a second launch, no atomics.
 
 use crate::codegen::dialect::{
-    acc_ctype, c_type as ctype, combine, init_value, is_complex, op_expression,
+    acc_ctype, acc_dtype, c_type as ctype, combine, init_value, is_complex, op_expression,
 };
 use crate::ir::graph::ReduceKind;
 use crate::plan::{contiguous_istrides, Geometry};
@@ -15,6 +15,7 @@ use crate::plan::{
     Strategy,
 };
 use cunumpy_core::dtype::DType;
+use cunumpy_core::signature::ParamKind;
 use std::fmt::Write as _;
 
 /// Whether a program calls a math-library function (a long computation per element).
@@ -29,10 +30,36 @@ struct Params {
     list: Vec<Param>,
 }
 
+/// A pointer parameter to elements of `dtype`.
+fn pointer(dtype: DType, is_const: bool) -> ParamKind {
+    ParamKind::Pointer {
+        dtype: Some(dtype),
+        is_const,
+    }
+}
+
+/// The C type of a launch parameter as the generated kernel declares it (`const double*`,
+/// `int`, `cn_c64`, ...).
+pub fn param_c_type(p: &Param) -> String {
+    match &p.kind {
+        ParamKind::Scalar(d) => ctype(*d).to_string(),
+        ParamKind::Pointer {
+            dtype: Some(d),
+            is_const,
+        } => format!("{}{}*", if *is_const { "const " } else { "" }, ctype(*d)),
+        ParamKind::Pointer {
+            dtype: None,
+            is_const,
+        } => format!("{}void*", if *is_const { "const " } else { "" }),
+        // the planner makes only scalars and pointers
+        ParamKind::View { .. } | ParamKind::Struct { .. } => String::new(),
+    }
+}
+
 impl Params {
     /// Adds an integer parameter known at plan time; a name already taken by another value
     /// (two views of one array with different strides) gets a suffix. Returns the name used.
-    fn add_int(&mut self, name: &str, ctype: &str, v: i64) -> String {
+    fn add_int(&mut self, name: &str, dtype: DType, v: i64) -> String {
         let mut k = 1;
         loop {
             let n = if k == 1 {
@@ -44,7 +71,7 @@ impl Params {
                 None => {
                     self.list.push(Param {
                         name: n.clone(),
-                        ctype: ctype.to_string(),
+                        kind: ParamKind::Scalar(dtype),
                         value: ParamValue::Int(v),
                     });
                     return n;
@@ -55,11 +82,11 @@ impl Params {
         }
     }
 
-    fn add(&mut self, name: &str, ctype: String, value: ParamValue) {
+    fn add(&mut self, name: &str, kind: ParamKind, value: ParamValue) {
         if !self.list.iter().any(|p| p.name == name) {
             self.list.push(Param {
                 name: name.to_string(),
-                ctype,
+                kind,
                 value,
             });
         }
@@ -67,8 +94,11 @@ impl Params {
     /// Puts the parameters in their launch order: arrays read, arrays written (and
     /// workspace), scalar parameters, then sizes and strides.
     fn sort(&mut self) {
-        self.list
-            .sort_by_key(|p| match (&p.value, p.ctype.starts_with("const ")) {
+        self.list.sort_by_key(|p| {
+            match (
+                &p.value,
+                matches!(p.kind, ParamKind::Pointer { is_const: true, .. }),
+            ) {
                 (
                     ParamValue::Input(_) | ParamValue::Output(_) | ParamValue::Workspace { .. },
                     true,
@@ -79,7 +109,8 @@ impl Params {
                 ) => 1,
                 (ParamValue::Scalar(_), _) => 2,
                 (ParamValue::Int(_), _) => 3,
-            });
+            }
+        });
     }
 
     fn signature(&mut self) -> String {
@@ -87,10 +118,10 @@ impl Params {
         self.list
             .iter()
             .map(|p| {
-                if p.ctype.ends_with('*') {
-                    format!("    {} __restrict__ {}", p.ctype, p.name)
+                if matches!(p.kind, ParamKind::Pointer { .. }) {
+                    format!("    {} __restrict__ {}", param_c_type(p), p.name)
                 } else {
-                    format!("    const {} {}", p.ctype, p.name)
+                    format!("    const {} {}", param_c_type(p), p.name)
                 }
             })
             .collect::<Vec<_>>()
@@ -107,8 +138,22 @@ struct Gen<'p> {
 }
 
 impl Gen<'_> {
+    /// The dtype of the index type (`int` or `long long`).
+    fn idx_dtype(&self) -> DType {
+        if self.idx == "int" {
+            DType::Int32
+        } else {
+            DType::Int64
+        }
+    }
+
     fn index_param(&self, ps: &mut Params, name: &str, v: usize) {
-        ps.add(name, self.idx.to_string(), ParamValue::Int(v as i64));
+        let d = if self.idx == "int" {
+            DType::Int32
+        } else {
+            DType::Int64
+        };
+        ps.add(name, ParamKind::Scalar(d), ParamValue::Int(v as i64));
     }
 
     /// The index expression of a leaf at a point whose linear index is `lin` and whose
@@ -134,14 +179,15 @@ impl Gen<'_> {
         } else {
             Some(self.offset(ps, &l.strides, &all, prefix, stride_param))
         };
-        let off = (l.offset != 0).then(|| ps.add_int(&format!("o{p}"), self.idx, l.offset as i64));
+        let off = (l.offset != 0)
+            .then(|| ps.add_int(&format!("o{p}"), self.idx_dtype(), l.offset as i64));
         let mut terms: Vec<String> = off.into_iter().chain(base).collect();
         for &(r, st) in &l.dynamic {
             let idx = self.idx;
             if st == 1 {
                 terms.push(format!("({idx}){prefix_reg}{r}"));
             } else {
-                let sp = ps.add_int(&format!("g{p}"), idx, st as i64);
+                let sp = ps.add_int(&format!("g{p}"), self.idx_dtype(), st as i64);
                 terms.push(format!("({idx}){prefix_reg}{r} * {sp}"));
             }
         }
@@ -165,7 +211,7 @@ impl Gen<'_> {
             ),
             LeafSrc::Scalar(_) | LeafSrc::Reduced(_) => return None,
         };
-        ps.add(&name, format!("const {}*", ctype(dtype)), value);
+        ps.add(&name, pointer(dtype, true), value);
         Some(name)
     }
 
@@ -181,7 +227,7 @@ impl Gen<'_> {
             Operand::Input(i) => (format!("in{i}"), ParamValue::Input(i)),
             Operand::Scalar(i) => (format!("s{i}"), ParamValue::Scalar(i)),
         };
-        ps.add(&name, format!("{}*", ctype(dtype)), value);
+        ps.add(&name, pointer(dtype, false), value);
         name
     }
 
@@ -241,7 +287,7 @@ impl Gen<'_> {
             if Some(j) == last_nonzero && s == 1 {
                 terms.push(format!("{prefix}{j}"));
             } else {
-                let p = ps.add_int(&format!("{stride_param}_{j}"), self.idx, s as i64);
+                let p = ps.add_int(&format!("{stride_param}_{j}"), self.idx_dtype(), s as i64);
                 terms.push(format!("{prefix}{j} * {p}"));
             }
         }
@@ -282,7 +328,7 @@ impl Gen<'_> {
                 RegKind::Leaf(l) => match l.src {
                     LeafSrc::Scalar(s) => {
                         let name = format!("s{s}");
-                        ps.add(&name, ctype(reg.dtype).to_string(), ParamValue::Scalar(s));
+                        ps.add(&name, ParamKind::Scalar(reg.dtype), ParamValue::Scalar(s));
                         name
                     }
                     LeafSrc::Reduced(j) => format!("red{j}"),
@@ -299,7 +345,7 @@ impl Gen<'_> {
                         prog.regs[*arg].dtype.kind() == cunumpy_core::dtype::DTypeKind::Unsigned;
                     let kernel = &self.plan.kernels[self.ki].name;
                     let r = format!("{rprefix}{i}");
-                    let n = ps.add_int(&format!("len{axis}"), "long long", *len as i64);
+                    let n = ps.add_int(&format!("len{axis}"), DType::Int64, *len as i64);
                     let say = |value: &str, fmt: &str| {
                         format!(
                             "{{ printf(\"fuse: {kernel}: index %{fmt} is out of bounds for axis \
@@ -471,7 +517,7 @@ impl Gen<'_> {
             let mut kept = self.offset(ps, &l.strides, &kd, "c", &stp);
             let red = self.offset(ps, &l.strides, &rd, "c", &stp);
             if l.offset != 0 {
-                let o = ps.add_int(&format!("o{p}"), self.idx, l.offset as i64);
+                let o = ps.add_int(&format!("o{p}"), self.idx_dtype(), l.offset as i64);
                 kept = if kept == "0" {
                     o
                 } else {
@@ -480,7 +526,7 @@ impl Gen<'_> {
             }
             let mut red = red;
             for &(r, st) in &l.dynamic {
-                let sp = ps.add_int(&format!("g{p}"), self.idx, st as i64);
+                let sp = ps.add_int(&format!("g{p}"), self.idx_dtype(), st as i64);
                 let t = format!("({})r{r} * {sp}", self.idx);
                 red = if red == "0" {
                     t
@@ -711,7 +757,7 @@ impl Gen<'_> {
                         .unwrap_or(0);
                     ps.add(
                         &pname,
-                        format!("{}*", acc_ctype(r.acc)),
+                        pointer(acc_dtype(r.acc), false),
                         ParamValue::Workspace { offset: off },
                     );
                     part_names.push((pname, off));
@@ -760,7 +806,7 @@ impl Gen<'_> {
                     let (pn, off) = &part_names[j];
                     ps.add(
                         pn,
-                        format!("const {}*", acc_ctype(r.acc)),
+                        pointer(acc_dtype(r.acc), true),
                         ParamValue::Workspace { offset: *off },
                     );
                 }

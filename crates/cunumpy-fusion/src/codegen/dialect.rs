@@ -41,7 +41,11 @@ CN_D T cn_shl(T a, T b) { return (b >= 0 && (unsigned long long)b < 8 * sizeof(T
 CN_D T cn_shr(T a, T b) { return (b >= 0 && (unsigned long long)b < 8 * sizeof(T)) ? (T)(a >> b) : (T)(a < 0 ? -1 : 0); } \
 CN_D bool cn_isnan(T) { return false; }                                              \
 CN_D bool cn_isinf(T) { return false; }                                              \
-CN_D bool cn_isfinite(T) { return true; }
+CN_D bool cn_isfinite(T) { return true; }                                            \
+CN_D T cn_fmax(T a, T b) { return a > b ? a : b; }                                   \
+CN_D T cn_fmin(T a, T b) { return a < b ? a : b; }                                   \
+CN_D T cn_fmod(T a, T b) { return (b == 0 || ((T)-1 < 0 && b == (T)-1)) ? (T)0 : (T)(a % b); } \
+CN_D bool cn_signbit(T a) { return a < (T)0; }
 CN_INT_HELPERS(signed char)
 CN_INT_HELPERS(unsigned char)
 CN_INT_HELPERS(short)
@@ -69,7 +73,20 @@ CN_D T cn_min(T a, T b) { return (a != a || a < b) ? a : b; }                   
 CN_D T cn_max(T a, T b) { return (a != a || a > b) ? a : b; }                        \
 CN_D bool cn_isnan(T a) { return a != a; }                                           \
 CN_D bool cn_isinf(T a) { return isinf(a); }                                         \
-CN_D bool cn_isfinite(T a) { return isfinite(a); }
+CN_D bool cn_isfinite(T a) { return isfinite(a); }                                   \
+CN_D T cn_fmax(T a, T b) { return fmax##F(a, b); }                                   \
+CN_D T cn_fmin(T a, T b) { return fmin##F(a, b); }                                   \
+CN_D T cn_fmod(T a, T b) { return fmod##F(a, b); }                                   \
+CN_D bool cn_signbit(T a) { return signbit(a); }                                     \
+CN_D T cn_frexp_m(T a) { if (a != a || isinf(a) || a == 0) return a;                 \
+    int e; return frexp##F(a, &e); }                                                  \
+CN_D T cn_frexp_e(T a) { if (a != a || isinf(a) || a == 0) return 0;                 \
+    int e; frexp##F(a, &e); return (T)e; }                                            \
+CN_D T cn_round_half(T a) { if (a != a || isinf(a)) return a;                        \
+    T m = fabs##F(a); if (m >= (T)65520) return copysign##F((T)INFINITY, a);        \
+    int e = 0; if (m < (T)6.103515625e-05) e = -13; else frexp##F(m, &e);           \
+    T q = ldexp##F((T)1, e - 11);                                                     \
+    return copysign##F(rint##F(m / q) * q, a); }
 CN_FLOAT_HELPERS(float, f)
 CN_FLOAT_HELPERS(double, )
 
@@ -83,6 +100,9 @@ CN_D bool cn_invert(bool a) { return !a; }
 CN_D bool cn_isnan(bool) { return false; }
 CN_D bool cn_isinf(bool) { return false; }
 CN_D bool cn_isfinite(bool) { return true; }
+CN_D bool cn_fmax(bool a, bool b) { return a || b; }
+CN_D bool cn_fmin(bool a, bool b) { return a && b; }
+CN_D bool cn_signbit(bool) { return false; }
 "#;
 
 /// Helpers for complex64 (`cn_c64`) and complex128 (`cn_c128`), appended after [`PREAMBLE`]
@@ -217,13 +237,18 @@ pub(crate) fn c_type(d: DType) -> &'static str {
     }
 }
 
-/// The C type a reduction accumulates in (shuffles need 32-bit or wider types).
-pub(crate) fn acc_ctype(d: DType) -> &'static str {
+/// The dtype a reduction of `d` accumulates in (shuffles need 32-bit or wider types).
+pub(crate) fn acc_dtype(d: DType) -> DType {
     match d {
-        DType::Bool | DType::Int8 | DType::Int16 => "int",
-        DType::UInt8 | DType::UInt16 => "unsigned int",
-        _ => c_type(d),
+        DType::Bool | DType::Int8 | DType::Int16 => DType::Int32,
+        DType::UInt8 | DType::UInt16 => DType::UInt32,
+        _ => d,
     }
+}
+
+/// The C type a reduction accumulates in ([`acc_dtype`]'s).
+pub(crate) fn acc_ctype(d: DType) -> &'static str {
+    c_type(acc_dtype(d))
 }
 
 pub(crate) fn init_value(kind: ReduceKind, acc: DType) -> String {

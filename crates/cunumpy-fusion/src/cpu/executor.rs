@@ -9,7 +9,7 @@ use crate::error::{FusionError, Result};
 use crate::plan::{Body, Operand as PlanOperand, Plan};
 use crate::scalar::complex::Complex;
 use crate::scalar::elem::{with_elem, Column, Data, DataMut, Elem, Sv};
-use crate::scalar::ScalarValue;
+use crate::scalar::{to_sv, ScalarValue};
 use cunumpy_core::dtype::DType;
 use std::sync::OnceLock;
 
@@ -172,7 +172,7 @@ pub fn execute_cpu_cached(
         .zip(&plan.scalars)
         .enumerate()
         .map(|(i, (v, (d, _)))| {
-            v.to_sv(*d).ok_or_else(|| FusionError::Arguments {
+            to_sv(*v, *d).ok_or_else(|| FusionError::Arguments {
                 what: format!("execute_cpu: scalar {i}"),
                 expected: d.to_string(),
                 got: format!("{v:?}"),

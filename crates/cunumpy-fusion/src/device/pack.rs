@@ -1,14 +1,17 @@
-//! The values of a launch's kernel parameters, as the bytes `cuLaunchKernel` reads: device
-//! pointers of the inputs, outputs and workspace buffers, scalar parameters converted to their
-//! declared C types, and the sizes and strides the planner fixed. Pure data: the binding turns
-//! the result into a launch buffer.
+//! The arguments of a launch's kernel parameters, for core's `ArgPlan` (the packer of user
+//! kernels, which packs fused launches too): device pointers of the inputs, outputs and
+//! workspace buffers, scalar parameters converted to their declared dtypes, and the sizes and
+//! strides the planner fixed. [`launch_signature`] is the launch's parameter list as a
+//! kernel signature, [`launch_args`] one call's values; the runtime packs them.
 
-use crate::codegen::dialect::c_type;
+use crate::codegen::cuda::param_c_type;
 use crate::device::DevicePlan;
 use crate::error::{FusionError, Result};
 use crate::plan::{Launch, ParamValue};
-use crate::scalar::elem::Sv;
-use crate::scalar::ScalarValue;
+use crate::scalar::{from_sv, to_sv, ScalarValue};
+use cunumpy_core::args::{Arg, DeviceArray, Scalar, ScalarSource};
+use cunumpy_core::dtype::DType;
+use cunumpy_core::signature::{Param, ParamKind, Signature};
 
 /// Device addresses of one call's arrays.
 #[derive(Clone, Copy, Debug)]
@@ -29,15 +32,37 @@ fn bad(launch: &Launch, param: &str, expected: String, got: String) -> FusionErr
     }
 }
 
-/// The bytes of every parameter of `launch` (a launch of `plan`), in parameter order. Fails
-/// when a pointer or scalar is missing, a scalar cannot be converted to its C type, or a size
-/// does not fit its C type.
-pub fn launch_param_values(
+/// The parameter list of `launch` as the signature of a user kernel: what core's `ArgPlan` is
+/// built from (one plan per launch, made once per loaded plan).
+pub fn launch_signature(launch: &Launch) -> Signature {
+    Signature {
+        kernel: launch.name.clone(),
+        params: launch
+            .params
+            .iter()
+            .map(|p| Param {
+                name: p.name.clone(),
+                decl: format!("{} {}", param_c_type(p), p.name),
+                kind: p.kind.clone(),
+                default: None,
+            })
+            .collect(),
+        template_params: Vec::new(),
+        expression: launch.name.clone(),
+    }
+}
+
+/// The argument of every parameter of `launch` (a launch of `plan`) for one call on device
+/// `device`, in parameter order, for the `ArgPlan` of [`launch_signature`]. Fails when a
+/// pointer or scalar is missing or a scalar does not convert to its declared dtype (the
+/// packer then checks each value against its parameter, as for a user kernel).
+pub fn launch_args(
     plan: &DevicePlan,
     launch: &Launch,
     ptrs: &DevicePointers<'_>,
     scalars: &[ScalarValue],
-) -> Result<Vec<Vec<u8>>> {
+    device: i32,
+) -> Result<Vec<Arg<'static>>> {
     let mut out = Vec::with_capacity(launch.params.len());
     for p in &launch.params {
         let ptr = |list: &[u64], i: usize, what: &str| {
@@ -50,9 +75,23 @@ pub fn launch_param_values(
                 )
             })
         };
-        let bytes = match &p.value {
-            ParamValue::Input(i) => ptr(ptrs.inputs, *i, "input")?.to_le_bytes().to_vec(),
-            ParamValue::Output(i) => ptr(ptrs.outputs, *i, "output")?.to_le_bytes().to_vec(),
+        let array = |ptr: u64| {
+            let dtype = match &p.kind {
+                ParamKind::Pointer { dtype: Some(d), .. } => Ok(*d),
+                _ => Err("void"),
+            };
+            Arg::DeviceArray(DeviceArray {
+                ptr,
+                dtype,
+                shape: &[],
+                strides: &[],
+                c_contiguous: true,
+                device,
+            })
+        };
+        let arg = match &p.value {
+            ParamValue::Input(i) => array(ptr(ptrs.inputs, *i, "input")?),
+            ParamValue::Output(i) => array(ptr(ptrs.outputs, *i, "output")?),
             ParamValue::Workspace { offset } => {
                 if ptrs.workspace == 0 || *offset >= plan.workspace_bytes().max(1) {
                     return Err(bad(
@@ -62,7 +101,7 @@ pub fn launch_param_values(
                         format!("address {:#x}, offset {offset}", ptrs.workspace),
                     ));
                 }
-                (ptrs.workspace + *offset as u64).to_le_bytes().to_vec()
+                array(ptrs.workspace + *offset as u64)
             }
             ParamValue::Scalar(i) => {
                 let value = scalars.get(*i).ok_or_else(|| {
@@ -76,32 +115,20 @@ pub fn launch_param_values(
                 let dtype = plan.scalars.get(*i).copied().ok_or_else(|| {
                     bad(launch, &p.name, "a declared scalar".into(), format!("{i}"))
                 })?;
-                let want = c_type(dtype);
-                if want != p.ctype {
-                    return Err(bad(launch, &p.name, want.into(), p.ctype.clone()));
+                if p.kind != ParamKind::Scalar(dtype) {
+                    return Err(bad(launch, &p.name, dtype.to_string(), param_c_type(p)));
                 }
-                let cast = value
-                    .to_sv(dtype)
+                let cast = to_sv(*value, dtype)
                     .ok_or_else(|| bad(launch, &p.name, dtype.to_string(), format!("{value:?}")))?;
-                Sv::c_bytes(cast)
+                // the value is now exactly of the parameter's dtype: the packer's checks pass
+                // and it writes these very bits
+                Arg::Scalar(from_sv(cast), ScalarSource::NumPy(dtype))
             }
-            ParamValue::Int(v) => match p.ctype.as_str() {
-                "int" => i32::try_from(*v)
-                    .map_err(|_| bad(launch, &p.name, "a 32-bit int".into(), v.to_string()))?
-                    .to_le_bytes()
-                    .to_vec(),
-                "long long" => v.to_le_bytes().to_vec(),
-                other => {
-                    return Err(bad(
-                        launch,
-                        &p.name,
-                        "int or long long".into(),
-                        other.into(),
-                    ))
-                }
-            },
+            ParamValue::Int(v) => {
+                Arg::Scalar(Scalar::Int((*v).into()), ScalarSource::NumPy(DType::Int64))
+            }
         };
-        out.push(bytes);
+        out.push(arg);
     }
     Ok(out)
 }
@@ -114,7 +141,23 @@ mod tests {
     use crate::ir::graph::{Axis, GraphBuilder, ReduceKind};
     use crate::ir::ops::Op;
     use crate::plan::plan;
-    use cunumpy_core::dtype::DType;
+    use cunumpy_core::args::ArgPlan;
+
+    /// What core's packer writes for each parameter of `launch` (the bytes of its slot).
+    fn packed(
+        p: &DevicePlan,
+        launch: &Launch,
+        ptrs: &DevicePointers<'_>,
+        svs: &[ScalarValue],
+    ) -> std::result::Result<Vec<Vec<u8>>, String> {
+        let args = launch_args(p, launch, ptrs, svs, 0).map_err(|e| e.to_string())?;
+        let plan = ArgPlan::new(&launch_signature(launch), &|_| None).map_err(|e| e.message)?;
+        let mut buffer = plan.new_buffer();
+        for (i, arg) in args.iter().enumerate() {
+            plan.pack(i, arg, 0, &mut buffer).map_err(|e| e.message)?;
+        }
+        Ok((0..args.len()).map(|i| buffer.bytes_of(&plan, i)).collect())
+    }
 
     #[test]
     fn packs_pointers_scalars_and_sizes_in_order() {
@@ -131,7 +174,7 @@ mod tests {
             outputs: &[0x2000],
             workspace: 0,
         };
-        let values = launch_param_values(&p, launch, &ptrs, &[ScalarValue::Float(2.5)]).unwrap();
+        let values = packed(&p, launch, &ptrs, &[ScalarValue::Float(2.5)]).unwrap();
         assert_eq!(values.len(), launch.params.len());
         for (param, bytes) in launch.params.iter().zip(&values) {
             match &param.value {
@@ -139,15 +182,16 @@ mod tests {
                 ParamValue::Output(0) => assert_eq!(bytes, &0x2000u64.to_le_bytes()),
                 // a weak Python float meets float32: the parameter is a float
                 ParamValue::Scalar(0) => {
-                    assert_eq!(param.ctype, planned.scalars[0].0.c_name());
-                    assert_eq!(bytes.len(), planned.scalars[0].0.itemsize());
+                    assert_eq!(param.kind, ParamKind::Scalar(DType::Float32));
+                    assert_eq!(planned.scalars[0].0, DType::Float32);
+                    assert_eq!(bytes, &2.5f32.to_le_bytes());
                 }
                 ParamValue::Int(v) => assert_eq!(bytes, &(*v as i32).to_le_bytes()),
                 other => panic!("unexpected parameter {other:?}"),
             }
         }
-        let missing = launch_param_values(&p, launch, &ptrs, &[]);
-        assert!(missing.unwrap_err().to_string().contains("scalar 0"));
+        let missing = packed(&p, launch, &ptrs, &[]);
+        assert!(missing.unwrap_err().contains("scalar 0"));
     }
 
     #[test]
@@ -171,7 +215,7 @@ mod tests {
         let mut saw_workspace = false;
         for k in &p.kernels {
             for l in &k.launches {
-                let values = launch_param_values(&p, l, &ptrs, &[]).unwrap();
+                let values = packed(&p, l, &ptrs, &[]).unwrap();
                 for (param, bytes) in l.params.iter().zip(&values) {
                     if let ParamValue::Workspace { offset } = param.value {
                         saw_workspace = true;
@@ -186,10 +230,41 @@ mod tests {
                     .iter()
                     .any(|p| matches!(p.value, ParamValue::Workspace { .. }))
                 {
-                    assert!(launch_param_values(&p, l, &no_ws, &[]).is_err());
+                    assert!(packed(&p, l, &no_ws, &[]).is_err());
                 }
             }
         }
         assert!(saw_workspace);
+    }
+
+    #[test]
+    fn a_size_beyond_its_c_type_is_refused_by_the_packer() {
+        let launch = Launch {
+            name: "k".into(),
+            grid: 1,
+            block: 32,
+            shared_bytes: 0,
+            params: vec![crate::plan::Param {
+                name: "n".into(),
+                kind: ParamKind::Scalar(DType::Int32),
+                value: ParamValue::Int(1 << 40),
+            }],
+        };
+        let mut g = GraphBuilder::new();
+        let a = g.input(DType::Float32, 1).unwrap();
+        g.output(a).unwrap();
+        let p = plan(&g.finish().unwrap(), &[vec![4]])
+            .unwrap()
+            .for_device(DeviceTarget::H200);
+        let ptrs = DevicePointers {
+            inputs: &[],
+            outputs: &[],
+            workspace: 0,
+        };
+        let err = packed(&p, &launch, &ptrs, &[]).unwrap_err();
+        assert!(
+            err.contains("k(): argument 0 (int n)") && err.contains("out of range"),
+            "{err}"
+        );
     }
 }

@@ -7,7 +7,7 @@ use crate::error::{FusionError, Result};
 use crate::ir::ops::Op;
 use crate::ir::promote::{result_is_weak, ArgType};
 use cunumpy_core::dtype::{DType, DTypeKind};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// A symbolic value of the graph being built (an index into its nodes).
@@ -241,6 +241,10 @@ pub struct GraphBuilder {
     scalars: Vec<ScalarDecl>,
     outputs: Vec<Value>,
     memo: HashMap<Node, Value>,
+    /// Values that are float16 to the user: computed in float32 and rounded to the nearest
+    /// float16 value after every operation (as NumPy's float16 loops and CUDA's `__half`
+    /// arithmetic do); the caller converts float16 arrays to float32 and back.
+    half: HashSet<Value>,
 }
 
 fn is_complex(d: DType) -> bool {
@@ -269,6 +273,63 @@ impl GraphBuilder {
                 op: op.to_string(),
                 value: v.0,
             })
+    }
+
+    /// Marks a float32 value (an input, a scalar parameter) as float16 to the user: every
+    /// operation whose NumPy result is float16 rounds its float32 result to float16.
+    pub fn mark_half(&mut self, v: Value) -> Result<()> {
+        let n = self.get(v, "float16")?;
+        if n.dtype != DType::Float32 {
+            return Err(FusionError::Type {
+                op: "float16".into(),
+                types: vec![n.dtype],
+                reason: "only a float32 value can stand for a float16 one".into(),
+            });
+        }
+        self.half.insert(v);
+        Ok(())
+    }
+
+    /// Whether a value is float16 to the user (see [`GraphBuilder::mark_half`]).
+    pub fn is_half(&self, v: Value) -> bool {
+        self.half.contains(&v)
+    }
+
+    /// `v` rounded to float16 (`astype(float16)`; a float16 value is returned as it is).
+    pub fn to_half(&mut self, v: Value) -> Result<Value> {
+        if self.is_half(v) {
+            return Ok(v);
+        }
+        let f = self.astype(v, DType::Float32)?;
+        let r = self.op(Op::RoundHalf, &[f])?;
+        self.half.insert(r);
+        Ok(r)
+    }
+
+    /// Whether NumPy's result of `op` on these arguments is float16, given that the float32
+    /// stand-in computes in float32: the strong arguments are float16 or 8-bit (bool, int8,
+    /// uint8), and at least one is float16 or the op is a float function (`sin(int8)` is
+    /// float16 in NumPy).
+    fn half_result(&self, op: Op, args: &[Value], out: DType) -> bool {
+        if out != DType::Float32 {
+            return false;
+        }
+        let operands = if op == Op::Where { &args[1..] } else { args };
+        let mut any_half = false;
+        let mut any_strong = false;
+        for &a in operands {
+            let n = &self.nodes[a.index()];
+            if self.is_half(a) {
+                any_half = true;
+                any_strong = true;
+            } else if !n.weak {
+                any_strong = true;
+                if !matches!(n.dtype, DType::Bool | DType::Int8 | DType::UInt8) {
+                    return false;
+                }
+            }
+        }
+        any_strong && (any_half || op.def().rule == crate::ir::ops::Rule::FloatMath)
     }
 
     /// The dtype, ndim and weak flag of a value (the tracer exposes them as `.dtype`, `.ndim`).
@@ -322,9 +383,11 @@ impl GraphBuilder {
                 ),
             });
         }
-        if n.dtype == dtype && !n.weak {
+        if n.dtype == dtype && !n.weak && !self.is_half(v) {
             return Ok(v);
         }
+        // (float16 to float32 is a cast node from the float16 value's float32 stand-in: the
+        // same value, no longer rounded after each op)
         Ok(self.push(Node {
             kind: NodeKind::Cast { arg: v },
             dtype,
@@ -382,17 +445,24 @@ impl GraphBuilder {
             reason,
         })?;
         let weak = result_is_weak(def.operator, &types);
+        let half = op != Op::RoundHalf && self.half_result(op, args, out);
         let cast: Vec<Value> = args
             .iter()
             .zip(&loop_types)
             .map(|(&a, &t)| self.cast_for_loop(a, t))
             .collect();
-        Ok(self.push(Node {
+        let v = self.push(Node {
             kind: NodeKind::Op { op, args: cast },
             dtype: out,
             ndim,
             weak,
-        }))
+        });
+        if half {
+            let r = self.op(Op::RoundHalf, &[v])?;
+            self.half.insert(r);
+            return Ok(r);
+        }
+        Ok(v)
     }
 
     fn normalize_axes(&self, what: &str, ndim: usize, axis: &Axis) -> Result<Vec<usize>> {
@@ -452,7 +522,7 @@ impl GraphBuilder {
         } else {
             n.ndim - axes.len()
         };
-        Ok(self.push(Node {
+        let r = self.push(Node {
             kind: NodeKind::Reduce {
                 kind,
                 arg: v,
@@ -462,7 +532,13 @@ impl GraphBuilder {
             dtype: out,
             ndim,
             weak: false,
-        }))
+        });
+        if self.is_half(v) && out == DType::Float32 {
+            let h = self.op(Op::RoundHalf, &[r])?;
+            self.half.insert(h);
+            return Ok(h);
+        }
+        Ok(r)
     }
 
     /// `var(v, axis, ddof, keepdims)`, NumPy's two-pass definition:

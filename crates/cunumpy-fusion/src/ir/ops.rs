@@ -5,6 +5,7 @@
 use crate::ir::promote::{float_for, promote, ArgType};
 use crate::scalar::complex::Complex;
 use crate::scalar::elem::{map1, map2, map3, BitElem, Elem, FloatElem, Operand};
+use crate::scalar::extra::{ExtraElem, ExtraFloat};
 use crate::scalar::vmath;
 use cunumpy_core::dtype::{DType, DTypeKind};
 
@@ -72,6 +73,21 @@ pub enum Op {
     Real,
     Imag,
     Conj,
+    Arcsinh,
+    Arccosh,
+    Arctanh,
+    Hypot,
+    Exp2,
+    Cbrt,
+    Fmax,
+    Fmin,
+    Copysign,
+    Nextafter,
+    Fmod,
+    Signbit,
+    FrexpMantissa,
+    FrexpExponent,
+    RoundHalf,
 }
 
 /// How an operation types its arguments: given the argument dtypes (and weak flags), the
@@ -370,7 +386,7 @@ macro_rules! row {
 /// The op table, indexed by `Op as usize`.
 // The comparison rows are instantiated for bool too, where `a < b` is what NumPy means.
 #[allow(clippy::bool_comparison)]
-pub static OPS: [OpDef; 60] = [
+pub static OPS: [OpDef; 75] = [
     row!(
         Add,
         "add",
@@ -952,6 +968,144 @@ pub static OPS: [OpDef; 60] = [
         all1!(|a| a),
         Some(cx1!(|a| a.conj()))
     ),
+    row!(
+        Arcsinh,
+        "arcsinh",
+        1,
+        FloatMath,
+        false,
+        "asinh({0})",
+        float1!(|a| a.asinh())
+    ),
+    row!(
+        Arccosh,
+        "arccosh",
+        1,
+        FloatMath,
+        false,
+        "acosh({0})",
+        float1!(|a| a.acosh())
+    ),
+    row!(
+        Arctanh,
+        "arctanh",
+        1,
+        FloatMath,
+        false,
+        "atanh({0})",
+        float1!(|a| a.atanh())
+    ),
+    row!(
+        Hypot,
+        "hypot",
+        2,
+        FloatMath,
+        false,
+        "hypot({0}, {1})",
+        float2!(|a, b| a.hypot(b))
+    ),
+    row!(
+        Exp2,
+        "exp2",
+        1,
+        FloatMath,
+        false,
+        "exp2({0})",
+        float1!(|a| a.exp2())
+    ),
+    row!(
+        Cbrt,
+        "cbrt",
+        1,
+        FloatMath,
+        false,
+        "cbrt({0})",
+        float1!(|a| a.cbrt())
+    ),
+    row!(
+        Fmax,
+        "fmax",
+        2,
+        Arith,
+        false,
+        "cn_fmax({0}, {1})",
+        all2!(|a, b| a.fmax_(b))
+    ),
+    row!(
+        Fmin,
+        "fmin",
+        2,
+        Arith,
+        false,
+        "cn_fmin({0}, {1})",
+        all2!(|a, b| a.fmin_(b))
+    ),
+    row!(
+        Copysign,
+        "copysign",
+        2,
+        FloatMath,
+        false,
+        "copysign({0}, {1})",
+        float2!(|a, b| a.copysign(b))
+    ),
+    row!(
+        Nextafter,
+        "nextafter",
+        2,
+        FloatMath,
+        false,
+        "nextafter({0}, {1})",
+        float2!(|a, b| a.nextafter_(b))
+    ),
+    row!(
+        Fmod,
+        "fmod",
+        2,
+        ArithBoolAsInt8,
+        false,
+        "cn_fmod({0}, {1})",
+        all2!(|a, b| a.fmod_(b))
+    ),
+    row!(
+        Signbit,
+        "signbit",
+        1,
+        Predicate,
+        false,
+        "cn_signbit({0})",
+        pred1!(|a| a.signbit_())
+    ),
+    // the two results of `frexp` (not NumPy names: `xp.frexp` traces both)
+    row!(
+        FrexpMantissa,
+        "_frexp_mantissa",
+        1,
+        FloatMath,
+        false,
+        "cn_frexp_m({0})",
+        float1!(|a| a.frexp_().0)
+    ),
+    row!(
+        FrexpExponent,
+        "_frexp_exponent",
+        1,
+        FloatMath,
+        false,
+        "cn_frexp_e({0})",
+        float1!(|a| a.frexp_().1)
+    ),
+    // a float32 value rounded to the nearest float16 one: float16 values are computed in
+    // float32 and rounded after every operation, as NumPy and CUDA's `__half` do
+    row!(
+        RoundHalf,
+        "_round_float16",
+        1,
+        FloatMath,
+        false,
+        "cn_round_half({0})",
+        float1!(|a| a.round_half_())
+    ),
 ];
 
 /// The NumPy and array-API spellings of table ops that a fused function may call as
@@ -970,6 +1124,9 @@ pub const OP_ALIASES: &[(&str, &str)] = &[
     ("atan", "arctan"),
     ("atan2", "arctan2"),
     ("conj", "conjugate"),
+    ("asinh", "arcsinh"),
+    ("acosh", "arccosh"),
+    ("atanh", "arctanh"),
 ];
 
 /// Short operator names the graph builder also accepts (no NumPy function has them, so
@@ -1008,6 +1165,12 @@ impl Op {
                 | Op::Cosh
                 | Op::Tanh
                 | Op::Pow
+                | Op::Arcsinh
+                | Op::Arccosh
+                | Op::Arctanh
+                | Op::Hypot
+                | Op::Exp2
+                | Op::Cbrt
         )
     }
 

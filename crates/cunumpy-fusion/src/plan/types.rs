@@ -5,6 +5,7 @@
 use crate::ir::graph::ReduceKind;
 use crate::ir::ops::Op;
 use cunumpy_core::dtype::DType;
+use cunumpy_core::signature::ParamKind;
 
 /// Knobs of the planner.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,8 +116,11 @@ pub enum ParamValue {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Param {
     pub name: String,
-    /// The C declaration type (`const double*`, `int`, `long long`, `float`, ...).
-    pub ctype: String,
+    /// What it takes, as a user kernel's parameter says it: a scalar of a dtype (sizes and
+    /// strides are `int` or `long long`), or a pointer to elements of a dtype (`const` when
+    /// the kernel only reads them). Core's `ArgPlan` packs it; its C spelling is
+    /// `codegen::cuda::param_c_type`.
+    pub kind: ParamKind,
     pub value: ParamValue,
 }
 

@@ -5,7 +5,9 @@
 
 pub(crate) mod complex;
 pub(crate) mod elem;
+pub(crate) mod extra;
 mod value;
 pub(crate) mod vmath;
 
 pub use value::ScalarValue;
+pub(crate) use value::{from_sv, to_sv};
