@@ -41,6 +41,7 @@ GUIDES = [
     "kernel-fusion.md",
     "profiles-and-traces.md",
     "command-line.md",
+    "errors.md",
     "particle-pusher.md",
 ]
 # Pages placed elsewhere in the navigation than the user guide.

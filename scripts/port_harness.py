@@ -37,6 +37,7 @@ def main() -> None:
                 None,
             )
             kernels.append((name, cu, host))
+    search = [p.resolve().parent for p in opts.paths]
     results = []
     for name, cu, host in kernels:
         entry = {"kernel": name, "cuda": str(cu)}
@@ -49,11 +50,16 @@ def main() -> None:
         else:
             entry["host"] = str(host)
             try:
-                out = translate_source(host.read_text(), name)
+                # Struct classes named in annotations (``args: "DomainArguments"``) are read
+                # from the package's files (``from struphy.x import C``), never imported.
+                out = translate_source(host.read_text(), name, search_paths=search)
                 entry.update(accepted=True, loop_line=out.loop_line, atomics=list(out.atomics))
             except CudaPortError as exc:
                 entry.update(
-                    accepted=False, construct=exc.construct, line=exc.line, message=str(exc)
+                    accepted=False,
+                    construct=getattr(exc, "construct", "?"),
+                    line=getattr(exc, "line", 0),
+                    message=str(exc),
                 )
         results.append(entry)
     refused = collections.Counter(r["construct"] for r in results if not r["accepted"])

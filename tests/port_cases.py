@@ -73,3 +73,23 @@ CASES = {
     "python_int_semantics": (pk.python_int_semantics, args_int, "owned"),
     "stencil_rows": (pk.stencil_rows, args_stencil_rows, "owned"),
 }
+
+
+def grid_args_maker(struct, n=200):
+    """Arguments of ``eval_on_grid``: the host kernel gets the Pyccel class
+    ``GridArguments``, the generated one the struct ``struct`` laid out from it."""
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        xs = rng.uniform(0.0, 1.0, size=(n, 2))
+        coef = rng.normal(size=(8, 8))
+        shift = np.array([3], dtype=np.int64)
+        if backend == "numpy":
+            args = pk.GridArguments(coef, 1.0 / 8, 8, shift)
+        else:
+            args = struct(
+                coef=xp.asarray(coef), h=1.0 / 8, nx=8, shift=xp.asarray(shift), n_cells=8
+            )
+        return (xp.asarray(xs), args, xp.zeros(n), n)
+
+    return make

@@ -150,3 +150,37 @@ def local_offset(out: "float[:]", n: int):
     for i in range(n):
         k[0] = i % 3
         out[i + k[0]] = 1.0
+
+
+class GridArguments:
+    """A Pyccel argument class in the style of struphy's ``DomainArguments``: the kernel names
+    it in an annotation, and the generated kernel takes it as a struct laid out by
+    ``CudaStruct.from_pyccel_class`` (a 2-D array field becomes a ``CArray2D`` view)."""
+
+    def __init__(self, coef: "float[:,:]", h: float, nx: int, shift: "int[:]"):
+        self.coef = coef
+        self.h = h
+        self.nx = nx
+        self.shift = shift
+        self.n_cells = coef.shape[0]  # derived: an extra integer field of the struct
+
+
+def eval_on_grid(xs: "float[:,:]", args: "GridArguments", out: "float[:]", n: int):
+    """Nearest-cell value of a 2-D coefficient array at every marker, scaled by its weight."""
+    for ip in range(n):
+        i = int(xs[ip, 0] / args.h)
+        j = (i + args.shift[0]) % args.nx
+        if i >= args.n_cells:
+            i = args.n_cells - 1
+        out[ip] = args.coef[i, j] * xs[ip, 1]
+
+
+def deposit_on_grid(xs: "float[:,:]", args: "GridArguments", n: int):
+    """``+=`` of marker weights into the 2-D array field of a struct argument (atomic), through
+    a local name for the field (``coef = args.coef``, as struphy's pushers do)."""
+    coef = args.coef
+    for ip in range(n):
+        i = int(xs[ip, 0] / args.h)
+        if i >= args.nx:
+            i = args.nx - 1
+        coef[i, ip % 3] += xs[ip, 1]

@@ -133,22 +133,34 @@ def _activate(backend: str) -> None:
         listener(module)
 
 
-def set_backend(backend: str, *, strict: bool = False) -> str:
+def _unavailable_message(request: str, reason: str | None) -> str:
+    return (
+        f"{request} asks for the CuPy backend, but CuPy cannot work on this machine "
+        f"({reason}). Install CuPy for your CUDA version (pip install cupy-cuda12x), set "
+        "CUNUMPY_FAKE_CUPY=1 for the emulated device, or ask for 'numpy'; "
+        "set_backend('cupy', strict=False) falls back to NumPy with a warning"
+    )
+
+
+def set_backend(backend: str, *, strict: bool = True) -> str:
     """Selects the array backend for the whole process and returns the one now active.
 
-    ``"cupy"`` on a machine where CuPy cannot work warns once with the reason and keeps NumPy;
-    with ``strict=True`` it raises :class:`~cunumpy.exceptions.BackendUnavailableError` instead
-    and leaves the backend unchanged. Arrays that already exist never move.
+    ``"cupy"`` on a machine where CuPy cannot work raises
+    :class:`~cunumpy.exceptions.BackendUnavailableError` (a ``RuntimeError``) saying what is
+    missing, and leaves the backend unchanged: an explicit request is never silently turned
+    into a NumPy run. ``strict=False`` asks for the fallback instead: it warns once (a
+    ``RuntimeWarning`` with the reason) and keeps NumPy. Arrays that already exist never move.
     """
     name = _normalise(backend, source="the array backend")
     if name == "cupy" and not cupy_available():
         reason = cupy_unavailable_reason()
         if strict:
-            raise BackendUnavailableError(f"Cannot select the CuPy backend: {reason}")
+            raise BackendUnavailableError(_unavailable_message(f"set_backend({backend!r})", reason))
         if reason not in _warned:
             _warned.add(str(reason))
             warnings.warn(
-                f"the CuPy backend was requested but cannot work ({reason}); using NumPy",
+                f"the CuPy backend was requested with strict=False but cannot work "
+                f"({reason}); using NumPy",
                 RuntimeWarning,
                 stacklevel=2,
             )
@@ -158,9 +170,9 @@ def set_backend(backend: str, *, strict: bool = False) -> str:
 
 
 @contextlib.contextmanager
-def use_backend(backend: str, *, strict: bool = False) -> Iterator[str]:
+def use_backend(backend: str, *, strict: bool = True) -> Iterator[str]:
     """Selects a backend for the duration of a block and restores the previous one, also when
-    the block raises."""
+    the block raises (``strict`` as for :func:`set_backend`)."""
     previous = get_backend()
     active = set_backend(backend, strict=strict)
     try:
@@ -215,18 +227,30 @@ def uninstall_fake_cupy() -> None:
 
 
 def initialize_from_environment() -> None:
-    """Reads ``CUNUMPY_FAKE_CUPY`` (true installs the fake CuPy) and
-    ``CUNUMPY_BACKEND`` (``numpy`` or ``cupy``, any case; unset or empty = numpy).
+    """Reads ``CUNUMPY_FAKE_CUPY`` (true installs the fake CuPy and, unless
+    ``CUNUMPY_BACKEND`` says otherwise, selects it: the emulated device) and
+    ``CUNUMPY_BACKEND`` (``numpy`` or ``cupy``, any case; unset or empty = numpy, or the
+    emulated device with ``CUNUMPY_FAKE_CUPY``).
 
-    An unknown name is an error: a typo must not silently run everything on the CPU.
+    An unknown name is an error: a typo must not silently run everything on the CPU; so is
+    ``cupy`` on a machine where CuPy cannot work
+    (:class:`~cunumpy.exceptions.BackendUnavailableError`, saying what is missing).
     """
-    if _config.fake_cupy():
+    fake = _config.fake_cupy()
+    if fake:
         install_fake_cupy()  # the emulated device backend, before any CuPy probe
     raw = _config.backend()
     if raw.strip() == "":
-        _activate("numpy")
+        if fake:
+            set_backend("cupy")
+        else:
+            _activate("numpy")
         return
     name = _normalise(raw, source="CUNUMPY_BACKEND")
+    if name == "cupy" and not cupy_available():
+        raise BackendUnavailableError(
+            _unavailable_message(f"CUNUMPY_BACKEND={raw!r}", cupy_unavailable_reason())
+        )
     set_backend(name)
 
 

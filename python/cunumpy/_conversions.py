@@ -10,7 +10,12 @@ import numpy as np
 
 from . import _backend, _capture
 from ._ledger import record, recorded_by_caller
-from .exceptions import CupyUnavailableError, MixedBackendError
+from .exceptions import (
+    CupyUnavailableError,
+    InvalidArgumentError,
+    InvalidStateError,
+    MixedBackendError,
+)
 
 
 def _cupy_module() -> ModuleType | None:
@@ -89,13 +94,13 @@ def as_device_array(
     on the NumPy backend it raises, since nothing is ever copied to the device there."""
     label = f"device argument {name!r}" if name else "device argument"
     if _backend.get_backend() != "cupy":
-        raise RuntimeError(
+        raise InvalidStateError(
             f"{label}: the active backend is 'numpy'; arrays are never copied to the device "
             "behind your back. Select the CuPy backend first."
         )
     cupy = _require_cupy()
     if ndim is not None and getattr(value, "ndim", np.ndim(value)) != ndim:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{label} must have {ndim} dimension(s), got {np.ndim(value)} "
             f"(shape {getattr(value, 'shape', np.shape(value))})"
         )

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from .exceptions import InvalidArgumentTypeError
 
 __all__ = ["compile_for_emulation", "emulate_cuda_kernel", "emulation_options"]
 
@@ -327,4 +328,6 @@ def compile_for_emulation(
 
 def _require_kernel(kernel: Any) -> None:
     if not isinstance(kernel, _core.KernelLauncher):
-        raise TypeError(f"expected a cunumpy.kernels.CudaKernel, got {type(kernel).__name__}")
+        raise InvalidArgumentTypeError(
+            f"expected a cunumpy.kernels.CudaKernel, got {type(kernel).__name__}"
+        )

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend
-from .exceptions import ScipyUnavailableError
+from .exceptions import InvalidArgumentError, ScipyUnavailableError
 
 # The subpackages forwarded (the ones cupyx.scipy has).
 SUBMODULES = (
@@ -51,7 +51,7 @@ def _solve_circulant(
     b = cupy.moveaxis(cupy.asarray(b), baxis, -1)
     n = c.shape[-1]
     if b.shape[-1] != n:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"cunumpy.scipy.linalg.solve_circulant: b must have {n} entries along baxis "
             f"(the length of c), got shape {tuple(b.shape)}"
         )
@@ -125,7 +125,7 @@ class ScipyNamespace:
 
     def __init__(self, path: str = "") -> None:
         if path and path not in SUBMODULES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"cunumpy.scipy: {path!r} is not a forwarded subpackage; expected one of "
                 + ", ".join(SUBMODULES)
             )

@@ -17,7 +17,7 @@ import numpy as np
 from ._conversions import is_cupy_array
 from ._ledger import record, recorded_by_caller
 from .cuda._streams import HostEvent, HostStream
-from .exceptions import StagingError, StagingTypeError
+from .exceptions import InvalidArgumentError, StagingError, StagingTypeError
 
 __all__ = ["HostCopy", "HostStaging", "StagedCopy", "to_host_async"]
 
@@ -31,7 +31,7 @@ def _cupy() -> Any:
 def _producer(where: str, cupy: Any, stream: Any, event: Any) -> Any:
     """The stream the copy is ordered on: `stream`, or the current stream after `event`."""
     if stream is not None and event is not None:
-        raise ValueError(f"{where}: pass at most one of stream and event, got both")
+        raise InvalidArgumentError(f"{where}: pass at most one of stream and event, got both")
     for name, value in (("stream", stream), ("event", event)):
         if isinstance(value, HostStream | HostEvent):
             raise StagingTypeError(
@@ -145,9 +145,9 @@ class HostStaging:
     def __init__(self, shape: tuple[int, ...] | int, dtype: Any, buffers: int = 2) -> None:
         shape = (int(shape),) if isinstance(shape, int | np.integer) else tuple(map(int, shape))
         if any(extent < 0 for extent in shape):
-            raise ValueError(f"HostStaging: shape must not be negative, got {shape}")
+            raise InvalidArgumentError(f"HostStaging: shape must not be negative, got {shape}")
         if isinstance(buffers, bool) or not isinstance(buffers, int) or buffers < 1:
-            raise ValueError(f"HostStaging: buffers must be an int >= 1, got {buffers!r}")
+            raise InvalidArgumentError(f"HostStaging: buffers must be an int >= 1, got {buffers!r}")
         dt = np.dtype(dtype)
         if dt.hasobject:
             raise StagingTypeError(
@@ -203,7 +203,7 @@ class HostStaging:
             For a host stream or event with a device array.
         """
         if tuple(array.shape) != self._shape or np.dtype(array.dtype) != self._dtype:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"HostStaging.copy: expected shape {self._shape} and dtype {self._dtype}, got "
                 f"{tuple(array.shape)} {array.dtype}"
             )
@@ -223,7 +223,7 @@ class HostStaging:
             self._device_id = device_id
             self._stream = cupy.cuda.Stream(non_blocking=True)
         if device_id != self._device_id or cupy.cuda.Device().id != device_id:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"HostStaging.copy: the staging is bound to device {self._device_id}; the array "
                 f"is on device {device_id} and device {cupy.cuda.Device().id} is current"
             )

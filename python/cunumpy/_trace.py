@@ -8,6 +8,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from .exceptions import InvalidArgumentTypeError
+
 HOST_PID = 1  # the Python process: one track per thread
 DEVICE_PID = 2  # the GPU: one track per stream
 
@@ -29,7 +31,7 @@ def chrome_trace(*sources: Any) -> dict[str, Any]:
                 threads.add(call.thread)
                 events.extend(_call_events(call, streams))
         else:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "chrome_trace() takes TransferCounter and KernelProfile objects, got "
                 f"{type(source).__name__}"
             )

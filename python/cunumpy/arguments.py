@@ -27,7 +27,12 @@ import numpy as np
 
 from . import _core
 from .cuda._source import CudaParameter
-from .exceptions import CudaStructError, CupyUnavailableError, KernelArgumentTypeError
+from .exceptions import (
+    CudaStructError,
+    CupyUnavailableError,
+    InvalidArgumentTypeError,
+    KernelArgumentTypeError,
+)
 
 __all__ = [
     "CudaArguments",
@@ -395,37 +400,21 @@ class CudaStruct:
 
     def check_source(self, source: str) -> None:
         """Compares the definition of this struct in CUDA ``source`` (``struct NAME {...}``
-        or ``typedef struct {...} NAME;``) with this :class:`CudaStruct`: member names, types,
-        pointers and extents, in order. Raises :class:`~cunumpy.exceptions.CudaStructError`
-        showing the expected declaration on a mismatch, or when a member cannot be compared
-        (a member function, a default value). Nothing is checked when ``source`` does not
-        define the struct (it comes from a header, for example)."""
-        problem = self._source_problem(source, lenient=False)
+        or ``typedef struct {...} NAME;``) with this :class:`CudaStruct`: field names, order,
+        types, offsets and the size. Raises :class:`~cunumpy.exceptions.CudaStructError`
+        naming the first field that differs, or when the definition cannot be compared (a
+        member function, a base struct, an alignment attribute, a bit field). Nothing is
+        checked when ``source`` does not define the struct (it comes from a header, for
+        example)."""
+        problem = self._layout.source_mismatch(source, False)
         if problem is not None:
             raise CudaStructError(problem)
 
     def _source_problem(self, source: str, *, lenient: bool) -> str | None:
         """What is wrong with the struct's definitions in ``source``, or ``None``. With
-        ``lenient`` a definition that cannot be compared (member functions) is accepted:
-        that is how kernels check their ``structs=``."""
-        expected = [_member_key(d) for d in _body_members(self.declaration)]
-        for body in _struct_bodies(source, self.name):
-            members = _body_members(body)
-            got = [_member_key(m) for m in members]
-            if any(g is None for g in got):
-                if lenient:
-                    continue
-                bad = [m for m, g in zip(members, got, strict=True) if g is None]
-                return (
-                    f"cannot compare the definition of struct {self.name} in the CUDA source "
-                    f"with its CudaStruct: members {bad} are not plain data members"
-                )
-            if got != expected:
-                return (
-                    f"the definition of struct {self.name} in the CUDA source does not match "
-                    f"its CudaStruct:\n{self.declaration}"
-                )
-        return None
+        ``lenient`` a definition that cannot be compared (member functions, a base struct)
+        is accepted: that is how kernels check their ``structs=``."""
+        return self._layout.source_mismatch(source, lenient)
 
 
 _SCALARS = {
@@ -601,83 +590,6 @@ def _struct_from_annotations(
     return CudaStruct(name, [(n, "C" + t if n in chosen else t) for n, t in fields])
 
 
-_MEMBER = re.compile(r"^(?P<type>.+?)\s*(?P<name>[A-Za-z_]\w*)\s*(?P<ext>(\[\s*\w+\s*\])*)$")
-
-
-def _member_key(text: str) -> tuple[str, str, bool, str] | None:
-    """``(name, type, pointer, extents)`` of one member declaration, spacing normalised, or
-    ``None`` when it is not a plain data member."""
-    text = re.sub(r"\b(const|volatile|struct|__restrict__)\b", " ", text)
-    text = re.sub(r"\s+", " ", text).strip()
-    if "(" in text or "=" in text or not text:
-        return None
-    m = _MEMBER.match(text)
-    if m is None:
-        return None
-    ctype = m.group("type").replace(" *", "*").replace("* ", "*").strip()
-    pointer = ctype.endswith("*")
-    ctype = re.sub(r"\s*<\s*", "<", re.sub(r"\s*>", ">", ctype.rstrip("*").strip()))
-    # spellings of one type compare equal (char / signed char, long / long long / int64_t)
-    ctype = _core.dtype_of_ctype(ctype) or ctype
-    return m.group("name"), ctype, pointer, re.sub(r"\s", "", m.group("ext"))
-
-
-def _struct_bodies(source: str, name: str) -> list[str]:
-    """The member texts of ``struct NAME { ... }`` and ``typedef struct { ... } NAME;`` in
-    ``source`` (comments removed)."""
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
-    bodies = []
-    for m in re.finditer(rf"\bstruct\s+{re.escape(name)}\s*(?::[^{{]*)?\{{", text):
-        bodies.append(_braced(text, m.end()))
-    for m in re.finditer(r"\btypedef\s+struct\s*\w*\s*\{", text):
-        body = _braced(text, m.end())
-        rest = text[m.end() + len(body) + 1 :]
-        if re.match(rf"\s*{re.escape(name)}\s*;", rest):
-            bodies.append(body)
-    return bodies
-
-
-def _body_members(body: str) -> list[str]:
-    """The member declarations of a struct body (or of a whole ``struct S {...};`` text)."""
-    if "{" in body:
-        body = _braced(body, body.index("{") + 1)
-    out: list[str] = []
-    for member in body.split(";"):
-        if member.strip():
-            out.extend(_declarators(member.strip()))
-    return out
-
-
-def _declarators(member: str) -> list[str]:
-    """``double x, *y`` as ``["double x", "double *y"]`` (commas inside ``<>`` kept)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(member):
-        depth += (ch == "<") - (ch == ">")
-        if ch == "," and depth == 0:
-            parts.append(member[start:i].strip())
-            start = i + 1
-    parts.append(member[start:].strip())
-    if len(parts) == 1:
-        return parts
-    m = re.match(r"^(.*?)[\s*]*[A-Za-z_]\w*\s*(?:\[[^\]]*\]\s*)*$", parts[0])
-    if m is None or not m.group(1).strip():
-        return [member]  # not a plain declaration: reported by the caller
-    base = m.group(1).strip()
-    return [parts[0], *(f"{base} {p}" for p in parts[1:])]
-
-
-def _braced(text: str, start: int) -> str:
-    depth = 1
-    for i in range(start, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start:i]
-    return text[start:]
-
-
 def _dtype_of(layout: Any) -> np.dtype:
     names, formats, offsets = [], [], []
     for f in layout.fields:
@@ -829,14 +741,18 @@ class CudaStructArguments(CudaArguments):
         has_name = "struct_name" in cls.__dict__
         has_fields = "fields" in cls.__dict__
         if has_name != has_fields:
-            raise TypeError(f"{cls.__name__} must define both struct_name and fields")
+            raise InvalidArgumentTypeError(
+                f"{cls.__name__} must define both struct_name and fields"
+            )
         if has_name:
             cls.struct = CudaStruct(cls.struct_name, cls.fields)  # type: ignore[arg-type]
 
     def _field_values(self) -> dict[str, Any]:
         struct = type(self).struct
         if struct is None:
-            raise TypeError(f"{type(self).__name__} does not define struct_name and fields")
+            raise InvalidArgumentTypeError(
+                f"{type(self).__name__} does not define struct_name and fields"
+            )
         out = {}
         for name in struct.field_names:
             try:

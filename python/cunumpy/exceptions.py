@@ -10,11 +10,22 @@ from numpy.exceptions import AxisError as _AxisError
 
 __all__ = [
     "CunumpyError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
+    "InvalidArgumentKeyError",
+    "InvalidStateError",
+    "InternalError",
+    "HostMemoryError",
+    "MetalUnavailableError",
+    "NonFiniteOutputError",
+    "KernelPackageError",
+    "KernelParityError",
     "BackendError",
     "BackendUnavailableError",
     "MixedBackendError",
     "CupyUnavailableError",
     "CudaSignatureError",
+    "CudaSourceEncodingError",
     "KernelArgumentTypeError",
     "KernelArgumentValueError",
     "KernelArgumentOverflowError",
@@ -31,6 +42,7 @@ __all__ = [
     "FusionAxisError",
     "FusionOverflowError",
     "CudaStructError",
+    "CudaStructTypeError",
     "DeviceMirrorError",
     "KernelOutputsError",
     "KernelOutputIndexError",
@@ -75,8 +87,95 @@ __all__ = [
 ]
 
 
+#: Messages longer than this many characters are shortened in ``str(error)``; the whole text
+#: stays in the exception's ``full_message`` attribute.
+MESSAGE_LIMIT = 2000
+
+
+def _shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """The first and last parts of ``text`` with a marker saying how much was cut."""
+    head = limit * 3 // 4
+    tail = limit - head
+    cut = len(text) - head - tail
+    return (
+        f"{text[:head]}\n... [{cut} characters cut; the whole message is in the exception's "
+        f"full_message attribute] ...\n{text[-tail:]}"
+    )
+
+
 class CunumpyError(Exception):
-    """Base class of every error raised by cunumpy itself."""
+    """Base class of every error raised by cunumpy itself.
+
+    ``full_message`` is the whole message; ``str(error)`` shows at most about
+    :data:`MESSAGE_LIMIT` characters of it (the start and the end), so that an error about a
+    deeply nested template stays readable.
+    """
+
+    full_message: str
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        message = args[0] if len(args) == 1 else None
+        if isinstance(message, str) and len(message) > MESSAGE_LIMIT:
+            self.full_message = message
+            args = (_shorten(message),)
+        else:
+            self.full_message = str(message) if message is not None else " ".join(map(str, args))
+        super().__init__(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[object, ...]:  # pickles with the whole message
+        return (type(self), (self.full_message,), dict(self.__dict__))
+
+
+class InvalidArgumentError(CunumpyError, ValueError):
+    """A cunumpy function or constructor got a value it does not accept (an unknown option, a
+    negative count); the message names the function, the parameter and the value."""
+
+
+class InvalidArgumentTypeError(CunumpyError, TypeError):
+    """A cunumpy function or constructor got an argument of the wrong type; the message names
+    the function, the parameter, what it takes and what it got."""
+
+
+class InvalidArgumentKeyError(CunumpyError, KeyError):
+    """A name looked up in a cunumpy object is not there (a kernel that was not profiled)."""
+
+    def __str__(self) -> str:  # KeyError would show the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidStateError(CunumpyError, RuntimeError):
+    """A call that needs a state the process is not in (the CuPy backend, the fake CuPy, a
+    PETSc built with CUDA); the message says what to set up first."""
+
+
+class InternalError(CunumpyError, RuntimeError):
+    """A bug in cunumpy (a state that should be impossible); please report it with the
+    message."""
+
+
+class HostMemoryError(CunumpyError, MemoryError):
+    """The host memory pool (pinned staging buffers, pooled host arrays) could not allocate."""
+
+
+class NonFiniteOutputError(CunumpyError, FloatingPointError):
+    """A kernel with ``check_finite=True`` left a NaN or an infinity in an output; the message
+    names the kernel and the argument."""
+
+
+class KernelPackageError(CunumpyError, ModuleNotFoundError):
+    """A kernel package (``KernelCatalog.from_package``, ``Kernel.from_folder``) is a module,
+    not a package of kernel folders."""
+
+
+class KernelParityError(CunumpyError, AssertionError):
+    """``kernel_testing.assert_kernels_agree`` found host and CUDA calls that cannot be compared
+    (different array arguments)."""
+
+
+class MetalUnavailableError(CunumpyError, ImportError):
+    """A ``MetalKernel`` call needs MLX, which is not installed (on an Apple silicon Mac:
+    ``pip install 'cunumpy[metal]'``; elsewhere ``CUNUMPY_FAKE_METAL=1`` for the emulated
+    Metal device)."""
 
 
 class BackendError(CunumpyError, ValueError):
@@ -97,6 +196,10 @@ class CupyUnavailableError(CunumpyError, ImportError):
 
 class CudaSignatureError(CunumpyError, ValueError):
     """A CUDA kernel's signature cannot be checked (unknown type, reference, no such kernel...)."""
+
+
+class CudaSourceEncodingError(CunumpyError, UnicodeError):
+    """A CUDA source file is not UTF-8 text; the message names the file and the byte."""
 
 
 class KernelArgumentTypeError(CunumpyError, TypeError):
@@ -269,6 +372,10 @@ class CudaStructError(CunumpyError, ValueError):
     duplicate fields), or its layout differs from the compiler's."""
 
 
+class CudaStructTypeError(CudaStructError, TypeError):
+    """Something that is not a struct type was given where one is needed (``structs=``)."""
+
+
 class DeviceMirrorError(CunumpyError, ValueError):
     """A ``DeviceMirror`` was used after its host array was reallocated (call ``rebind``)."""
 
@@ -339,7 +446,8 @@ class StagingTypeError(CunumpyError, TypeError):
 
 
 class TransferBudgetExceeded(CunumpyError, AssertionError):
-    """``TransferBudget.check()`` found transfers that break a phase's rules."""
+    """``TransferBudget.check()`` found transfers that break a phase's rules, or
+    ``assert_no_transfers`` found a transfer in its block."""
 
 
 class TransferRuleError(CunumpyError, ValueError):

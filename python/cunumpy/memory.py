@@ -23,7 +23,7 @@ import numpy as np
 from ._backend import get_backend
 from ._ledger import record, recorded_by_caller
 from ._staging import HostCopy, HostStaging, StagedCopy  # noqa: E402  (staged copies)
-from .exceptions import DeviceMirrorError
+from .exceptions import DeviceMirrorError, InvalidArgumentTypeError
 
 __all__ = ["DeviceMirror", "HostCopy", "HostStaging", "StagedCopy"]
 
@@ -43,7 +43,7 @@ class DeviceMirror:
 
     def __init__(self, host: np.ndarray) -> None:
         if not isinstance(host, np.ndarray):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"DeviceMirror needs a NumPy array as host buffer, got {type(host).__name__}"
             )
         self._device: Any = None
@@ -177,7 +177,7 @@ class DeviceMirror:
         unchanged, and dropped otherwise."""
         host = self._host if host is None else host
         if not isinstance(host, np.ndarray):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"DeviceMirror needs a NumPy array as host buffer, got {type(host).__name__}"
             )
         if host.shape != self._shape or host.dtype != self._dtype:

@@ -47,7 +47,13 @@ from . import _backend
 from ._conversions import is_cupy_array
 from ._ledger import record, recorded_by_caller
 from ._mpi_staging import POOL, HostBuffer
-from .exceptions import MPIBufferError, MPIStagingBusyError, MPIStagingError
+from .exceptions import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MPIBufferError,
+    MPIStagingBusyError,
+    MPIStagingError,
+)
 
 #: The documentation of names re-exported from maybempi that cannot carry a docstring.
 __attribute_docs__ = {
@@ -111,7 +117,7 @@ def synchronize_for_mpi(*arrays: Any, stream: Any = None, event: Any = None) -> 
     read the device address as host memory; pass the array through :func:`mpi_buffer`.
     """
     if stream is not None and event is not None:
-        raise ValueError("synchronize_for_mpi: pass at most one of stream= and event=")
+        raise InvalidArgumentError("synchronize_for_mpi: pass at most one of stream= and event=")
     devices = sorted({int(a.device.id) for a in arrays if is_cupy_array(a)})
     if not devices:
         return
@@ -196,7 +202,7 @@ def mpi_is_cuda_aware(comm: Any = None, *, method: str = "probe") -> bool:
     exists.
     """
     if method != "probe":
-        raise ValueError(f"mpi_is_cuda_aware: method must be 'probe', got {method!r}")
+        raise InvalidArgumentError(f"mpi_is_cuda_aware: method must be 'probe', got {method!r}")
     if not _device_buffers_in_use():
         return False
     mpi = get_mpi()
@@ -261,7 +267,7 @@ class MPIStaging:
             raise MPIStagingError(f"MPIStaging: shape must be non-negative, got {self._shape}")
         self._dtype = np.dtype(dtype)
         if self._dtype.hasobject:
-            raise TypeError("MPIStaging: an object dtype cannot be sent through MPI")
+            raise InvalidArgumentTypeError("MPIStaging: an object dtype cannot be sent through MPI")
         self._host: HostBuffer | None = None
         self._device: int | None = None
         self._active = False

@@ -10,7 +10,12 @@ from typing import Any
 import numpy as np
 
 from ._conversions import is_cupy_array
-from .exceptions import PetscUnavailableError
+from .exceptions import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidStateError,
+    PetscUnavailableError,
+)
 
 __all__ = ["petsc_vec"]
 
@@ -69,23 +74,23 @@ def petsc_vec(array: Any, comm: Any = None) -> Any:
     petsc = _petsc()
     on_device = is_cupy_array(array)
     if not (on_device or isinstance(array, np.ndarray)):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"cunumpy.petsc.petsc_vec: array must be a NumPy or CuPy array, got "
             f"{type(array).__name__}"
         )
     scalar = np.dtype(petsc.ScalarType)
     if array.dtype != scalar:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"cunumpy.petsc.petsc_vec: array must have PETSc's scalar type {scalar}, got "
             f"{array.dtype} (convert it explicitly: array.astype({scalar.name}))"
         )
     if not array.flags.c_contiguous:
-        raise ValueError(
+        raise InvalidArgumentError(
             "cunumpy.petsc.petsc_vec: array must be C-contiguous (PETSc reads it in place), got "
             f"strides {array.strides}"
         )
     if on_device and not any(petsc.Sys.hasExternalPackage(p) for p in ("cuda", "hip")):
-        raise RuntimeError(
+        raise InvalidStateError(
             "cunumpy.petsc.petsc_vec: the array is on the GPU but this PETSc was built without "
             "CUDA or HIP; it would silently work on a host copy"
         )

@@ -228,7 +228,9 @@ def assert_no_transfers(*, syncs: bool = False) -> Iterator[TransferCounter]:
         yield counter
     allowed = {"device_copy", "launch", "graph_launch"} | (set() if syncs else {"sync"})
     if any(e.kind not in allowed for e in counter.events):
-        raise AssertionError(
+        from .exceptions import TransferBudgetExceeded
+
+        raise TransferBudgetExceeded(
             "host/device transfers inside a block that must not transfer:\n" + counter.report()
         )
 

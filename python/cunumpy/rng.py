@@ -20,6 +20,7 @@ import numpy as np
 
 from ._conversions import is_cupy_array, to_cupy
 from ._random_streams import BIT_GENERATORS, RandomStreams, get_rng, random_streams
+from .exceptions import InvalidArgumentTypeError
 
 __all__ = [
     "BIT_GENERATORS",
@@ -57,7 +58,9 @@ def _u64(value: Any, xp: Any, name: str) -> Any:
     """``value`` as uint64 on ``xp``; integers of any sign wrap modulo 2**64 (as C does)."""
     if is_cupy_array(value):
         if value.dtype.kind not in "iub":
-            raise TypeError(f"cunumpy.rng: {name} must be integers, got a {value.dtype} array")
+            raise InvalidArgumentTypeError(
+                f"cunumpy.rng: {name} must be integers, got a {value.dtype} array"
+            )
         return value.astype(xp.uint64, copy=False)
     a = np.asarray(value)
     if a.dtype == object:  # Python ints beyond int64
@@ -67,7 +70,7 @@ def _u64(value: Any, xp: Any, name: str) -> Any:
     elif a.dtype.kind in "ub":
         a = a.astype(np.uint64)
     else:
-        raise TypeError(f"cunumpy.rng: {name} must be integers, got dtype {a.dtype}")
+        raise InvalidArgumentTypeError(f"cunumpy.rng: {name} must be integers, got dtype {a.dtype}")
     if xp is np:
         return a
     if a.ndim == 0:

@@ -69,7 +69,9 @@ class ArrayBackend:
 
     :data:`array_backend` is the process-wide one that ``cunumpy`` follows; setting it is
     :func:`cunumpy.set_backend`. An instance made here is independent of it: asking for
-    ``"cupy"`` where CuPy cannot work keeps NumPy (``verbose=True`` prints why).
+    ``"cupy"`` where CuPy cannot work raises
+    :class:`~cunumpy.exceptions.BackendUnavailableError`, as :func:`cunumpy.set_backend` does
+    (``set(..., strict=False)`` keeps NumPy instead; ``verbose=True`` prints why).
     """
 
     def __init__(self, backend: str = "numpy", verbose: bool = False) -> None:
@@ -88,16 +90,19 @@ class ArrayBackend:
         """The array_api_compat module of :attr:`backend`."""
         return _backend._compat_module(self._backend)
 
-    def set(self, backend: str, *, strict: bool = False) -> None:
-        """Selects ``backend``; ``"cupy"`` without a working CuPy keeps NumPy, or raises
-        :class:`~cunumpy.exceptions.BackendUnavailableError` with ``strict=True``."""
+    def set(self, backend: str, *, strict: bool = True) -> None:
+        """Selects ``backend``; ``"cupy"`` without a working CuPy raises
+        :class:`~cunumpy.exceptions.BackendUnavailableError`, or keeps NumPy with
+        ``strict=False``."""
         name = _backend._normalise(backend, source="the array backend")
         if name == "cupy" and not cupy_available():
             reason = _backend.cupy_unavailable_reason()
             if strict:
                 from .exceptions import BackendUnavailableError
 
-                raise BackendUnavailableError(f"Cannot select the CuPy backend: {reason}")
+                raise BackendUnavailableError(
+                    _backend._unavailable_message(f"ArrayBackend.set({backend!r})", reason)
+                )
             if self._verbose:
                 print(f"CuPy cannot work here ({reason}); using NumPy")
             name = "numpy"
@@ -108,7 +113,7 @@ class ArrayBackend:
                 listener(self.xp)
 
     @contextlib.contextmanager
-    def use_backend(self, backend: str, *, strict: bool = False) -> Iterator[None]:
+    def use_backend(self, backend: str, *, strict: bool = True) -> Iterator[None]:
         """Selects ``backend`` for a block and restores the previous one afterwards."""
         previous = self._backend
         self.set(backend, strict=strict)
@@ -140,11 +145,11 @@ class _ProcessBackend(ArrayBackend):
     def xp(self) -> ModuleType:
         return _backend.current_module()
 
-    def set(self, backend: str, *, strict: bool = False) -> None:
+    def set(self, backend: str, *, strict: bool = True) -> None:
         set_backend(backend, strict=strict)
 
     @contextlib.contextmanager
-    def use_backend(self, backend: str, *, strict: bool = False) -> Iterator[None]:
+    def use_backend(self, backend: str, *, strict: bool = True) -> Iterator[None]:
         with use_backend(backend, strict=strict):
             yield
 

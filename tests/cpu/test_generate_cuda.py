@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 import cunumpy as xp
-from cunumpy.exceptions import CudaPortInputError, CudaPortRaceError, CudaPortUnsupportedError
+from cunumpy.exceptions import (
+    CudaPortError,
+    CudaPortInputError,
+    CudaPortRaceError,
+    CudaPortUnsupportedError,
+)
 from cunumpy.kernel_testing import (
     assert_kernels_agree,
     emulation_compiler,
@@ -241,3 +246,82 @@ def test_port_command_writes_next_to_the_kernel_and_checks_parity(tmp_path):
     assert refused.returncode == 1
     assert "refused: racy, line 16: reads 'x' at an index other than 'i'" in refused.stdout
     assert not (folder / "racy_cuda.cu").exists()
+
+
+@needs_compiler
+def test_struct_class_named_in_annotation_is_laid_out_and_agrees(emulated):
+    """``args: "GridArguments"`` names a Pyccel argument class: it becomes a struct argument
+    laid out by ``CudaStruct.from_pyccel_class`` (the 2-D field a ``CArray2D`` view), and the
+    generated kernel agrees with the host kernel."""
+    from port_cases import grid_args_maker
+
+    from cunumpy.arguments import CudaStruct
+
+    src = generate_cuda(pk.eval_on_grid)
+    expected = CudaStruct.from_pyccel_class(Path(pk.__file__), "GridArguments", contiguous=True)
+    assert [s.name for s in src.structs] == ["GridArguments"]
+    # the __init__ parameters as from_pyccel_class lays them out, then the derived integer
+    assert src.structs[0].field_names == (*expected.field_names, "n_cells")
+    assert {k: src.structs[0].offsets[k] for k in expected.offsets} == expected.offsets
+    assert "CArray2D<double> coef;" in src and "args.coef(" in src
+    kernel = Kernel(pk.eval_on_grid, src.cuda_kernel())
+    out = assert_kernels_agree(
+        kernel, grid_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert any(np.any(a != 0) for a in out.values())
+
+
+@needs_compiler
+def test_plus_equal_into_a_struct_view_field_is_atomic(emulated):
+    from port_cases import grid_args_maker
+
+    src = generate_cuda(pk.deposit_on_grid)
+    assert src.atomics == ("args.coef",)
+    xs, host_args, _, n = grid_args_maker(src.structs[0])("numpy", 3)
+    xs = np.asarray(xs)
+    coef0 = host_args.coef.copy()
+    pk.deposit_on_grid(xs, host_args, n)
+    import cupy
+
+    coef_d = cupy.asarray(coef0)
+    dev = src.structs[0](
+        coef=coef_d,
+        h=host_args.h,
+        nx=host_args.nx,
+        shift=cupy.asarray(host_args.shift),
+        n_cells=host_args.n_cells,
+    )
+    src.cuda_kernel()(cupy.asarray(xs), dev, n)
+    np.testing.assert_allclose(cupy.asnumpy(coef_d), host_args.coef, rtol=1e-12, atol=1e-12)
+    assert not np.array_equal(host_args.coef, coef0)
+
+
+def test_unknown_annotation_class_is_refused_by_name():
+    from cunumpy.kernels._generate import translate_source
+
+    source = (
+        "def k(a: 'float[:]', g: 'NoSuchArgs', n: int):\n"
+        "    for i in range(n):\n        a[i] = 0.0\n"
+    )
+    with pytest.raises(CudaPortError) as info:
+        translate_source(source, "k")
+    assert "NoSuchArgs" in str(info.value) and info.value.line == 1
+
+
+def test_local_arrays_from_numpy_names_keep_dtype_and_fill():
+    """``from numpy import empty, zeros`` then ``zeros(3, dtype=float)``, as struphy writes
+    them: a zero-filled local array of the given dtype (``empty`` is left unfilled)."""
+    from cunumpy.kernels._generate import translate_source
+
+    source = (
+        "from numpy import empty, zeros\n\n"
+        "def k(a: 'float[:,:]', out: 'float[:]', n: int):\n"
+        "    v = zeros(3, dtype=float)\n"
+        "    w = empty((2, 2), dtype=int)\n"
+        "    for ip in range(n):\n"
+        "        w[0, 0] = ip\n"
+        "        out[ip] = a[ip, 0] + v[1] + w[0, 0]\n"
+    )
+    src = translate_source(source, "k")
+    assert "double v_data[3];" in src and "long long w_data[4];" in src
+    assert "v_data[k] = (double)0;" in src and "w_data[k] =" not in src

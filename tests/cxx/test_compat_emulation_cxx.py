@@ -182,6 +182,8 @@ def test_fake_cupy_session_needs_the_fake_and_runs_kernels_on_it():
         import cunumpy as xp
         from cunumpy.kernels import CudaKernel
         from cunumpy.kernel_testing import fake_cupy_session
+        assert xp.get_backend() == "cupy"  # CUNUMPY_FAKE_CUPY=1 alone selects the fake
+        xp.set_backend("numpy")  # the session switches to it and back
         kernel = CudaKernel({SCALE!r}, "scale", block_size=32)
         with fake_cupy_session(options=["-DFACTOR=4"]):
             assert xp.get_backend() == "cupy"

@@ -157,4 +157,4 @@ def test_compiles_are_cached_across_processes(tmp_path):
         assert result.returncode == 0, result.stderr[-3000:]
         outputs.append(result.stdout)
     assert "FROM_CACHE False" in outputs[0] and "FROM_CACHE True" in outputs[1], outputs
-    assert list((tmp_path / "emu").glob("*.so"))
+    assert list((tmp_path / "emu").glob("*.cnk"))

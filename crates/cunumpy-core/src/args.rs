@@ -170,6 +170,8 @@ impl LaunchBuffer {
 
 struct PlannedParam {
     label: String,
+    /// The C declaration as written (`int n`), for the argument-count message.
+    decl: String,
     kind: ParamKind,
     first_slot: usize,
     size: usize,
@@ -226,6 +228,7 @@ impl ArgPlan {
             })?;
             params.push(PlannedParam {
                 label,
+                decl: p.decl.clone(),
                 kind: p.kind.clone(),
                 first_slot: n_slots,
                 size,
@@ -280,45 +283,49 @@ impl ArgPlan {
     }
 
     /// Checks the number of arguments after argument objects were flattened: every
-    /// parameter, or fewer when each one left out has a C default value.
+    /// parameter, or fewer when each one left out has a C default value. Too few names every
+    /// missing parameter without a default (index and declaration); too many says how many
+    /// are extra.
     pub fn check_count(&self, given: usize) -> Result<(), ArgError> {
-        if given == self.params.len() {
+        let expected = self.params.len();
+        if given == expected {
             return Ok(());
         }
-        if given < self.params.len() {
-            if let Some(p) = self
+        let all: Vec<&str> = self.params.iter().map(|p| p.decl.as_str()).collect();
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let message = if given < expected {
+            // parameters left out that have a C default value are filled in at the launch
+            let missing: Vec<String> = self
                 .params
-                .get(given..)
-                .and_then(|rest| rest.iter().find(|p| p.default.is_none()))
-            {
-                if self
-                    .params
-                    .get(given..)
-                    .is_some_and(|r| r.iter().any(|q| q.default.is_some()))
-                {
-                    return Err(error(
-                        ArgErrorKind::Type,
-                        format!(
-                            "{}() takes {} argument(s), got {given}: {} has no default value",
-                            self.kernel,
-                            self.params.len(),
-                            p.label
-                        ),
-                    ));
-                }
-            } else {
+                .iter()
+                .enumerate()
+                .skip(given)
+                .filter(|(_, p)| p.default.is_none())
+                .map(|(i, p)| format!("argument {i} ({})", p.decl))
+                .collect();
+            if missing.is_empty() {
                 return Ok(());
             }
-        }
-        Err(error(
-            ArgErrorKind::Type,
             format!(
-                "{}() takes {} argument{} after flattening argument objects, got {given}",
+                "{}(): missing {} argument{}: {}; the kernel takes {expected} ({}), got {given} \
+                 (argument objects count as the values their __cuda_args__ gives)",
                 self.kernel,
-                self.params.len(),
-                if self.params.len() == 1 { "" } else { "s" }
-            ),
-        ))
+                missing.len(),
+                plural(missing.len()),
+                missing.join(", "),
+                all.join(", "),
+            )
+        } else {
+            format!(
+                "{}(): {} argument{} too many: the kernel takes {expected} ({}), got {given} \
+                 (argument objects count as the values their __cuda_args__ gives)",
+                self.kernel,
+                given - expected,
+                plural(given - expected),
+                all.join(", "),
+            )
+        };
+        Err(error(ArgErrorKind::Type, message))
     }
 
     /// Checks argument `index` against its parameter and writes it into `buffer`.
@@ -506,6 +513,7 @@ pub fn pack_param_value(
         kernel: String::new(),
         params: vec![PlannedParam {
             label: label.to_string(),
+            decl: label.to_string(),
             kind: kind.clone(),
             first_slot: 0,
             size,

@@ -23,7 +23,7 @@ pub enum LayoutError {
     InvalidStructName(String),
     #[error("struct {struct_name}: invalid field name {field:?}: a field name must be a C identifier, optionally followed by array extents like [3]")]
     InvalidFieldName { struct_name: String, field: String },
-    #[error("struct {struct_name}: duplicate field names {names:?}")]
+    #[error("struct {struct_name}: duplicate field names {}", quoted(.names))]
     DuplicateFields {
         struct_name: String,
         names: Vec<String>,
@@ -51,6 +51,15 @@ pub enum LayoutError {
         field: String,
         detail: String,
     },
+}
+
+/// `'a', 'b'`.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// C and C++ keywords (and CUDA's alternative tokens) that cannot name a struct or a field.
@@ -604,6 +613,126 @@ impl StructLayout {
             }
         }
         Ok(bytes)
+    }
+}
+
+/// The type of a field as compared with a source definition: `const` does not change the
+/// layout, so `const double*` and `double*` agree.
+fn compared_type(f: &FieldLayout) -> String {
+    let mut text = f.ty.c_type().replace("const ", "");
+    for k in &f.extents {
+        let _ = write!(text, "[{k}]");
+    }
+    text
+}
+
+impl StructLayout {
+    /// Compares this layout with every definition of the struct in `source` (a kernel's
+    /// source with its headers): field names, order, types, offsets and the size. `None` when
+    /// they agree or the source does not define the struct; else what differs, naming the
+    /// first field that does. A definition the reader cannot lay out (a base struct, an
+    /// alignment attribute, a bit field), or one with member functions, is reported only when
+    /// `lenient` is false (a kernel's `structs=` are checked leniently).
+    pub fn source_mismatch(&self, source: &str, lenient: bool) -> Option<String> {
+        use crate::parser::{struct_definitions, StructDefinition};
+        let known = self.dependencies();
+        let known: Vec<&StructLayout> = known.iter().collect();
+        for definition in struct_definitions(source, &self.name) {
+            let members = match definition {
+                StructDefinition::Members { skipped, .. } if !lenient && !skipped.is_empty() => {
+                    return Some(format!(
+                        "cannot compare the definition of struct {} in the CUDA source with its \
+                         CudaStruct: members {skipped:?} are not plain data members",
+                        self.name
+                    ))
+                }
+                StructDefinition::Members { members, .. } => members,
+                StructDefinition::Uncheckable { why } => {
+                    if lenient {
+                        continue;
+                    }
+                    return Some(format!(
+                        "cannot compare the definition of struct {} in the CUDA source with its \
+                         CudaStruct: {why}",
+                        self.name
+                    ));
+                }
+            };
+            let fields: Vec<(String, FieldSpec)> = members
+                .iter()
+                .map(|m| {
+                    let extents: String = m.extents.iter().map(|e| format!("[{e}]")).collect();
+                    (
+                        m.name.clone(),
+                        FieldSpec::Text(format!("{}{extents}", m.ctype)),
+                    )
+                })
+                .collect();
+            let declared = |m: &crate::parser::SourceMember| {
+                let extents: String = m.extents.iter().map(|e| format!("[{e}]")).collect();
+                format!("{} {}{extents}", m.ctype, m.name)
+            };
+            let theirs = match StructLayout::new(&self.name, &fields, &known) {
+                Ok(layout) => layout,
+                Err(e) => {
+                    return Some(format!(
+                        "the definition of struct {} in the CUDA source cannot be compared with \
+                         its CudaStruct: {e}",
+                        self.name
+                    ))
+                }
+            };
+            let n = self.fields.len().max(theirs.fields.len());
+            for i in 0..n {
+                let ours = self.fields.get(i);
+                let src = theirs.fields.get(i);
+                let problem = match (ours, src) {
+                    (Some(o), Some(s)) if o.name != s.name => format!(
+                        "field {i} is '{}' ({}) in the CUDA source but '{}' ({}) in the \
+                         CudaStruct (names and order must match)",
+                        s.name,
+                        members.get(i).map_or_else(|| s.declaration(), declared),
+                        o.name,
+                        o.declaration()
+                    ),
+                    (Some(o), Some(s)) if compared_type(o) != compared_type(s) => format!(
+                        "field '{}' is {} in the CUDA source but {} in the CudaStruct",
+                        o.name,
+                        members.get(i).map_or_else(|| s.declaration(), declared),
+                        o.declaration()
+                    ),
+                    (Some(o), Some(s)) if o.offset != s.offset => format!(
+                        "field '{}' is at offset {} in the CUDA source but {} in the CudaStruct",
+                        o.name, s.offset, o.offset
+                    ),
+                    (Some(o), None) => format!(
+                        "field {i} '{}' ({}) of the CudaStruct is missing from the CUDA source",
+                        o.name,
+                        o.declaration()
+                    ),
+                    (None, Some(s)) => format!(
+                        "field {i} '{}' ({}) of the CUDA source is missing from the CudaStruct",
+                        s.name,
+                        members.get(i).map_or_else(|| s.declaration(), declared)
+                    ),
+                    _ => continue,
+                };
+                return Some(format!(
+                    "struct {} in the CUDA source does not match its CudaStruct: {problem}; the \
+                     CudaStruct is:\n{}",
+                    self.name,
+                    self.declaration()
+                ));
+            }
+            if theirs.size != self.size {
+                return Some(format!(
+                    "struct {} in the CUDA source does not match its CudaStruct: its size is {} \
+                     bytes in the CUDA source but {} in the CudaStruct",
+                    self.name, theirs.size, self.size
+                ));
+            }
+        }
+        None
     }
 }
 

@@ -360,7 +360,21 @@ fn argument_count_is_checked_and_pointers_point_at_slots() {
     let err = plan.check_count(3).expect_err("count");
     assert_eq!(
         err.message,
-        "k() takes 2 arguments after flattening argument objects, got 3"
+        "k(): 1 argument too many: the kernel takes 2 (double a, int n), got 3 \
+         (argument objects count as the values their __cuda_args__ gives)"
+    );
+    let err = plan.check_count(1).expect_err("count");
+    assert_eq!(
+        err.message,
+        "k(): missing 1 argument: argument 1 (int n); the kernel takes 2 (double a, int n), \
+         got 1 (argument objects count as the values their __cuda_args__ gives)"
+    );
+    let err = plan.check_count(0).expect_err("count");
+    assert!(
+        err.message
+            .starts_with("k(): missing 2 arguments: argument 0 (double a), argument 1 (int n);"),
+        "{}",
+        err.message
     );
     let mut buffer = plan.new_buffer();
     plan.pack(0, &py(Scalar::Float(2.5)), 0, &mut buffer)

@@ -1,49 +1,27 @@
-//! The on-disk kernel cache.
+//! The on-disk kernel cache: entries in core's one verified format (`cunumpy_core::disk`:
+//! `<dir>/<key>.cnk`, written atomically, checked against its SHA-256 when read; a damaged
+//! entry, or one of an older format, is a removed miss).
 //!
-//! One file per key, `<dir>/<key>.cnk`, written atomically (a unique temporary file in the same
-//! folder, flushed to disk, then renamed over the final name) and verified when read. A file
-//! that is truncated, corrupt, of another format version or for another key is a miss and is
-//! removed; it is never returned. Several processes may write the same key at once: each
-//! rename replaces the whole file, so readers see one complete entry or none.
-//!
-//! File format, version 1 (integers little-endian):
-//!
-//! | offset | size | field |
-//! | --- | --- | --- |
-//! | 0 | 8 | magic `b"CUNPYKRN"` |
-//! | 8 | 4 | format version (`1`) |
-//! | 12 | 4 | reserved, `0` |
-//! | 16 | 8 | payload length `n` |
-//! | 24 | 32 | SHA-256 of the payload |
-//! | 56 | n | payload |
-//!
-//! The file is exactly `56 + n` bytes. The payload is a sequence of fields, each string or
-//! byte string as a `u64` length and its bytes: the key (hex), the image kind (`u8`: 0 CUBIN,
-//! 1 PTX), the architecture (`u32` major, `u32` minor), the image, the NVRTC log, then a `u32`
-//! count of lowered names followed by `(name expression, lowered name)` pairs.
+//! The payload is a sequence of fields, each string or byte string as a `u64` length and its
+//! bytes: the key (hex), the image kind (`u8`: 0 CUBIN, 1 PTX), the architecture (`u32` major,
+//! `u32` minor), the image, the NVRTC log, then a `u32` count of lowered names followed by
+//! `(name expression, lowered name)` pairs.
 
-use std::fs::{self, File};
-use std::io::Read;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use cunumpy_core::cache_key::CacheKey;
-use cunumpy_core::disk::remove_if_same_file;
-use sha2::{Digest, Sha256};
+pub use cunumpy_core::disk::{
+    decode_verified as decode_file, encode_verified as encode_file, EXTENSION, FORMAT_VERSION,
+    HEADER_LEN, MAGIC,
+};
+use cunumpy_core::disk::{entry_path, read_verified, write_verified};
 
 use crate::error::CudaError;
 use crate::nvrtc::{Compiled, ImageKind, Nvrtc};
 
 /// A cache entry: what a compile produced.
 pub type Entry = Compiled;
-
-/// The file magic.
-pub const MAGIC: &[u8; 8] = b"CUNPYKRN";
-/// The file format version this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
-/// Header size in bytes.
-pub const HEADER_LEN: usize = 56;
-/// The file name extension of cache entries.
-pub const EXTENSION: &str = "cnk";
 
 /// A folder of cache entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,25 +52,14 @@ impl KernelCache {
 
     /// The file of a key; `None` when the key is not 16 to 128 lowercase hex digits.
     pub fn path_for(&self, key: &str) -> Option<PathBuf> {
-        valid_key(key).then(|| self.dir.join(format!("{key}.{EXTENSION}")))
+        valid_key(key).then(|| entry_path(&self.dir, key))
     }
 
     /// The entry stored under `key`, if a complete and intact one is there. A damaged file is
     /// removed.
     pub fn get(&self, key: &str) -> Option<Entry> {
         let path = self.path_for(key)?;
-        let mut file = File::open(&path).ok()?;
-        let mut bytes = Vec::new();
-        if file.read_to_end(&mut bytes).is_err() {
-            return None;
-        }
-        match decode_file(&bytes).and_then(|payload| decode_entry(payload, key)) {
-            Some(entry) => Some(entry),
-            None => {
-                remove_if_same_file(&path, &file);
-                None
-            }
-        }
+        read_verified(&path, |payload| decode_entry(payload, key))
     }
 
     /// Stores `entry` under `key`, atomically.
@@ -100,8 +67,7 @@ impl KernelCache {
         let path = self.path_for(key).ok_or_else(|| {
             CudaError::InvalidArgument(format!("invalid kernel cache key {key:?}"))
         })?;
-        let bytes = encode_file(&encode_entry(key, entry));
-        write_atomic(&path, &bytes)
+        write_verified(&path, &encode_entry(key, entry))
             .map_err(|err| CudaError::io(format!("writing {}", path.display()), &err))
     }
 }
@@ -123,43 +89,6 @@ pub fn default_dir() -> Option<PathBuf> {
 /// [`default_dir`] with the environment given, for tests.
 pub fn default_dir_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
     cunumpy_core::config::kernel_cache_dir_from(env)
-}
-
-/// Wraps a payload in the verified file format.
-pub fn encode_file(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&sha256_bytes(payload));
-    out.extend_from_slice(payload);
-    out
-}
-
-/// The payload of a file in the verified format; `None` unless magic, version, length and
-/// SHA-256 all match.
-pub fn decode_file(bytes: &[u8]) -> Option<&[u8]> {
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        return None;
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().ok()?);
-    if version != FORMAT_VERSION {
-        return None;
-    }
-    let len = u64::from_le_bytes(bytes[16..24].try_into().ok()?);
-    if (bytes.len() - HEADER_LEN) as u64 != len {
-        return None;
-    }
-    let payload = &bytes[HEADER_LEN..];
-    if sha256_bytes(payload)[..] != bytes[24..56] {
-        return None;
-    }
-    Some(payload)
-}
-
-fn sha256_bytes(data: &[u8]) -> [u8; 32] {
-    Sha256::digest(data).into()
 }
 
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {

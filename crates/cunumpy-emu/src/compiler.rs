@@ -5,8 +5,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use cunumpy_core::cache_key::{sha256_hex, CacheKey};
-use cunumpy_core::disk::write_atomic;
+use cunumpy_core::cache_key::CacheKey;
+use cunumpy_core::disk::{entry_path, read_verified, write_atomic, write_verified};
 
 use crate::error::EmuError;
 use crate::includes::collect_headers;
@@ -77,6 +77,8 @@ pub(crate) struct BuildInputs {
     /// Other kernels of the source this translation unit also exports a launcher for (a
     /// module: one library for every launch of a fused plan); empty for one kernel.
     pub also: Vec<String>,
+    /// Which kernel of the module the loaded launcher is (0: `expression`, k: `also[k - 1]`).
+    pub slot: usize,
     pub options: Vec<String>,
     pub include_dirs: Vec<PathBuf>,
     pub cache_dir: Option<PathBuf>,
@@ -379,8 +381,14 @@ pub(crate) fn build(
 
     // A hit in the disk cache.
     if let Some(dir) = &inputs.cache_dir {
-        if let Some(so) = cached_library(dir, &hex) {
-            if let Ok(loaded) = Loaded::open(&so, &kernel, CacheOutcome::DiskHit) {
+        if let Some(hit) = cached_library(dir, &hex) {
+            if let Ok(loaded) = Loaded::open_slot(
+                &hit.load,
+                &hit.path,
+                &kernel,
+                CacheOutcome::DiskHit,
+                inputs.slot,
+            ) {
                 info.cached_in = Some(dir.clone());
                 return Ok((loaded, info));
             }
@@ -417,18 +425,34 @@ or `+p`, and `auto*` cannot hold one)",
     info.compile_seconds = built.seconds;
     info.cached_in.clone_from(&built.cached_in);
     Ok((
-        Loaded::open(&built.path, &kernel, CacheOutcome::Compiled)?,
+        Loaded::open_slot(
+            &built.load,
+            &built.path,
+            &kernel,
+            CacheOutcome::Compiled,
+            inputs.slot,
+        )?,
         info,
     ))
 }
 
-/// The library stored under `hex` in a cache directory, when present and its SHA-256 checks out.
-pub(crate) fn cached_library(dir: &Path, hex: &str) -> Option<PathBuf> {
-    let so = dir.join(format!("{hex}.so"));
-    let sum = dir.join(format!("{hex}.sha256"));
-    let bytes = std::fs::read(&so).ok()?;
-    let expected = std::fs::read_to_string(&sum).ok()?;
-    (sha256_hex(&bytes) == expected.trim()).then_some(so)
+/// The library stored under `hex` in a cache directory, when its entry (core's one verified
+/// format, `<hex>.cnk`) is whole and its SHA-256 checks out; a damaged entry, or a bare `.so` of
+/// an older cunumpy, is a miss. The verified bytes are written to a private file to be loaded,
+/// so that what is loaded is what was checked.
+pub(crate) fn cached_library(dir: &Path, hex: &str) -> Option<Built> {
+    let entry = entry_path(dir, hex);
+    let bytes = read_verified(&entry, |payload| Some(payload.to_vec()))?;
+    let work = BuildDir(unique_dir(dir, "cunumpy-emu-build").ok()?);
+    let load = work.0.join(format!("{hex}.so"));
+    write_atomic(&load, &bytes).ok()?;
+    Some(Built {
+        load,
+        path: entry,
+        seconds: 0.0,
+        cached_in: Some(dir.to_path_buf()),
+        _dir: Some(work),
+    })
 }
 
 /// Why a build produced no library.
@@ -447,8 +471,11 @@ impl From<EmuError> for BuildFailure {
     }
 }
 
-/// A freshly built library; its build directory (when there is no cache) lives as long as it.
+/// A library ready to load: the file to load (its private folder lives as long as this) and
+/// the path shown as the library's (its cache entry, or the build output when there is no
+/// cache).
 pub(crate) struct Built {
+    pub load: PathBuf,
     pub path: PathBuf,
     /// How long the compiler ran.
     pub seconds: f64,
@@ -458,7 +485,7 @@ pub(crate) struct Built {
 }
 
 /// Compiles a translation unit into a shared library, in a private directory, and writes it into
-/// the cache directory (atomically, with its SHA-256 beside it) under `hex`. `cuda_stubs` puts
+/// the cache directory as a verified entry (`cunumpy_core::disk`) under `hex`. `cuda_stubs` puts
 /// empty stand-ins for the CUDA runtime headers on the include path.
 pub(crate) fn compile_into_cache(
     compiler: &EmuCompiler,
@@ -538,28 +565,25 @@ pub(crate) fn compile_into_cache(
     if let Some(dir) = cache_dir.as_deref() {
         let bytes = std::fs::read(&out_path)
             .map_err(|e| EmuError::io(format!("reading {}", out_path.display()), &e))?;
-        // the library, then its hash: a reader trusts a library only when both are whole
-        // and agree (`cached_library`), and each is written atomically
-        let so = dir.join(format!("{hex}.so"));
-        let sum = dir.join(format!("{hex}.sha256"));
-        let stored = write_atomic(&so, &bytes)
-            .and_then(|()| write_atomic(&sum, sha256_hex(&bytes).as_bytes()));
-        match stored {
+        let entry = entry_path(dir, hex);
+        match write_verified(&entry, &bytes) {
             Ok(()) => {
                 return Ok(Built {
-                    path: so,
+                    load: out_path,
+                    path: entry,
                     seconds,
                     cached_in: Some(dir.to_path_buf()),
-                    _dir: None,
+                    _dir: Some(work),
                 })
             }
             // a damaged entry (a folder where the library goes, say): use the build as it is
             Err(e) => {
-                fallback_cache(dir, &format!("cannot store {}: {e}", so.display()));
+                fallback_cache(dir, &format!("cannot store {}: {e}", entry.display()));
             }
         }
     }
     Ok(Built {
+        load: out_path.clone(),
         path: out_path,
         seconds,
         cached_in: None,

@@ -47,8 +47,8 @@ impl EmuCompiler {
             .add("compiler-version", self.version().as_bytes())
             .add_list("flags", &all);
         let hex = key.hex();
-        if let Some(so) = cache_dir.and_then(|d| cached_library(d, &hex)) {
-            if let Ok(lib) = HostLibrary::open(&so, what, CacheOutcome::DiskHit) {
+        if let Some(hit) = cache_dir.and_then(|d| cached_library(d, &hex)) {
+            if let Ok(lib) = HostLibrary::open(&hit.load, &hit.path, what, CacheOutcome::DiskHit) {
                 return Ok(lib);
             }
         }
@@ -62,16 +62,21 @@ impl EmuCompiler {
                 },
             },
         )?;
-        HostLibrary::open(&built.path, what, CacheOutcome::Compiled)
+        HostLibrary::open(&built.load, &built.path, what, CacheOutcome::Compiled)
     }
 }
 
 impl HostLibrary {
-    fn open(path: &Path, what: &str, outcome: CacheOutcome) -> Result<HostLibrary, EmuError> {
+    fn open(
+        load: &Path,
+        path: &Path,
+        what: &str,
+        outcome: CacheOutcome,
+    ) -> Result<HostLibrary, EmuError> {
         // SAFETY: the library was built by this crate from a caller-given source (or found under
         // a key over exactly that source, flags and compiler, with its SHA-256 checked); loading
         // it runs only the static initialisers of that code.
-        let lib = unsafe { Library::new(path) }.map_err(|e| EmuError::Load {
+        let lib = unsafe { Library::new(load) }.map_err(|e| EmuError::Load {
             kernel: what.to_string(),
             path: path.display().to_string(),
             message: e.to_string(),

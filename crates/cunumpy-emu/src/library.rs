@@ -32,6 +32,7 @@ impl EmuCompiler {
             source: source.to_string(),
             expression: expression.trim().to_string(),
             also: Vec::new(),
+            slot: 0,
             options: options.to_vec(),
             include_dirs: include_dirs.to_vec(),
             cache_dir: cache_dir.map(Path::to_path_buf),
@@ -69,21 +70,34 @@ impl EmuCompiler {
             source: source.to_string(),
             expression: first.trim().to_string(),
             also: also.iter().map(|e| e.trim().to_string()).collect(),
+            slot: 0,
             options: options.to_vec(),
             include_dirs: include_dirs.to_vec(),
             cache_dir: cache_dir.map(Path::to_path_buf),
         };
         let (plain, info) = build(&inputs, Variant::Checked)?;
-        let (path, outcome) = (plain.path.clone(), plain.outcome);
+        let outcome = plain.outcome;
         let mut first_plain = Some(plain);
         let mut out = Vec::with_capacity(expressions.len());
         for (slot, expr) in expressions.iter().enumerate() {
             let expr = expr.trim().to_string();
+            // the other kernels' launchers: the same library, from the disk cache
+            let at_slot = BuildInputs {
+                slot,
+                ..inputs.clone()
+            };
             let loaded = match first_plain.take() {
                 Some(l) => l,
-                None => Loaded::open_slot(&path, &expr, outcome, slot)?,
+                None => {
+                    let (mut l, _) = build(&at_slot, Variant::Checked)?;
+                    l.outcome = outcome;
+                    l
+                }
             };
-            let checked_slot = Loaded::open_slot(&path, &expr, outcome, slot);
+            let checked_slot = build(&at_slot, Variant::Checked).map(|(mut l, _)| {
+                l.outcome = outcome;
+                l
+            });
             let mut slot_info = info.clone();
             slot_info.param_names =
                 crate::rewrite::rewrite(source, crate::rewrite::base_name(&expr), false)
@@ -91,6 +105,7 @@ impl EmuCompiler {
             let slot_inputs = BuildInputs {
                 expression: expr,
                 also: Vec::new(),
+                slot: 0,
                 ..inputs.clone()
             };
             let lib = EmuLibrary::new(slot_inputs, loaded, slot_info);

@@ -57,17 +57,10 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    pub(crate) fn open(
-        path: &Path,
-        kernel: &str,
-        outcome: CacheOutcome,
-    ) -> Result<Loaded, EmuError> {
-        Loaded::open_slot(path, kernel, outcome, 0)
-    }
-
     /// Opens the launcher of kernel `slot` of a module library (0: the first kernel, whose
     /// symbols have no suffix; `k`: `cunumpy_emu_launch_k`).
     pub(crate) fn open_slot(
+        load: &Path,
         path: &Path,
         kernel: &str,
         outcome: CacheOutcome,
@@ -88,7 +81,7 @@ impl Loaded {
         // SAFETY: the library was built by this crate from the prelude, the user's source and a
         // generated launcher (or found under a key over exactly those inputs, with its SHA-256
         // checked); loading it runs only the static initialisers of that code.
-        let lib = unsafe { Library::new(path) }.map_err(|e| load_err(e.to_string()))?;
+        let lib = unsafe { Library::new(load) }.map_err(|e| load_err(e.to_string()))?;
         // SAFETY: the prelude defines these symbols with exactly these C signatures.
         let (launch, abi, count) = unsafe {
             let launch = *lib

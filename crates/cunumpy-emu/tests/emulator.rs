@@ -599,6 +599,11 @@ fn disk_cache_hits_and_rebuilds_a_corrupted_library() {
     assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
     let path = first.library_path().to_path_buf();
     assert!(path.is_file());
+    // The entry is core's one verified format: `<key>.cnk`, header then the library.
+    assert_eq!(path.extension().and_then(|e| e.to_str()), Some("cnk"));
+    let entry = std::fs::read(&path).expect("read entry");
+    let library = cunumpy_core::disk::decode_verified(&entry).expect("a verified entry");
+    assert!(library.starts_with(b"\x7fELF") || library.starts_with(&[0xcf, 0xfa, 0xed, 0xfe]));
     drop(first);
     let t = Instant::now();
     let second = compiler()
@@ -639,6 +644,40 @@ fn disk_cache_hits_and_rebuilds_a_corrupted_library() {
         .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
         .collect();
     assert!(leftovers.is_empty(), "build directories are removed");
+}
+
+#[test]
+fn disk_cache_treats_an_older_layout_as_a_miss() {
+    // cunumpy before the one verified format stored `<key>.so` with `<key>.sha256` beside it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache: PathBuf = dir.path().join("cache");
+    let first = compiler()
+        .compile(AXPY, "axpy", &["-DVARIANT=3".into()], &[], Some(&cache))
+        .expect("compile");
+    let entry = first.library_path().to_path_buf();
+    drop(first);
+    let key = entry
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("key")
+        .to_string();
+    let bytes = std::fs::read(&entry).expect("read");
+    let library = cunumpy_core::disk::decode_verified(&bytes)
+        .expect("verified")
+        .to_vec();
+    std::fs::remove_file(&entry).expect("remove");
+    std::fs::write(cache.join(format!("{key}.so")), &library).expect("write");
+    std::fs::write(
+        cache.join(format!("{key}.sha256")),
+        cunumpy_core::cache_key::sha256_hex(&library),
+    )
+    .expect("write");
+    let again = compiler()
+        .compile(AXPY, "axpy", &["-DVARIANT=3".into()], &[], Some(&cache))
+        .expect("compile");
+    assert_eq!(again.cache_outcome(), CacheOutcome::Compiled);
+    assert_eq!(again.library_path(), entry);
+    assert!(entry.is_file());
 }
 
 #[test]

@@ -180,8 +180,13 @@ impl<'a> Translator<'a> {
                 ));
                 for (n, ft) in fields {
                     let c = ft.scalar().c();
-                    let star = if ft.rank() > 0 { "*" } else { "" };
-                    src.push_str(&format!("    {c}{star} {n};\n"));
+                    match ft {
+                        Ty::View(_, r) => src.push_str(&format!("    CArray{r}D<{c}> {n};\n")),
+                        _ => {
+                            let star = if ft.rank() > 0 { "*" } else { "" };
+                            src.push_str(&format!("    {c}{star} {n};\n"));
+                        }
+                    }
                 }
                 src.push_str("};\n\n");
             }

@@ -469,18 +469,23 @@ impl<'a> Translator<'a> {
             }
             return Ok((format!("{key}[{}]", strip_parens(&x)), Ty::Scalar(s)));
         }
-        let base = name_of(value).ok_or_else(|| {
-            self.unsupported(
-                e,
-                "subscript",
-                "only arrays named by a variable can be indexed".into(),
-            )
-        })?;
-        let t = f
-            .vars
-            .get(base)
-            .cloned()
-            .ok_or_else(|| self.unsupported(e, "name", format!("'{base}' is not defined")))?;
+        let view = struct_field(f, value).filter(|(_, t)| matches!(t, Ty::View(..)));
+        let (base, t): (&str, Ty) = match &view {
+            Some((key, t)) => (key.as_str(), t.clone()),
+            None => {
+                let base = name_of(value).ok_or_else(|| {
+                    self.unsupported(
+                        e,
+                        "subscript",
+                        "only arrays named by a variable can be indexed".into(),
+                    )
+                })?;
+                let t = f.vars.get(base).cloned().ok_or_else(|| {
+                    self.unsupported(e, "name", format!("'{base}' is not defined"))
+                })?;
+                (base, t)
+            }
+        };
         let idx = indices(e);
         if t.rank() == 0 {
             return Err(self.unsupported(
@@ -994,15 +999,28 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
-    /// `np.empty((3, 3))`, `np.zeros(3, dtype=int)`: a small fixed-size local array.
+    /// `np.empty((3, 3))`, `np.zeros(3, dtype=int)`, `empty(3, dtype=float)` (after `from
+    /// numpy import empty`): a small fixed-size local array.
     pub(crate) fn local_array(&self, v: &Json) -> R<Option<Ty>> {
-        if v.kind() != "Call" || v.get("func").kind() != "Attribute" {
+        if v.kind() != "Call" {
             return Ok(None);
         }
-        let base = name_of(v.get("func").get("value")).unwrap_or("");
-        let fname = v.get("func").get("attr").as_str().unwrap_or("");
-        if self.modules.get(base) != Some(&"numpy") || !matches!(fname, "empty" | "zeros" | "ones")
-        {
+        let func = v.get("func");
+        let (module, fname): (Option<&str>, String) = match func.kind() {
+            "Attribute" => (
+                self.modules
+                    .get(name_of(func.get("value")).unwrap_or(""))
+                    .copied(),
+                func.get("attr").as_str().unwrap_or("").to_string(),
+            ),
+            "Name" => match self.from_imports.get(name_of(func).unwrap_or("")) {
+                Some((m, real)) => (Some(*m), real.clone()),
+                None => (None, String::new()),
+            },
+            _ => (None, String::new()),
+        };
+        let fname = fname.as_str();
+        if module != Some("numpy") || !matches!(fname, "empty" | "zeros" | "ones") {
             return Ok(None);
         }
         let args = v.get("args").as_list();
@@ -1059,7 +1077,7 @@ impl<'a> Translator<'a> {
                         s.c(), dims.len(), s.c(), ext.join(", ")
                     ));
                 }
-                Ty::Array(..) | Ty::Struct(..) => {}
+                Ty::Array(..) | Ty::Struct(..) | Ty::View(..) => {}
             }
         }
         out
@@ -1116,7 +1134,15 @@ impl<'a> Translator<'a> {
                         let n = name_of(target).unwrap_or("");
                         if let Some(Ty::Local(sc, dims)) = self.local_array(value)?.as_ref() {
                             let total: usize = dims.iter().product();
-                            let fname = value.get("func").get("attr").as_str().unwrap_or("");
+                            let func = value.get("func");
+                            let fname = match func.kind() {
+                                "Name" => self
+                                    .from_imports
+                                    .get(name_of(func).unwrap_or(""))
+                                    .map(|(_, real)| real.as_str())
+                                    .unwrap_or(""),
+                                _ => func.get("attr").as_str().unwrap_or(""),
+                            };
                             if fname != "empty" {
                                 let fill = if fname == "zeros" { "0" } else { "1" };
                                 out.push_str(&format!("{pad}for (int k = 0; k < {total}; ++k) {n}_data[k] = ({}){fill};\n", sc.c()));
@@ -1443,8 +1469,18 @@ pub(crate) fn collect_assigns<'j>(
     }
 }
 
-/// `p.x` where `p` is a struct argument and `x` one of its array fields: ("p.x", element type).
+/// `p.x` where `p` is a struct argument and `x` one of its 1-D pointer fields: ("p.x",
+/// element type).
 pub(crate) fn struct_field_array(f: &FnCx, value: &Json) -> Option<(String, Scalar)> {
+    struct_field(f, value).and_then(|(k, t)| match t {
+        Ty::Array(s, _) => Some((k, s)),
+        _ => None,
+    })
+}
+
+/// `p.x` where `p` is a struct argument and `x` one of its array fields (a 1-D pointer or an
+/// array view): ("p.x", its type).
+pub(crate) fn struct_field(f: &FnCx, value: &Json) -> Option<(String, Ty)> {
     if value.kind() != "Attribute" {
         return None;
     }
@@ -1452,7 +1488,9 @@ pub(crate) fn struct_field_array(f: &FnCx, value: &Json) -> Option<(String, Scal
     let attr = value.get("attr").as_str()?;
     match f.vars.get(base) {
         Some(Ty::Struct(_, fields)) => fields.iter().find_map(|(n, t)| match t {
-            Ty::Array(s, _) if n == attr => Some((format!("{base}.{attr}"), *s)),
+            Ty::Array(..) | Ty::View(..) if n == attr => {
+                Some((format!("{base}.{attr}"), t.clone()))
+            }
             _ => None,
         }),
         _ => None,
@@ -1462,7 +1500,7 @@ pub(crate) fn struct_field_array(f: &FnCx, value: &Json) -> Option<(String, Scal
 /// The array a subscript's base names, as the proof keys it: an array argument (`rho`) or an
 /// array field of a struct argument (`p.x`); None for local arrays and anything else.
 pub(crate) fn array_key(f: &FnCx, value: &Json) -> Option<String> {
-    if let Some((key, _)) = struct_field_array(f, value) {
+    if let Some((key, _)) = struct_field(f, value) {
         return Some(key);
     }
     let n = name_of(value)?;
@@ -1476,7 +1514,7 @@ pub(crate) fn key_type(f: &FnCx, key: &str) -> (usize, Scalar) {
             Some(Ty::Struct(_, fields)) => fields
                 .iter()
                 .find(|(n, _)| n == field)
-                .map(|(_, t)| (1, t.scalar()))
+                .map(|(_, t)| (t.rank().max(1), t.scalar()))
                 .unwrap_or((1, Scalar::F64)),
             _ => (1, Scalar::F64),
         },

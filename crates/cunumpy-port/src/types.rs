@@ -48,14 +48,17 @@ pub enum Ty {
     /// A small fixed-size local array (`np.empty((3, 3))`): element type and extents.
     Local(Scalar, Vec<usize>),
     /// A struct argument (a `CudaStructArguments` class): its C name and fields, arrays being
-    /// 1-D pointers (`p.x[i]`).
+    /// 1-D pointers (`p.x[i]`) or array views.
     Struct(String, Vec<(String, Ty)>),
+    /// An array-view field of a struct (`CArrayND<T>`, as `CudaStruct` lays out a Pyccel
+    /// class's `'float[:,:]'` attribute): element type and rank, indexed like an array argument.
+    View(Scalar, usize),
 }
 
 impl Ty {
     pub fn scalar(&self) -> Scalar {
         match self {
-            Ty::Scalar(s) | Ty::Array(s, _) | Ty::Local(s, _) => *s,
+            Ty::Scalar(s) | Ty::Array(s, _) | Ty::Local(s, _) | Ty::View(s, _) => *s,
             Ty::Struct(..) => Scalar::I64,
         }
     }
@@ -63,7 +66,7 @@ impl Ty {
     pub fn rank(&self) -> usize {
         match self {
             Ty::Scalar(_) => 0,
-            Ty::Array(_, n) => *n,
+            Ty::Array(_, n) | Ty::View(_, n) => *n,
             Ty::Local(_, d) => d.len(),
             Ty::Struct(..) => 0,
         }
@@ -148,10 +151,17 @@ fn parse_struct(text: &str) -> Result<Ty, String> {
         let (n, t) = f
             .split_once(':')
             .ok_or_else(|| format!("struct field '{f}'"))?;
-        let ty = parse_annotation(t)?;
-        if ty.rank() > 1 || matches!(ty, Ty::Struct(..)) {
+        let t = t.trim();
+        let ty = match t.strip_prefix("view ") {
+            Some(v) => match parse_annotation(v)? {
+                Ty::Array(s, n) => Ty::View(s, n),
+                _ => return Err(format!("struct field '{f}' (a view field is an array)")),
+            },
+            None => parse_annotation(t)?,
+        };
+        if matches!(ty, Ty::Array(_, n) if n > 1) || matches!(ty, Ty::Struct(..)) {
             return Err(format!(
-                "struct field '{f}' (fields are scalars or 1-D pointers)"
+                "struct field '{f}' (fields are scalars, 1-D pointers or array views)"
             ));
         }
         fields.push((n.trim().to_string(), ty));
@@ -195,5 +205,16 @@ mod tests {
             )
         );
         assert_eq!(Scalar::Bool.join(Scalar::I32), Scalar::I64);
+        assert_eq!(
+            parse_annotation("struct D {cx: view float64[:,:,:]; k: int}").unwrap(),
+            Ty::Struct(
+                "D".into(),
+                vec![
+                    ("cx".into(), Ty::View(Scalar::F64, 3)),
+                    ("k".into(), Ty::Scalar(Scalar::I64))
+                ]
+            )
+        );
+        assert!(parse_annotation("struct D {cx: float64[:,:]}").is_err());
     }
 }

@@ -3,11 +3,14 @@
 
 use cunumpy_core::args::{Arg, DeviceArray, Scalar, ScalarSource};
 use cunumpy_core::dtype::DType;
-use pyo3::exceptions::PyOverflowError;
+use cunumpy_runtime::host::HostArray;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyTuple, PyType};
+use pyo3::types::{
+    PyBool, PyCapsule, PyCapsuleMethods, PyComplex, PyDict, PyFloat, PyInt, PyTuple, PyType,
+};
+use std::ffi::{c_char, c_int, c_void};
 
 /// What kind of object an argument is, decided once per argument.
 pub enum Object {
@@ -154,21 +157,33 @@ fn c_strides(shape: &[i64], itemsize: i64) -> Vec<i64> {
     strides
 }
 
-/// Reads a CuPy array; `full` also reads shape and strides (views need them).
-fn read_cupy(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<DeviceInfo> {
+/// What [`read_cupy`] reads beyond pointer, device, dtype and contiguity.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fields {
+    /// Nothing more (a kernel argument's pointer).
+    Pointer,
+    /// The shape (a fused call's signature).
+    Shape,
+    /// Shape and strides (views need both).
+    ShapeStrides,
+}
+
+/// The one reader of CuPy arrays, for every caller (kernel launches, fused calls, `out=`
+/// targets): pointer, device, dtype and contiguity, and `fields` more.
+pub(crate) fn read_cupy(obj: &Bound<'_, PyAny>, fields: Fields) -> PyResult<DeviceInfo> {
     let py = obj.py();
     let data = obj.getattr(intern!(py, "data"))?;
     let ptr: u64 = data.getattr(intern!(py, "ptr"))?.extract()?;
     let device: i32 = data.getattr(intern!(py, "device_id"))?.extract()?;
     let dtype = dtype_of(&obj.getattr(intern!(py, "dtype"))?)?;
     let c_contiguous = obj.getattr(intern!(py, "_c_contiguous"))?.is_truthy()?;
-    let (shape, strides) = if full {
-        (
-            obj.getattr(intern!(py, "shape"))?.extract()?,
-            obj.getattr(intern!(py, "strides"))?.extract()?,
-        )
-    } else {
-        (Vec::new(), Vec::new())
+    let shape = match fields {
+        Fields::Pointer => Vec::new(),
+        Fields::Shape | Fields::ShapeStrides => obj.getattr(intern!(py, "shape"))?.extract()?,
+    };
+    let strides = match fields {
+        Fields::ShapeStrides => obj.getattr(intern!(py, "strides"))?.extract()?,
+        Fields::Pointer | Fields::Shape => Vec::new(),
     };
     Ok(DeviceInfo {
         ptr,
@@ -197,7 +212,11 @@ fn read_interface(iface: &Bound<'_, PyAny>) -> PyResult<DeviceInfo> {
     let iface = iface.cast::<PyDict>()?;
     let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
         iface.get_item(key)?.ok_or_else(|| {
-            pyo3::exceptions::PyTypeError::new_err(format!("__cuda_array_interface__ has no {key}"))
+            crate::errors::raise(
+                py,
+                "KernelArgumentTypeError",
+                format!("__cuda_array_interface__ has no {key:?}"),
+            )
         })
     };
     let shape: Vec<i64> = get("shape")?.extract()?;
@@ -230,6 +249,96 @@ fn read_interface(iface: &Bound<'_, PyAny>) -> PyResult<DeviceInfo> {
     })
 }
 
+/// NumPy's `PyArrayInterface`, what an `__array_struct__` capsule points at (a stable ABI:
+/// the array interface protocol, version 3).
+#[repr(C)]
+struct ArrayInterface {
+    two: c_int,
+    nd: c_int,
+    typekind: c_char,
+    itemsize: c_int,
+    flags: c_int,
+    shape: *const isize,
+    strides: *const isize,
+    data: *mut c_void,
+    descr: *mut c_void,
+}
+
+const ARRAY_C_CONTIGUOUS: c_int = 0x0001;
+const ARRAY_ALIGNED: c_int = 0x0100;
+const ARRAY_NOTSWAPPED: c_int = 0x0200;
+const ARRAY_WRITEABLE: c_int = 0x0400;
+
+/// The one reader of host (NumPy) arrays, for every caller: `__array_struct__` (a capsule, no
+/// dict or strings to build). None when the object has none or it is not what can be used as
+/// is (not C-contiguous, aligned, native, writable when `writable`, or of another dtype), so
+/// the caller declines or falls back to `__array_interface__` and its error messages.
+pub(crate) fn read_numpy(obj: &Bound<'_, PyAny>, writable: bool) -> PyResult<Option<HostArray>> {
+    let py = obj.py();
+    let Ok(capsule) = obj.getattr(intern!(py, "__array_struct__")) else {
+        return Ok(None);
+    };
+    let Ok(capsule) = capsule.cast_into::<PyCapsule>() else {
+        return Ok(None);
+    };
+    let Ok(ptr) = capsule.pointer_checked(None) else {
+        return Ok(None);
+    };
+    // SAFETY: an `__array_struct__` capsule (NumPy's, or any object following the array
+    // interface protocol) points at a `PyArrayInterface` that stays valid while the capsule
+    // lives (it keeps the array referenced); `capsule` is alive for this whole function, and
+    // the `two` field is checked before anything else is trusted.
+    let ai = unsafe { &*(ptr.as_ptr() as *const ArrayInterface) };
+    let need = ARRAY_C_CONTIGUOUS
+        | ARRAY_ALIGNED
+        | ARRAY_NOTSWAPPED
+        | if writable { ARRAY_WRITEABLE } else { 0 };
+    if ai.two != 2 || ai.nd < 0 || ai.flags & need != need || (ai.nd > 0 && ai.shape.is_null()) {
+        return Ok(None);
+    }
+    let nd = ai.nd as usize;
+    let shape: Vec<usize> = if nd == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: `shape` points at `nd` dimensions (the protocol), non-null (checked), alive
+        // with the capsule.
+        let dims = unsafe { std::slice::from_raw_parts(ai.shape, nd) };
+        if dims.iter().any(|&d| d < 0) {
+            return Ok(None);
+        }
+        dims.iter().map(|&d| d as usize).collect()
+    };
+    let _ = (ai.strides, ai.descr);
+    // native byte order (NOTSWAPPED above), so kind and size name the dtype
+    let dtype = match (ai.typekind as u8, ai.itemsize) {
+        (b'b', 1) => DType::Bool,
+        (b'i', 1) => DType::Int8,
+        (b'u', 1) => DType::UInt8,
+        (b'i', 2) => DType::Int16,
+        (b'u', 2) => DType::UInt16,
+        (b'i', 4) => DType::Int32,
+        (b'u', 4) => DType::UInt32,
+        (b'i', 8) => DType::Int64,
+        (b'u', 8) => DType::UInt64,
+        (b'f', 4) => DType::Float32,
+        (b'f', 8) => DType::Float64,
+        (b'c', 8) => DType::Complex64,
+        (b'c', 16) => DType::Complex128,
+        _ => return Ok(None),
+    };
+    let len = shape.iter().product();
+    let ptr = ai.data as usize;
+    if ptr == 0 && len > 0 {
+        return Ok(None);
+    }
+    Ok(Some(HostArray {
+        ptr,
+        len,
+        dtype,
+        shape,
+    }))
+}
+
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
     let t = obj.get_type();
     let module = t
@@ -256,9 +365,11 @@ fn python_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
         }
         return match obj.extract::<i128>() {
             Ok(v) => Ok(Some(Scalar::Int(v))),
-            Err(_) => Err(PyOverflowError::new_err(format!(
-                "the integer {obj} does not fit any C integer type"
-            ))),
+            Err(_) => Err(crate::errors::raise(
+                obj.py(),
+                "KernelArgumentOverflowError",
+                format!("the integer {obj} does not fit any C integer type"),
+            )),
         };
     }
     if obj.is_exact_instance_of::<PyBool>() {
@@ -277,7 +388,14 @@ fn python_scalar_subclass(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
         return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
     }
     if obj.is_instance_of::<PyInt>() {
-        return Ok(obj.extract::<i128>().ok().map(Scalar::Int));
+        return match obj.extract::<i128>() {
+            Ok(v) => Ok(Some(Scalar::Int(v))),
+            Err(_) => Err(crate::errors::raise(
+                obj.py(),
+                "KernelArgumentOverflowError",
+                format!("the integer {obj} does not fit any C integer type"),
+            )),
+        };
     }
     if obj.is_instance_of::<PyFloat>() {
         return Ok(Some(Scalar::Float(obj.extract()?)));
@@ -307,7 +425,12 @@ pub fn read_object(obj: &Bound<'_, PyAny>, full: bool) -> PyResult<Object> {
         return Ok(Object::Scalar(s, ScalarSource::Python));
     }
     if is_cupy_array(obj) {
-        return Ok(Object::Device(read_cupy(obj, full)?));
+        let fields = if full {
+            Fields::ShapeStrides
+        } else {
+            Fields::Pointer
+        };
+        return Ok(Object::Device(read_cupy(obj, fields)?));
     }
     let np = numpy(py)?;
     if obj.is_instance(np.generic.bind(py))? {

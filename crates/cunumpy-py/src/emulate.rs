@@ -149,7 +149,8 @@ pub(crate) fn prepare(
         detect_races,
     } = checks;
     let name = config.name();
-    emulated::validate(name, shape, shared).map_err(|e| errors::launch_error(py, e))?;
+    emulated::validate(name, shape, shared)
+        .map_err(|e| errors::kernel_launch_error(py, name, e))?;
     let (lib, _) = library_for(py, config)?;
     let with_defaults = config
         .plan

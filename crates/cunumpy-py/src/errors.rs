@@ -8,7 +8,7 @@ use cunumpy_core::parser::SignatureError;
 use cunumpy_cuda::CudaError;
 use cunumpy_emu::{EmuError, Fault};
 use cunumpy_fusion::FusionError;
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -24,6 +24,12 @@ pub fn raise(py: Python<'_>, class_name: &str, message: String) -> PyErr {
         },
         Err(_) => PyRuntimeError::new_err(message),
     }
+}
+
+/// `raise` where no `Python` token is at hand (the caller holds the GIL: every binding
+/// method does).
+pub fn raise_here(class_name: &str, message: String) -> PyErr {
+    Python::attach(|py| raise(py, class_name, message))
 }
 
 /// Emits `cunumpy.exceptions.<class_name>` as a Python warning (an error if filters say so).
@@ -51,6 +57,21 @@ pub fn launch_error(py: Python<'_>, err: LaunchError) -> PyErr {
     match err {
         LaunchError::Ambiguous(m) => raise(py, "LaunchShapeTypeError", m),
         LaunchError::Invalid(m) => raise(py, "LaunchShapeError", m),
+    }
+}
+
+/// A launch-shape error of kernel `kernel`, its message starting with the kernel's name.
+pub fn kernel_launch_error(py: Python<'_>, kernel: &str, err: LaunchError) -> PyErr {
+    let named = |m: String| {
+        if m.starts_with(kernel) {
+            m
+        } else {
+            format!("{kernel}: {m}")
+        }
+    };
+    match err {
+        LaunchError::Ambiguous(m) => raise(py, "LaunchShapeTypeError", named(m)),
+        LaunchError::Invalid(m) => raise(py, "LaunchShapeError", named(m)),
     }
 }
 
@@ -146,9 +167,7 @@ pub fn runtime_error(py: Python<'_>, kernel: &str, err: cunumpy_runtime::Runtime
         RuntimeError::FusedCall(message) => raise(py, "FusionValueError", message),
         RuntimeError::Setting(message) => raise(py, "BackendError", message),
         RuntimeError::Graph(g) => crate::graph::graph_error(py, g),
-        RuntimeError::Internal(what) => {
-            pyo3::exceptions::PyRuntimeError::new_err(format!("internal: {what}"))
-        }
+        RuntimeError::Internal(what) => raise(py, "InternalError", format!("internal: {what}")),
     }
 }
 
@@ -168,8 +187,8 @@ pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {
 pub fn host_pool_error(err: HostPoolError) -> PyErr {
     match &err {
         HostPoolError::OutOfMemory { .. } | HostPoolError::TooLarge { .. } => {
-            PyMemoryError::new_err(err.to_string())
+            raise_here("HostMemoryError", err.to_string())
         }
-        HostPoolError::InvalidLimit { .. } => PyValueError::new_err(err.to_string()),
+        HostPoolError::InvalidLimit { .. } => raise_here("InvalidArgumentError", err.to_string()),
     }
 }

@@ -13,9 +13,8 @@
 //! which gives the full checks and messages.
 
 use crate::arrays;
-use crate::fusion::{
-    byte_range, host_view_from_struct, overlaps, scalar_value, FusionPlan, HostView,
-};
+use crate::arrays::{read_numpy, Fields};
+use crate::fusion::{byte_range, overlaps, scalar_value, FusionPlan, HostView};
 use crate::held::Held;
 use crate::host_pool::pooled_empty;
 use crate::vectorcall::{ArgList, VectorArgs, VectorcallSlot};
@@ -77,26 +76,24 @@ impl DeviceArray {
     }
 }
 
-/// Reads an exact, C-contiguous `cupy.ndarray` of a supported dtype (None otherwise).
+/// An exact, C-contiguous `cupy.ndarray` of a supported dtype, read by the binding's one CuPy
+/// reader (None otherwise: the fast path declines it).
 fn read_cupy(obj: &Bound<'_, PyAny>) -> PyResult<Option<DeviceArray>> {
-    let py = obj.py();
-    if !arrays::cupy_ndarray(py).is_some_and(|t| obj.get_type().is(t)) {
+    if !arrays::is_exact_cupy_array(obj) {
         return Ok(None);
     }
-    if !obj.getattr(intern!(py, "_c_contiguous"))?.is_truthy()? {
-        return Ok(None);
-    }
-    let Ok(dtype) = arrays::dtype_of(&obj.getattr(intern!(py, "dtype"))?)? else {
+    let info = arrays::read_cupy(obj, Fields::Shape)?;
+    let (true, Ok(dtype), Some(device)) = (info.c_contiguous, info.dtype, info.device) else {
         return Ok(None);
     };
-    let shape: Vec<usize> = obj.getattr(intern!(py, "shape"))?.extract()?;
-    let data = obj.getattr(intern!(py, "data"))?;
-    let ptr: u64 = data.getattr(intern!(py, "ptr"))?.extract()?;
-    let device: i32 = data.getattr(intern!(py, "device_id"))?.extract()?;
+    if info.shape.iter().any(|&d| d < 0) {
+        return Ok(None);
+    }
     Ok(Some(DeviceArray {
         dtype,
-        shape,
-        ptr,
+        // CuPy's shapes are never negative (checked above); the conversion reuses the buffer
+        shape: info.shape.into_iter().map(|d| d as usize).collect(),
+        ptr: info.ptr,
         device,
     }))
 }
@@ -162,7 +159,7 @@ fn read_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<(ArgKind, ArgValue)>> {
     let np = arrays::numpy(py)?;
     let ty = obj.get_type();
     if ty.is(np.ndarray.bind(py)) {
-        return Ok(host_view_from_struct(py, obj, false)?.map(|v| {
+        return Ok(read_numpy(obj, false)?.map(|v| {
             (
                 ArgKind::Host {
                     dtype: v.dtype,
@@ -292,7 +289,7 @@ impl CachedCall {
                     if !t.get_type().is(ndarray) {
                         return Ok(None);
                     }
-                    let Some(view) = host_view_from_struct(py, &t, true)? else {
+                    let Some(view) = read_numpy(&t, true)? else {
                         return Ok(None);
                     };
                     let range = byte_range(&view);
@@ -314,7 +311,7 @@ impl CachedCall {
                     // large results come from the host memory pool (`host_pool.rs`)
                     let nbytes = o.spec_shape.iter().product::<usize>() * o.spec_dtype.itemsize();
                     let array = pooled_empty(py, o.shape.bind(py), o.dtype.bind(py), nbytes)?;
-                    let view = host_view_from_struct(py, &array, true)?.ok_or_else(|| {
+                    let view = read_numpy(&array, true)?.ok_or_else(|| {
                         pyo3::exceptions::PyRuntimeError::new_err(
                             "internal: numpy.empty gave no view",
                         )

@@ -20,8 +20,7 @@ use cunumpy_runtime::{device, record, Device, FusedPlan};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict, PyList};
-use std::ffi::{c_char, c_int, c_void};
+use pyo3::types::{PyDict, PyList};
 use std::sync::{Arc, Mutex};
 
 fn err(py: Python<'_>, e: FusionError) -> PyErr {
@@ -324,105 +323,13 @@ pub(crate) fn scalar_value(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<ScalarV
     ))
 }
 
-/// NumPy's `PyArrayInterface`, what an `__array_struct__` capsule points at (a stable ABI:
-/// the array interface protocol, version 3).
-#[repr(C)]
-struct ArrayInterface {
-    two: c_int,
-    nd: c_int,
-    typekind: c_char,
-    itemsize: c_int,
-    flags: c_int,
-    shape: *const isize,
-    strides: *const isize,
-    data: *mut c_void,
-    descr: *mut c_void,
-}
-
-const ARRAY_C_CONTIGUOUS: c_int = 0x0001;
-const ARRAY_ALIGNED: c_int = 0x0100;
-const ARRAY_NOTSWAPPED: c_int = 0x0200;
-const ARRAY_WRITEABLE: c_int = 0x0400;
-
-/// The fast path of [`host_view`]: `__array_struct__` (a capsule, no dict or strings to
-/// build). None when the object has none or it is not what we can use as is, so the caller
-/// falls back to `__array_interface__` and its error messages.
-pub(crate) fn host_view_from_struct(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    writable: bool,
-) -> PyResult<Option<HostView>> {
-    let Ok(capsule) = obj.getattr(intern!(py, "__array_struct__")) else {
-        return Ok(None);
-    };
-    let Ok(capsule) = capsule.cast_into::<PyCapsule>() else {
-        return Ok(None);
-    };
-    let Ok(ptr) = capsule.pointer_checked(None) else {
-        return Ok(None);
-    };
-    // SAFETY: an `__array_struct__` capsule (NumPy's, or any object following the array
-    // interface protocol) points at a `PyArrayInterface` that stays valid while the capsule
-    // lives (it keeps the array referenced); `capsule` is alive for this whole function, and
-    // the `two` field is checked before anything else is trusted.
-    let ai = unsafe { &*(ptr.as_ptr() as *const ArrayInterface) };
-    let need = ARRAY_C_CONTIGUOUS
-        | ARRAY_ALIGNED
-        | ARRAY_NOTSWAPPED
-        | if writable { ARRAY_WRITEABLE } else { 0 };
-    if ai.two != 2 || ai.nd < 0 || ai.flags & need != need || (ai.nd > 0 && ai.shape.is_null()) {
-        return Ok(None);
-    }
-    let nd = ai.nd as usize;
-    let shape: Vec<usize> = if nd == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: `shape` points at `nd` dimensions (the protocol), non-null (checked), alive
-        // with the capsule.
-        let dims = unsafe { std::slice::from_raw_parts(ai.shape, nd) };
-        if dims.iter().any(|&d| d < 0) {
-            return Ok(None);
-        }
-        dims.iter().map(|&d| d as usize).collect()
-    };
-    let _ = (ai.strides, ai.descr);
-    // native byte order (NOTSWAPPED above), so kind and size name the dtype
-    let dtype = match (ai.typekind as u8, ai.itemsize) {
-        (b'b', 1) => DType::Bool,
-        (b'i', 1) => DType::Int8,
-        (b'u', 1) => DType::UInt8,
-        (b'i', 2) => DType::Int16,
-        (b'u', 2) => DType::UInt16,
-        (b'i', 4) => DType::Int32,
-        (b'u', 4) => DType::UInt32,
-        (b'i', 8) => DType::Int64,
-        (b'u', 8) => DType::UInt64,
-        (b'f', 4) => DType::Float32,
-        (b'f', 8) => DType::Float64,
-        (b'c', 8) => DType::Complex64,
-        (b'c', 16) => DType::Complex128,
-        _ => return Ok(None),
-    };
-    let len = shape.iter().product();
-    let ptr = ai.data as usize;
-    if ptr == 0 && len > 0 {
-        return Ok(None);
-    }
-    Ok(Some(HostView {
-        ptr,
-        len,
-        dtype,
-        shape,
-    }))
-}
-
 fn host_view(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     what: &str,
     writable: bool,
 ) -> PyResult<HostView> {
-    if let Some(v) = host_view_from_struct(py, obj, writable)? {
+    if let Some(v) = arrays::read_numpy(obj, writable)? {
         return Ok(v);
     }
     let bad = |msg: String| errors::raise(py, "FusionTypeError", format!("fuse: {what}: {msg}"));

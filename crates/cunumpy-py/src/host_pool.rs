@@ -9,7 +9,6 @@
 
 use crate::errors;
 use cunumpy_core::host_pool::{parse_limit, HostBuffer, HostPool, DEFAULT_LIMIT, LIMIT_ENV};
-use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -28,10 +27,13 @@ fn pool(py: Python<'_>) -> PyResult<&'static HostPool> {
             Some(value) => match value.into_string() {
                 Ok(value) => parse_limit(&value).map_err(errors::host_pool_error)?,
                 Err(value) => {
-                    return Err(PyValueError::new_err(format!(
+                    return Err(errors::raise_here(
+                        "InvalidArgumentError",
+                        format!(
                         "{LIMIT_ENV}={value:?} is not a size in bytes (expected a non-negative \
                          integer)"
-                    )))
+                    ),
+                    ))
                 }
             },
         };
@@ -141,9 +143,10 @@ fn _host_empty<'py>(
         .iter()
         .try_fold(itemsize, |n, &d| n.checked_mul(d))
         .ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "an array of shape {shape:?} and item size {itemsize} is too large"
-            ))
+            errors::raise_here(
+                "InvalidArgumentError",
+                format!("an array of shape {shape:?} and item size {itemsize} is too large"),
+            )
         })?;
     let shape = PyTuple::new(py, &shape)?;
     pooled_empty(py, &shape, &dtype, nbytes)
@@ -187,9 +190,12 @@ impl HostMemoryPool {
     /// are freed, oldest first.
     fn set_limit(&self, size: i64) -> PyResult<()> {
         let limit = usize::try_from(size).map_err(|_| {
-            PyValueError::new_err(format!(
-                "host memory pool limit must be a non-negative number of bytes, got {size}"
-            ))
+            errors::raise_here(
+                "InvalidArgumentError",
+                format!(
+                    "host memory pool limit must be a non-negative number of bytes, got {size}"
+                ),
+            )
         })?;
         self.pool.set_limit(limit);
         Ok(())

@@ -14,7 +14,7 @@ use cunumpy_core::parser;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_runtime::{device, emulated, record, Device, Kernel, KernelSource, LoadedKernel};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -78,7 +78,7 @@ pub(crate) fn python_paths(py: Python<'_>) -> Vec<PathBuf> {
 
 /// The stream a caller passed (`stream=`): a CuPy stream, an object with `.ptr` or
 /// `.cuda_stream`, or a raw handle.
-fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<StreamHandle> {
+fn stream_handle(obj: &Bound<'_, PyAny>, kernel: &str) -> PyResult<StreamHandle> {
     let py = obj.py();
     let raw = obj.extract::<usize>().ok().or_else(|| {
         [intern!(py, "ptr"), intern!(py, "cuda_stream")]
@@ -90,11 +90,16 @@ fn stream_handle(obj: &Bound<'_, PyAny>) -> PyResult<StreamHandle> {
         // is its error, as with any CUDA API that takes a stream (the driver reports it).
         return Ok(unsafe { StreamHandle::from_raw(raw) });
     }
-    Err(PyTypeError::new_err(format!(
-        "stream must be a CuPy stream, an object with .ptr or .cuda_stream, or a raw handle \
-         (int), got {}",
-        obj.get_type().name()?
-    )))
+    Err(errors::raise(
+        py,
+        "LaunchShapeTypeError",
+        format!(
+            "{kernel}: stream must be a CuPy stream, an object with .ptr or .cuda_stream, or a \
+             raw handle (int), got {} ({})",
+            obj.repr()?,
+            obj.get_type().name()?
+        ),
+    ))
 }
 
 /// Extents given as an int (the common case, kept on the stack) or a sequence.
@@ -112,22 +117,153 @@ impl Dims {
     }
 }
 
-fn dims(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Dims>> {
+/// `n_threads`, `grid` or `block` as given: an int or a sequence of ints. Anything else (a
+/// string, a float, a bool) is a `LaunchShapeTypeError` naming the kernel, never iterated or
+/// truncated; an int that does not fit 64 bits is a `LaunchShapeError`.
+fn dims(obj: Option<&Bound<'_, PyAny>>, what: &str, kernel: &str) -> PyResult<Option<Dims>> {
     let Some(obj) = obj else { return Ok(None) };
     if obj.is_none() {
         return Ok(None);
     }
-    if let Ok(v) = obj.extract::<i64>() {
-        return Ok(Some(Dims::One([v])));
-    }
-    obj.extract::<Vec<i64>>()
-        .map(|v| Some(Dims::Many(v)))
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{what} must be an int or a tuple of 1 to 3 ints, got {}",
-                obj.repr().map(|r| r.to_string()).unwrap_or_default()
-            ))
+    let py = obj.py();
+    let shown = || {
+        let repr = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+        let type_name = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        format!("{repr} ({type_name})")
+    };
+    let wrong = || {
+        errors::raise(
+            py,
+            "LaunchShapeTypeError",
+            format!(
+                "{kernel}: {what} must be an int or a tuple of 1 to 3 ints, got {}",
+                shown()
+            ),
+        )
+    };
+    let one = |item: &Bound<'_, PyAny>| -> PyResult<i64> {
+        if item.is_instance_of::<pyo3::types::PyBool>()
+            || item.is_instance_of::<pyo3::types::PyString>()
+            || item.is_instance_of::<pyo3::types::PyBytes>()
+        {
+            return Err(wrong());
+        }
+        // `__index__` only: 1.5 and numpy floats are refused, numpy ints accepted
+        let as_int = py
+            .import("operator")?
+            .getattr("index")?
+            .call1((item,))
+            .map_err(|_| wrong())?;
+        as_int.extract::<i64>().map_err(|_| {
+            errors::raise(
+                py,
+                "LaunchShapeError",
+                format!(
+                    "{kernel}: {what} has an extent that does not fit 64 bits: {}",
+                    shown()
+                ),
+            )
         })
+    };
+    if obj.is_exact_instance_of::<pyo3::types::PyInt>() {
+        return one(obj).map(|v| Some(Dims::One([v])));
+    }
+    if obj.is_instance_of::<pyo3::types::PyTuple>() || obj.is_instance_of::<pyo3::types::PyList>() {
+        let items: Vec<i64> = obj
+            .try_iter()?
+            .map(|item| item.and_then(|i| one(&i)))
+            .collect::<PyResult<_>>()?;
+        return Ok(Some(Dims::Many(items)));
+    }
+    if obj.is_instance_of::<pyo3::types::PyString>()
+        || obj.is_instance_of::<pyo3::types::PyBytes>()
+        || obj.is_instance_of::<pyo3::types::PyBool>()
+    {
+        return Err(wrong());
+    }
+    // a NumPy integer, or another object with __index__
+    if obj.hasattr(intern!(py, "__index__"))? {
+        return one(obj).map(|v| Some(Dims::One([v])));
+    }
+    // another sequence (a NumPy array of ints, a range)
+    if obj.hasattr(intern!(py, "__len__"))? && obj.hasattr(intern!(py, "__getitem__"))? {
+        let items: Vec<i64> = obj
+            .try_iter()
+            .map_err(|_| wrong())?
+            .map(|item| item.and_then(|i| one(&i)))
+            .collect::<PyResult<_>>()?;
+        return Ok(Some(Dims::Many(items)));
+    }
+    Err(wrong())
+}
+
+/// An error from reading argument `label`'s object (a malformed `__cuda_array_interface__`,
+/// an int beyond 128 bits, a failing property) as the kernel-argument error naming the kernel
+/// and the argument; other errors (`MemoryError`, `KeyboardInterrupt`) pass unchanged.
+pub(crate) fn relabel(py: Python<'_>, err: PyErr, label: &str) -> PyErr {
+    use pyo3::exceptions::PyOverflowError;
+    let class = if err.is_instance_of::<PyOverflowError>(py) {
+        "KernelArgumentOverflowError"
+    } else if err.is_instance_of::<PyTypeError>(py) {
+        "KernelArgumentTypeError"
+    } else if err.is_instance_of::<PyValueError>(py) {
+        "KernelArgumentValueError"
+    } else {
+        return err;
+    };
+    let message = err.value(py).to_string();
+    if message.starts_with(label) {
+        return err;
+    }
+    let new = errors::raise(py, class, format!("{label}: {message}"));
+    new.set_cause(py, Some(err));
+    new
+}
+
+/// `shared_mem=` as bytes: an int (a NumPy integer too); anything else is a
+/// `LaunchShapeTypeError` naming the kernel.
+pub(crate) fn shared_mem_bytes(kernel: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(0);
+    };
+    let py = obj.py();
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(errors::raise(
+            py,
+            "LaunchShapeTypeError",
+            format!("{kernel}: shared_mem must be an int (bytes), got {obj} (bool)"),
+        ));
+    }
+    let index = py
+        .import("operator")?
+        .getattr("index")?
+        .call1((obj,))
+        .map_err(|_| {
+            let type_name = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            errors::raise(
+                py,
+                "LaunchShapeTypeError",
+                format!(
+                    "{kernel}: shared_mem must be an int (bytes), got {} ({type_name})",
+                    obj.repr().map(|r| r.to_string()).unwrap_or_default()
+                ),
+            )
+        })?;
+    index.extract::<i64>().map_err(|_| {
+        errors::raise(
+            py,
+            "LaunchShapeError",
+            format!("{kernel}: shared_mem must be between 0 and 2**32-1 bytes, got {index}"),
+        )
+    })
 }
 
 /// Expands argument objects (`__cuda_args__()`) into their values.
@@ -172,7 +308,10 @@ impl KernelLauncher {
 
     pub(crate) fn config(&self) -> PyResult<&Config> {
         self.config.get().ok_or_else(|| {
-            PyRuntimeError::new_err("the kernel was not configured (call _configure first)")
+            errors::raise_here(
+                "InvalidStateError",
+                "the kernel was not configured (call _configure first)".into(),
+            )
         })
     }
 
@@ -236,6 +375,12 @@ impl KernelLauncher {
         // 1. the launch shape
         let (shape, shared) =
             this.call_shape(py, &flat, args, n_threads, grid, block, shared_mem)?;
+        // a stream of the wrong kind is refused before anything runs (the emulated device
+        // ignores streams but not their type)
+        let given_stream = match stream {
+            Some(s) if !s.is_none() => Some(stream_handle(s, config.name())?),
+            _ => None,
+        };
         // The emulated device (fake CuPy): the same checks and packed buffer, run on the CPU
         // by the emulator (see emulate.rs).
         if device::emulated() {
@@ -286,9 +431,9 @@ impl KernelLauncher {
         loaded
             .prepare(config.name(), &shape, shared)
             .map_err(|e| errors::runtime_error(py, config.name(), e))?;
-        let stream = match stream {
-            Some(s) if !s.is_none() => stream_handle(s)?,
-            _ => crate::cupy_stream::stream_on_device(py, device)?,
+        let stream = match given_stream {
+            Some(s) => s,
+            None => crate::cupy_stream::stream_on_device(py, device)?,
         };
 
         let capture = crate::graph::capturing();
@@ -308,7 +453,13 @@ impl KernelLauncher {
                 Some(b) => b,
                 None => match last.as_mut() {
                     Some(l) => &mut l.buffer,
-                    None => return Err(PyRuntimeError::new_err("internal: no packed arguments")),
+                    None => {
+                        return Err(errors::raise(
+                            py,
+                            "InternalError",
+                            "internal: no packed arguments".into(),
+                        ))
+                    }
                 },
             };
             // SAFETY: the buffer was packed from this kernel's parsed signature (or, unchecked,
@@ -572,7 +723,8 @@ impl KernelLauncher {
                 plan.kind(i),
                 Some(cunumpy_core::signature::ParamKind::View { .. })
             );
-            let object = arrays::read_object(obj, full)?;
+            let object =
+                arrays::read_object(obj, full).map_err(|e| relabel(py, e, plan.label(i)))?;
             let arg = object.as_arg(device);
             plan.pack(i, &arg, device, &mut buffer)
                 .map_err(|e| errors::arg_error(py, e))?;
@@ -600,16 +752,16 @@ impl KernelLauncher {
     ) -> PyResult<(LaunchShape, u32)> {
         let config = self.config()?;
         let given_block;
-        let block_dims: &[u32] = match dims(block, "block")? {
+        let block_dims: &[u32] = match dims(block, "block", config.name())? {
             Some(b) => {
-                given_block =
-                    launch::block_shape(b.as_slice()).map_err(|e| errors::launch_error(py, e))?;
+                given_block = launch::block_shape(b.as_slice())
+                    .map_err(|e| errors::kernel_launch_error(py, config.name(), e))?;
                 &given_block
             }
             None => &config.block,
         };
-        let mut n = dims(n_threads, "n_threads")?;
-        let g = dims(grid, "grid")?;
+        let mut n = dims(n_threads, "n_threads", config.name())?;
+        let g = dims(grid, "grid", config.name())?;
         if n.is_none() && g.is_none() {
             n = self
                 .infer_n_threads(py, flat, args, block_dims.len())?
@@ -620,12 +772,16 @@ impl KernelLauncher {
             g.as_ref().map(Dims::as_slice),
             block_dims,
         )
-        .map_err(|e| errors::launch_error(py, e))?;
+        .map_err(|e| errors::kernel_launch_error(py, config.name(), e))?;
         let shared = u32::try_from(shared_mem).map_err(|_| {
-            PyValueError::new_err(format!(
-                "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
-                config.name()
-            ))
+            errors::raise(
+                py,
+                "LaunchShapeError",
+                format!(
+                    "{}: shared_mem must be between 0 and 2**32-1 bytes, got {shared_mem}",
+                    config.name()
+                ),
+            )
         })?;
         Ok((shape, shared))
     }
@@ -669,10 +825,12 @@ impl KernelLauncher {
         let last = matches!(rule, NThreadsFrom::LastAxis);
         let chosen = match rule {
             NThreadsFrom::Disabled => None,
-            NThreadsFrom::Callable(f) => {
-                dims(Some(&f.call1(py, (original,))?.into_bound(py)), "n_threads")?
-                    .map(|d| d.as_slice().to_vec())
-            }
+            NThreadsFrom::Callable(f) => dims(
+                Some(&f.call1(py, (original,))?.into_bound(py)),
+                "n_threads",
+                self.config.get().map_or("kernel", |c| c.name()),
+            )?
+            .map(|d| d.as_slice().to_vec()),
             NThreadsFrom::FirstArray => Some(vec![first().ok_or_else(missing)?[0]]),
             NThreadsFrom::LastAxis => {
                 let shape = first().ok_or_else(missing)?;
@@ -685,8 +843,9 @@ impl KernelLauncher {
                         py,
                         "LaunchShapeError",
                         format!(
-                            "cannot infer {block_dims}D n_threads from the first array's shape \
-                             {shape:?}; pass n_threads="
+                            "{}: cannot infer {block_dims}D n_threads from the first array's \
+                             shape {shape:?}; pass n_threads=",
+                            self.config.get().map_or("kernel", |c| c.name())
                         ),
                     ));
                 }
@@ -717,6 +876,9 @@ impl KernelLauncher {
 }
 
 fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<LaunchBuffer> {
+    let Some(py) = args.first().map(|a| a.py()) else {
+        return Ok(LaunchBuffer::from_raw_values(&[]));
+    };
     let mut values = Vec::with_capacity(args.len());
     for (i, obj) in args.iter().enumerate() {
         let bytes = match arrays::read_object(obj, false)? {
@@ -735,11 +897,15 @@ fn pack_unchecked(config: &Config, args: &[Bound<'_, PyAny>]) -> PyResult<Launch
             // an unchecked launch: None is a NULL pointer
             Object::Null => 0u64.to_le_bytes().to_vec(),
             Object::Host(t) | Object::Other(t) => {
-                return Err(PyTypeError::new_err(format!(
-                    "{}(): argument {i} is {t}, which an unchecked launch cannot pass; arrays \
-                     are never copied to the device",
-                    config.name()
-                )))
+                return Err(errors::raise(
+                    py,
+                    "KernelArgumentTypeError",
+                    format!(
+                        "{}(): argument {i} is {t}, which an unchecked launch cannot pass; \
+                         arrays are never copied to the device",
+                        config.name()
+                    ),
+                ))
             }
         };
         values.push(bytes);
@@ -772,7 +938,8 @@ impl KernelLauncher {
         template_args: Option<Vec<String>>,
         check_signature: bool,
     ) -> PyResult<String> {
-        let block = launch::block_shape(&block).map_err(|e| errors::launch_error(py, e))?;
+        let block =
+            launch::block_shape(&block).map_err(|e| errors::kernel_launch_error(py, &name, e))?;
         let (plan, signature, expression) = if check_signature {
             let names: Vec<String> = structs.iter().map(|(n, _)| n.clone()).collect();
             let signature =
@@ -812,23 +979,59 @@ impl KernelLauncher {
             plan,
             signature,
         };
-        self.config
-            .set(config)
-            .map_err(|_| PyRuntimeError::new_err("the kernel is configured already"))?;
+        self.config.set(config).map_err(|_| {
+            errors::raise(
+                py,
+                "InvalidStateError",
+                "the kernel is configured already".into(),
+            )
+        })?;
         Ok(expression)
     }
 
     /// The launch path.
-    #[pyo3(signature = (*args, n_threads=None, grid=None, block=None, shared_mem=0, stream=None))]
+    #[pyo3(signature = (*args, n_threads=None, grid=None, block=None, shared_mem=None, stream=None, **unexpected))]
+    #[allow(clippy::too_many_arguments)]
     fn __call__(
         slf: &Bound<'_, Self>,
         args: &Bound<'_, PyTuple>,
         n_threads: Option<&Bound<'_, PyAny>>,
         grid: Option<&Bound<'_, PyAny>>,
         block: Option<&Bound<'_, PyAny>>,
-        shared_mem: i64,
+        shared_mem: Option<&Bound<'_, PyAny>>,
         stream: Option<&Bound<'_, PyAny>>,
+        unexpected: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
+        let py = slf.py();
+        let name = slf
+            .get()
+            .config
+            .get()
+            .map_or("kernel", |c| c.name())
+            .to_string();
+        if let Some(extra) = unexpected.filter(|d| !d.is_empty()) {
+            let names: Vec<String> = extra
+                .keys()
+                .iter()
+                .map(|k| k.str().map(|s| s.to_string()).unwrap_or_default())
+                .collect();
+            return Err(errors::raise(
+                py,
+                "KernelArgumentTypeError",
+                format!(
+                    "{name}(): unexpected keyword argument{} {}; kernel arguments are passed by \
+                     position, and a launch takes the keywords n_threads, grid, block, \
+                     shared_mem and stream",
+                    if names.len() == 1 { "" } else { "s" },
+                    names
+                        .iter()
+                        .map(|n| format!("'{n}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let shared_mem = shared_mem_bytes(&name, shared_mem)?;
         Self::launch(slf, args, n_threads, grid, block, shared_mem, stream)
     }
 
@@ -938,7 +1141,13 @@ impl KernelLauncher {
     /// at the least (call it after one ordinary launch).
     fn _bare_launch(&self, py: Python<'_>) -> PyResult<()> {
         let config = self.config()?;
-        let first = || PyRuntimeError::new_err("_bare_launch: launch the kernel once first");
+        let first = || {
+            errors::raise(
+                py,
+                "InvalidStateError",
+                "_bare_launch: launch the kernel once first".into(),
+            )
+        };
         let loaded = config.kernel.any_loaded().ok_or_else(first)?;
         let mut last = lock(&self.last_call);
         let call = last.as_mut().ok_or_else(first)?;
@@ -946,8 +1155,11 @@ impl KernelLauncher {
         // references taken here keep them so for the launch
         let alive: Option<Vec<_>> = call.objects.iter().map(|h| h.get(py)).collect();
         if alive.is_none() {
-            return Err(PyRuntimeError::new_err(
-                "_bare_launch: the last call's arrays are gone; launch the kernel again first",
+            return Err(errors::raise(
+                py,
+                "InvalidStateError",
+                "_bare_launch: the last call's arrays are gone; launch the kernel again first"
+                    .into(),
             ));
         }
         // SAFETY: the buffer was packed and checked by an earlier launch of this kernel with
@@ -1041,7 +1253,7 @@ impl KernelLauncher {
         let buffer = self.pack(py, config, &flat, device)?;
         let loaded = self.loaded_for(py, device)?;
         let shape = launch::launch_shape(Some(&[n_threads]), None, &config.block)
-            .map_err(|e| errors::launch_error(py, e))?;
+            .map_err(|e| errors::kernel_launch_error(py, config.name(), e))?;
         Ok((device, buffer, loaded, shape))
     }
 }

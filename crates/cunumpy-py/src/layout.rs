@@ -135,6 +135,13 @@ impl StructLayout {
         Ok(out)
     }
 
+    /// What differs between this layout and the struct's definitions in `source` (names,
+    /// order, types, offsets, size), or `None`; see `StructLayout::source_mismatch`.
+    #[pyo3(signature = (source, lenient))]
+    fn source_mismatch(&self, source: &str, lenient: bool) -> Option<String> {
+        self.inner.source_mismatch(source, lenient)
+    }
+
     /// The nested structs, innermost first, each once.
     fn dependencies(&self, py: Python<'_>) -> PyResult<Vec<Py<StructLayout>>> {
         self.inner
@@ -153,14 +160,16 @@ impl StructLayout {
         device: i32,
     ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
         let mut objects: Vec<Vec<Object>> = Vec::with_capacity(values.len());
-        for (field, value) in self.inner.fields.iter().zip(&values) {
+        for (index, (field, value)) in self.inner.fields.iter().zip(&values).enumerate() {
             let full = matches!(field.ty, FieldType::View { .. });
+            let label = self.inner.field_label(index);
+            let named = |e: PyErr| crate::kernel::relabel(py, e, &label);
             if field.extents.is_empty() {
-                objects.push(vec![arrays::read_object(value, full)?]);
+                objects.push(vec![arrays::read_object(value, full).map_err(named)?]);
             } else {
                 let mut items = Vec::new();
-                for item in value.try_iter()? {
-                    items.push(arrays::read_object(&item?, full)?);
+                for item in value.try_iter().map_err(named)? {
+                    items.push(arrays::read_object(&item.map_err(named)?, full).map_err(named)?);
                 }
                 objects.push(items);
             }

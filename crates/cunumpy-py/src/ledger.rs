@@ -2,16 +2,18 @@
 
 use cunumpy_core::ledger::{self, current_thread_key, Event, EventKind, EventLog, Ledger, Scope};
 use cunumpy_core::sync::lock;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 fn kind_from(name: &str) -> PyResult<EventKind> {
     EventKind::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
-        PyValueError::new_err(format!(
-            "unknown transfer event kind {name:?}; expected one of {}",
-            known.join(", ")
-        ))
+        crate::errors::raise_here(
+            "InvalidArgumentError",
+            format!(
+                "unknown transfer event kind {name:?}; expected one of {}",
+                known.join(", ")
+            ),
+        )
     })
 }
 

@@ -110,7 +110,11 @@ fn buffer(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<MetalBuffer> {
     let iface = a.getattr("__array_interface__")?;
     let iface = iface.cast::<PyDict>()?;
     let data = iface.get_item("data")?.ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err("__array_interface__ without data")
+        crate::errors::raise(
+            a.py(),
+            "KernelArgumentTypeError",
+            "__array_interface__ without data".into(),
+        )
     })?;
     let (address, _readonly): (usize, bool) = data.extract()?;
     Ok(MetalBuffer {

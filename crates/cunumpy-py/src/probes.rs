@@ -7,7 +7,6 @@ use cunumpy_core::args::LaunchBuffer;
 use cunumpy_core::launch::LaunchShape;
 use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_runtime::{probes, LoadedKernel};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -117,8 +116,9 @@ pub(crate) unsafe fn launch_breakdown(
         if repeat()? {
             Ok(())
         } else {
-            Err(PyRuntimeError::new_err(
-                "_launch_breakdown: call the kernel with these arguments first",
+            Err(crate::errors::raise_here(
+                "InvalidStateError",
+                "_launch_breakdown: call the kernel with these arguments first".into(),
             ))
         }
     })?;

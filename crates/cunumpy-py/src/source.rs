@@ -7,7 +7,6 @@ use cunumpy_core::dtype::DType;
 use cunumpy_core::includes;
 use cunumpy_core::parser;
 use cunumpy_core::signature::{ParamKind, Signature};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
@@ -109,7 +108,12 @@ fn cuda_kernel_names(source: &str) -> Vec<String> {
 fn ctype_of(dtype: &str) -> PyResult<&'static str> {
     DType::from_name(dtype)
         .map(ctypes::ctype_of)
-        .ok_or_else(|| PyValueError::new_err(format!("no C type for dtype {dtype}")))
+        .ok_or_else(|| {
+            crate::errors::raise_here(
+                "InvalidArgumentError",
+                format!("no C type for dtype {dtype}"),
+            )
+        })
 }
 
 /// The dtype name of a C type (None when unknown).
@@ -131,7 +135,8 @@ fn resolve_includes(
 
 #[pyfunction]
 fn include_hash(paths: Vec<PathBuf>) -> PyResult<String> {
-    includes::include_hash(&paths).map_err(|e| PyValueError::new_err(e.to_string()))
+    includes::include_hash(&paths)
+        .map_err(|e| crate::errors::raise_here("InvalidArgumentError", e.to_string()))
 }
 
 /// What was found of the CUDA driver and NVRTC (loading them if needed), or why not.

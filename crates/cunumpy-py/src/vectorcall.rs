@@ -16,7 +16,6 @@
 //! passes every call its fast path does not take to the type's `tp_call` unchanged, so both
 //! protocols behave the same.
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
@@ -245,8 +244,12 @@ pub(crate) unsafe fn dispatch(
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        PyRuntimeError::new_err(format!("internal error in cunumpy's call path: {what}"))
-            .restore(py);
+        crate::errors::raise(
+            py,
+            "InternalError",
+            format!("internal error in cunumpy's call path: {what}"),
+        )
+        .restore(py);
         std::ptr::null_mut()
     })
 }
@@ -262,7 +265,11 @@ fn call_through_tp_call(
     // SAFETY: the type is alive (the callable holds it); Py_tp_call is a valid slot id.
     let slot = unsafe { ffi::PyType_GetSlot(ty.as_ptr().cast(), ffi::Py_tp_call) };
     if slot.is_null() {
-        return Err(PyTypeError::new_err("object is not callable"));
+        return Err(crate::errors::raise(
+            callable.py(),
+            "InternalError",
+            "internal: the launcher's type has no call slot".into(),
+        ));
     }
     // SAFETY: the Py_tp_call slot holds a `ternaryfunc`.
     let tp_call: ffi::ternaryfunc =

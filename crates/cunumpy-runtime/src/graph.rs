@@ -149,6 +149,7 @@ impl ParamSpec {
             Arg::HostArray { type_name } | Arg::Other { type_name } => ParamSpec::Fixed {
                 type_name: (*type_name).to_string(),
             },
+            // a NULL pointer stays NULL in every replay
             Arg::Null => ParamSpec::Fixed {
                 type_name: "None".to_string(),
             },

@@ -147,9 +147,12 @@ def run(args: argparse.Namespace) -> int:
     files: list[dict[str, Any]] = []
     failed = False
     for path in args.files:
+        from cunumpy.exceptions import CudaSourceEncodingError
+        from cunumpy.kernels._cuda_kernel import read_cuda_source
+
         try:
-            source = path.read_text()
-        except OSError as exc:
+            source = read_cuda_source(path)
+        except (OSError, CudaSourceEncodingError) as exc:
             files.append({"file": str(path), "error": f"cannot read: {exc}", "kernels": []})
             failed = True
             continue

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import _backend
+from ..exceptions import InvalidArgumentError
 from ._debug import cuda_debug, get_cuda_debug, set_cuda_debug
 from ._graph import CudaGraph, graph
 from ._limits import DEFAULT_SHARED_MEMORY_PER_BLOCK, is_hip, max_shared_memory_per_block
@@ -89,15 +90,17 @@ def set_device(device_id: int) -> None:
     """Makes ``device_id`` current for this thread. On NumPy only device 0 exists (a no-op)."""
     device = device_id
     if not isinstance(device, int) or isinstance(device, bool) or device < 0:
-        raise ValueError(f"set_device: a device id is a non-negative int, got {device!r}")
+        raise InvalidArgumentError(f"set_device: a device id is a non-negative int, got {device!r}")
     cupy = _cupy()
     if cupy is None:
         if device != 0:
-            raise ValueError(f"set_device({device}): the NumPy backend has only device 0")
+            raise InvalidArgumentError(f"set_device({device}): the NumPy backend has only device 0")
         return
     count = device_count()
     if device >= count:
-        raise ValueError(f"set_device({device}): there are {count} visible CUDA device(s)")
+        raise InvalidArgumentError(
+            f"set_device({device}): there are {count} visible CUDA device(s)"
+        )
     cupy.cuda.Device(device).use()
 
 

@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _capture, _core
-from ..exceptions import GraphCaptureError, GraphError, GraphRecaptureError
+from ..exceptions import (
+    GraphCaptureError,
+    GraphError,
+    GraphRecaptureError,
+    InvalidArgumentTypeError,
+)
 
 __all__ = ["CudaGraph", "graph"]
 
@@ -415,7 +420,7 @@ def graph(
     """
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
     if not callable(fn):
-        raise TypeError(f"graph: fn must be callable, got {type(fn).__name__}")
+        raise InvalidArgumentTypeError(f"graph: fn must be callable, got {type(fn).__name__}")
     if _backend.get_backend() != "cupy":
         raise GraphCaptureError(
             f"graph '{label}': the NumPy backend has no device to capture a graph on; use the "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _backend
+from ..exceptions import InvalidArgumentError
 
 #: Shared memory per block every CUDA device gives without opting in (48 KiB).
 DEFAULT_SHARED_MEMORY_PER_BLOCK: int = 48 * 1024
@@ -33,7 +34,7 @@ def max_shared_memory_per_block(device: int | None = None, *, opt_in: bool = Fal
     if device is not None and (
         not isinstance(device, int) or isinstance(device, bool) or device < 0
     ):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"max_shared_memory_per_block: device is a non-negative int, got {device!r}"
         )
     cupy = _working_cupy()

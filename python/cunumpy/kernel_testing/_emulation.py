@@ -29,6 +29,7 @@ import numpy as np
 from .. import _backend, _core
 from .. import _fake_cupy as _fake
 from .._emulate import compile_for_emulation, emulate_cuda_kernel
+from ..exceptions import InvalidArgumentTypeError
 from ..kernels._metal_kernel import emulate_metal_kernel
 
 __all__ = [
@@ -79,7 +80,9 @@ def fake_cupy_active() -> bool:
 def host_buffer(array: Any) -> np.ndarray:
     """The NumPy array behind a fake-CuPy array (the same memory, not a copy)."""
     if not isinstance(array, _fake.ndarray):
-        raise TypeError(f"host_buffer() takes a fake-CuPy array, got {type(array).__name__}")
+        raise InvalidArgumentTypeError(
+            f"host_buffer() takes a fake-CuPy array, got {type(array).__name__}"
+        )
     return array._a
 
 

@@ -13,7 +13,12 @@ import numpy as np
 
 from .._backend import use_backend
 from .._conversions import is_cupy_array, to_numpy
-from ..exceptions import EmulatedKernelFault
+from ..exceptions import (
+    EmulatedKernelFault,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    KernelParityError,
+)
 from ..kernels._catalog import KernelCatalog
 from ..kernels._dispatch import Kernel
 from ..kernels._host_impl import use_device_kernel_implementation
@@ -83,7 +88,7 @@ def _selected(kernel: Kernel, args: tuple[Any, ...], outputs: Any) -> dict[str, 
             entry, field = entry.split(".", 1)
         if isinstance(entry, str):
             if entry not in names:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{kernel.name}: output {entry!r} is not a parameter of the host kernel "
                     f"({', '.join(names)})"
                 )
@@ -91,7 +96,9 @@ def _selected(kernel: Kernel, args: tuple[Any, ...], outputs: Any) -> dict[str, 
         else:
             index = entry + len(args) if entry < 0 else entry
         if not 0 <= index < len(args):
-            raise ValueError(f"{kernel.name}: output {entry!r} names no argument of the call")
+            raise InvalidArgumentError(
+                f"{kernel.name}: output {entry!r} names no argument of the call"
+            )
         value, label = args[index], f"argument {index}"
         if field is not None:
             value = value[field] if isinstance(value, dict) else getattr(value, field)
@@ -135,15 +142,19 @@ def assert_kernels_agree(
     of threads shows up as a difference; a failure names the seed, to rerun it. On a GPU the
     hardware picks the order and the seed is only reported."""
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"assert_kernels_agree needs a Kernel, got {type(kernel).__name__}")
+        raise InvalidArgumentTypeError(
+            f"assert_kernels_agree needs a Kernel, got {type(kernel).__name__}"
+        )
     run_metal = kernel.metal_kernel is not None and (
         metal is True or (metal is None and metal_available())
     )
     if kernel.cuda_kernel is None and kernel.metal_kernel is None:
-        raise ValueError(f"kernel {kernel.name!r} has neither a CUDA nor a Metal version")
+        raise InvalidArgumentError(f"kernel {kernel.name!r} has neither a CUDA nor a Metal version")
     if kernel.cuda_kernel is None and not run_metal:
         if metal is False:
-            raise ValueError(f"kernel {kernel.name!r} has no CUDA version (and metal=False)")
+            raise InvalidArgumentError(
+                f"kernel {kernel.name!r} has no CUDA version (and metal=False)"
+            )
         import pytest
 
         pytest.skip(f"kernel {kernel.name!r}: its Metal version cannot run here")
@@ -153,12 +164,12 @@ def assert_kernels_agree(
         and grid is None
         and kernel.cuda_kernel.n_threads_from is None
     ):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"kernel {kernel.name!r}: pass n_threads= or grid= (its CudaKernel has "
             "n_threads_from=None)"
         )
     if n_calls < 1:
-        raise ValueError(f"n_calls must be at least 1, got {n_calls}")
+        raise InvalidArgumentError(f"n_calls must be at least 1, got {n_calls}")
     sides = ["cuda"] if kernel.cuda_kernel is not None else []
     if sides and cuda_gate("device"):
         if not run_metal:
@@ -200,7 +211,7 @@ def assert_kernels_agree(
         device = run("cupy", None) if side == "cuda" else run("numpy", "metal")
         what = "CUDA" if side == "cuda" else "Metal"
         if set(host) != set(device):
-            raise AssertionError(
+            raise KernelParityError(
                 f"{kernel.name}: the host and {what} calls do not have the same array arguments "
                 f"(host: {sorted(host)}, {what}: {sorted(device)}); make_args must build the "
                 "same structure on both backends"
@@ -236,13 +247,13 @@ def check_parity(kernel: Kernel, **overrides: Any) -> dict[str, np.ndarray]:
     :data:`TEST_ARGS_SETTINGS`; keyword ``overrides`` win."""
     module = kernel.test_args
     if module is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"kernel {kernel.name!r} has no test-arguments module "
             f"({kernel.name}_test_args.py next to its host kernel)"
         )
     make_args = getattr(module, "make_args", None)
     if not callable(make_args):
-        raise ValueError(f"{module.__name__} must define make_args(backend, seed)")
+        raise InvalidArgumentError(f"{module.__name__} must define make_args(backend, seed)")
     settings = {
         keyword: getattr(module, constant)
         for constant, keyword in TEST_ARGS_SETTINGS.items()

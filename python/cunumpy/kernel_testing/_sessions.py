@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from .._backend import use_backend
 from .._emulate import close_emulation_block, open_emulation_block
 from ..cuda._limits import is_hip
+from ..exceptions import InvalidStateError
 from ._markers import cuda_gate, device_backend_available
 
 __all__ = [
@@ -68,7 +69,7 @@ def fake_cupy_session(
     from ._emulation import fake_cupy_active
 
     if not fake_cupy_active():
-        raise RuntimeError(
+        raise InvalidStateError(
             "fake_cupy_session needs the fake CuPy: set CUNUMPY_FAKE_CUPY=1 before importing "
             "cunumpy, or call cunumpy.kernel_testing.install_fake_cupy() first"
         )

@@ -11,7 +11,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..exceptions import DuplicateKernelError, KernelSignatureMismatchError
+from ..exceptions import (
+    DuplicateKernelError,
+    InvalidArgumentTypeError,
+    KernelPackageError,
+    KernelSignatureMismatchError,
+)
 from ._cuda_kernel import CudaKernel, compile_kernels
 from ._dispatch import Kernel
 
@@ -34,7 +39,7 @@ class KernelCatalog(Mapping[str, Kernel]):
     def register(self, kernel: Kernel, name: str | None = None) -> Kernel:
         """Adds ``kernel`` (under ``name``, default its own); a name can be registered once."""
         if not isinstance(kernel, Kernel):
-            raise TypeError(f"expected a Kernel, got {type(kernel).__name__}")
+            raise InvalidArgumentTypeError(f"expected a Kernel, got {type(kernel).__name__}")
         key = name or kernel.name
         if key in self._kernels:
             raise DuplicateKernelError(f"a kernel named {key!r} is already registered")
@@ -61,7 +66,7 @@ class KernelCatalog(Mapping[str, Kernel]):
         implementation."""
         pkg = importlib.import_module(package) if isinstance(package, str) else package
         if not hasattr(pkg, "__path__"):
-            raise ModuleNotFoundError(f"{pkg.__name__} is not a package")
+            raise KernelPackageError(f"{pkg.__name__} is not a package")
         root = Path(next(iter(pkg.__path__)))
         catalog = cls()
         base_extra = dict(options.pop("extra_implementations", None) or {})

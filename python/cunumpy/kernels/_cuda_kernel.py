@@ -29,7 +29,16 @@ from ..cuda._source import (
     struct_name,
     template_arg_texts,
 )
-from ..exceptions import LaunchShapeTypeError
+from ..exceptions import (
+    CudaSignatureError,
+    CudaSourceEncodingError,
+    CudaStructTypeError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    KernelArgumentTypeError,
+    LaunchShapeTypeError,
+    NonFiniteOutputError,
+)
 from ._vectorcall import use_vectorcall
 
 __all__ = ["CudaKernel", "CudaKernelVariants"]
@@ -42,8 +51,25 @@ def _struct_entry(struct: Any) -> tuple[str, int]:
     if size is None and hasattr(struct, "dtype"):
         size = struct.dtype.itemsize
     if size is None:
-        raise TypeError(f"structs= entries need a name and a byte size, got {struct!r}")
+        raise CudaStructTypeError(
+            f"structs= takes CudaStruct objects (or NumPy structured dtypes), got {struct!r} "
+            f"({type(struct).__name__})"
+        )
     return struct_name(struct), int(size)
+
+
+def read_cuda_source(path: str | os.PathLike[str]) -> str:
+    """The text of a CUDA source file; a file that is not UTF-8 raises
+    :class:`~cunumpy.exceptions.CudaSourceEncodingError` naming the file and the byte."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise CudaSourceEncodingError(
+            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            f"(line {line}) cannot be decoded; save the file as UTF-8"
+        ) from None
 
 
 def _block_tuple(block_size: Any, name: str) -> tuple[int, ...]:
@@ -51,9 +77,8 @@ def _block_tuple(block_size: Any, name: str) -> tuple[int, ...]:
     floats, bools) is refused rather than iterated or truncated."""
 
     def one(value: Any) -> int:
-        if isinstance(value, bool | np.bool_):
-            raise TypeError
-        return operator.index(value)
+        # a bool is an int to operator.index; index it as a str instead, which refuses it
+        return operator.index("bool" if isinstance(value, bool | np.bool_) else value)
 
     try:
         if not isinstance(block_size, str | bytes):
@@ -98,6 +123,12 @@ class CudaKernel(_core.KernelLauncher):
         n_threads_from: Any = "auto",
         check_finite: bool = False,
     ) -> None:
+        for what, value in (("source", source), ("name", name)):
+            if not isinstance(value, str):
+                raise KernelArgumentTypeError(
+                    f"CudaKernel {name!r}: {what} must be a str, got {type(value).__name__}"
+                    + ("; read a file with CudaKernel.from_file" if what == "source" else "")
+                )
         self._name = name
         self._source = source
         self._block = _block_tuple(block_size, name)
@@ -139,15 +170,30 @@ class CudaKernel(_core.KernelLauncher):
             self._check_struct_definitions()
 
     def _check_struct_definitions(self) -> None:
-        """A struct the source defines itself must match its ``CudaStruct`` (member names,
-        types, order); a mismatch would make the kernel read the wrong bytes."""
+        """A struct the source (or a header it includes) defines must match its
+        ``CudaStruct`` (field names, order, types, offsets, size); a mismatch would make the
+        kernel read the wrong bytes."""
         from ..exceptions import CudaStructError
 
-        for struct in self._structs:
-            check = getattr(struct, "_source_problem", None)
-            problem = None if check is None else check(self._source, lenient=True)
-            if problem is not None:
-                raise CudaStructError(f"kernel {self._name!r}: {problem}")
+        checks = [getattr(s, "_source_problem", None) for s in self._structs]
+        checks = [c for c in checks if c is not None]
+        if not checks:
+            return
+        texts = [("the kernel source", self._source)]
+        try:
+            headers = self.included_headers
+        except Exception:  # an unresolvable include is the compiler's to report
+            headers = ()
+        for header in headers:
+            try:
+                texts.append((str(header), Path(header).read_text(errors="replace")))
+            except OSError:
+                continue
+        for check in checks:
+            for where, text in texts:
+                problem = check(text, lenient=True)
+                if problem is not None:
+                    raise CudaStructError(f"kernel {self._name!r} ({where}): {problem}")
 
     # -- construction from files ---------------------------------------------------------------
     @classmethod
@@ -164,19 +210,28 @@ class CudaKernel(_core.KernelLauncher):
         path = Path(path)
         if name is None:
             if not path.name.endswith(suffix):
-                raise ValueError(f"{path} does not end with {suffix!r}; pass the kernel name")
+                raise CudaSignatureError(
+                    f"{path} does not end with {suffix!r}: pass the kernel name "
+                    f"(CudaKernel.from_file(path, name)) or the file's suffix (suffix=...)"
+                )
             name = path.name[: -len(suffix)]
         kwargs["include_dirs"] = (str(path.parent), *kwargs.get("include_dirs", ()))
         kwargs.setdefault("source_dir", str(path.parent))
-        return cls(path.read_text(), name, **kwargs)
+        source = read_cuda_source(path)
+        try:
+            return cls(source, name, **kwargs)
+        except CudaSignatureError as exc:
+            if str(path) in str(exc):
+                raise
+            raise type(exc)(f"{path}: {exc.full_message}") from None
 
     @classmethod
     def all_from_file(cls, path: str | os.PathLike[str], **kwargs: Any) -> dict[str, CudaKernel]:
         """One kernel per ``__global__`` function of the file, in source order."""
         path = Path(path)
-        names = cuda_kernel_names(path.read_text())
+        names = cuda_kernel_names(read_cuda_source(path))
         if not names:
-            raise ValueError(f"no __global__ function found in {path}")
+            raise CudaSignatureError(f"{path}: no __global__ function found in the file")
         return {n: cls.from_file(path, n, **kwargs) for n in names}
 
     # -- compiling ---------------------------------------------------------------------------
@@ -407,7 +462,7 @@ class CudaKernel(_core.KernelLauncher):
         for i, a in enumerate(args):
             if isinstance(a, cupy.ndarray) and a.dtype.kind in "fc" and a.size:
                 if not bool(cupy.isfinite(a).all()):
-                    raise FloatingPointError(
+                    raise NonFiniteOutputError(
                         f"kernel {self._name!r} left a NaN or inf in argument {i} "
                         f"(dtype {a.dtype}, shape {a.shape})"
                     )
@@ -449,7 +504,7 @@ class CudaKernelVariants:
         if kernel is None:
             kernel = self._factory(*key)
             if not isinstance(kernel, CudaKernel):
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"the variant factory must return a CudaKernel, got {type(kernel).__name__}"
                 )
             self._kernels[key] = kernel
@@ -479,7 +534,7 @@ def compile_kernels(kernels: dict[Any, CudaKernel], *, jobs: int | None = 1) -> 
     if jobs is None:
         jobs = os.cpu_count() or 1
     if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+        raise InvalidArgumentError(f"jobs must be at least 1, got {jobs}")
 
     def attempt(item: tuple[Any, CudaKernel]) -> tuple[Any, BaseException | None]:
         key, kernel = item

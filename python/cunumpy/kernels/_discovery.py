@@ -12,7 +12,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..exceptions import KernelFolderError
+from ..exceptions import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    KernelFolderError,
+    KernelPackageError,
+)
 from ._cuda_kernel import CudaKernel
 from ._host_impl import CompiledHostKernel, HostImplementations
 from ._metal_kernel import metal_kernel_from_file
@@ -44,7 +49,7 @@ def kernel_from_folder(
     does not import it, so that ``_dispatch`` can import this one)."""
     pkg = importlib.import_module(package) if isinstance(package, str) else package
     if not hasattr(pkg, "__path__"):
-        raise ModuleNotFoundError(f"{pkg.__name__} is not a package (kernel folder)")
+        raise KernelPackageError(f"{pkg.__name__} is not a package (kernel folder)")
     folder = Path(next(iter(pkg.__path__)))
     name = pkg.__name__.rsplit(".", 1)[-1]
     host_file = folder / f"{name}{host_suffix}.py"
@@ -77,7 +82,7 @@ def kernel_from_folder(
     if outputs is not None and "outputs" not in options:
         if isinstance(outputs, str):
             if outputs != "annotations":
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"kernel {name!r}: outputs must be names, indices or 'annotations', "
                     f"got {outputs!r}"
                 )
@@ -117,7 +122,7 @@ def _compiler(compile_host: Callable[[ModuleType], Any] | str) -> Callable[[Modu
 
         return PyccelCache("cunumpy")
     if not callable(compile_host):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"compile_host must be a callable (module -> compiled module) or 'pyccel', "
             f"got {compile_host!r}"
         )

@@ -18,6 +18,8 @@ import numpy as np
 from .. import _backend, _capture, _core
 from .._ledger import record
 from ..exceptions import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     KernelImplementationError,
     KernelSignatureMismatchError,
     LaunchShapeError,
@@ -96,20 +98,22 @@ class Kernel(_core.KernelDispatcher):
         metal_path: str | os.PathLike[str] | None = None,
     ) -> None:
         if metal_kernel is not None and not isinstance(metal_kernel, MetalKernel):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"metal_kernel must be a MetalKernel or None, got {type(metal_kernel).__name__}"
             )
         if dispatch not in ("backend", "arrays"):
-            raise ValueError(f"dispatch must be 'backend' or 'arrays', got {dispatch!r}")
+            raise InvalidArgumentError(f"dispatch must be 'backend' or 'arrays', got {dispatch!r}")
         if missing_cuda not in ("raise", "fallback"):
-            raise ValueError(f"missing_cuda must be 'raise' or 'fallback', got {missing_cuda!r}")
+            raise InvalidArgumentError(
+                f"missing_cuda must be 'raise' or 'fallback', got {missing_cuda!r}"
+            )
         if cuda_kernel is not None and not isinstance(cuda_kernel, CudaKernel):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"cuda_kernel must be a CudaKernel or None, got {type(cuda_kernel).__name__}"
             )
         if isinstance(host_kernel, PyccelKernel):
             if host_options:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "host_options are for wrapping a plain callable in a PyccelKernel; "
                     "the host kernel already is one (pass the options to it)"
                 )
@@ -123,7 +127,9 @@ class Kernel(_core.KernelDispatcher):
             self._own_parameters = options["parameters"] == self.host_parameters
             self._host = PyccelKernel(host_kernel, **options)
         else:
-            raise TypeError(f"host_kernel must be callable, got {type(host_kernel).__name__}")
+            raise InvalidArgumentTypeError(
+                f"host_kernel must be callable, got {type(host_kernel).__name__}"
+            )
         self._name = name or (cuda_kernel.name if cuda_kernel is not None else self._host.name)
         self._cuda = cuda_kernel
         self._metal = metal_kernel
@@ -240,25 +246,27 @@ class Kernel(_core.KernelDispatcher):
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         names = self._parameter_names()
         if names is None:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"kernel {self._name!r}: keyword arguments {sorted(kwargs)} cannot be matched: "
                 "the parameter names are unknown (pass them positionally)"
             )
         for key in kwargs:
             if key not in names:
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"kernel {self._name!r} got an unexpected keyword argument {key!r} "
                     f"(parameters: {', '.join(names)})"
                 )
             if names.index(key) < len(args):
-                raise TypeError(f"kernel {self._name!r} got multiple values for argument {key!r}")
+                raise InvalidArgumentTypeError(
+                    f"kernel {self._name!r} got multiple values for argument {key!r}"
+                )
         bound = list(args)
         remaining = dict(kwargs)
         for name in names[len(args) :]:
             if not remaining:
                 break
             if name not in remaining:
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"kernel {self._name!r}: missing argument {name!r} before the keyword "
                     f"argument(s) {sorted(remaining)}"
                 )

@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from .. import _core
@@ -210,9 +212,267 @@ def generate_cuda(
             if getattr(type(v), "struct_name", None)
             and getattr(type(v), "struct", None) is not None
         ]
-    out = translate_source(source, name, arg_types=arg_types, parallel_loop=parallel_loop)
-    out.structs = tuple(dict.fromkeys(structs))
+    out = translate_source(
+        source,
+        name,
+        arg_types=arg_types,
+        parallel_loop=parallel_loop,
+        namespace=vars(module),
+    )
+    out.structs = tuple(dict.fromkeys([*structs, *out.structs]))
     return out
+
+
+# Annotation names the translator reads as scalars (anything else that is a bare name may be a
+# struct class).
+_SCALAR_NAMES = frozenset(
+    "float float64 double real f8 float32 f4 int int64 i8 int32 i4 bool bool_ complex "
+    "complex128 complex64 cfloat cdouble".split()
+)
+
+# Element dtypes of struct fields -> the translator's type names.
+_FIELD_DTYPES = {
+    "float64": "float64",
+    "float32": "float32",
+    "int64": "int64",
+    "int32": "int32",
+    "bool": "bool",
+}
+
+
+def _port_error(cls: type, function: str, line: int, construct: str, message: str) -> Exception:
+    exc = cls(f"{function}, line {line}: {message}")
+    exc.function, exc.line, exc.construct, exc.array = function, line, construct, None
+    return exc
+
+
+def _module_file(module: str, search_paths: Sequence[Path]) -> Path | None:
+    """The source file of dotted ``module`` under ``search_paths`` (then ``sys.path``), found
+    without importing anything."""
+    rel = Path(*module.split("."))
+    for root in [*search_paths, *(Path(p) for p in sys.path if p)]:
+        for cand in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
+            if cand.is_file():
+                return cand
+    return None
+
+
+def _struct_of_class(
+    class_name: str,
+    tree: ast.Module,
+    source: str,
+    namespace: dict[str, Any] | None,
+    search_paths: Sequence[Path],
+) -> Any:
+    """The :class:`~cunumpy.arguments.CudaStruct` of the class an annotation names: a
+    ``CudaStructArguments`` subclass of the module's namespace (its own layout), or a Pyccel
+    argument class (laid out from its ``__init__`` annotations by
+    ``CudaStruct.from_pyccel_class``) defined in the module or imported by
+    ``from PACKAGE.MODULE import NAME``. ``None`` when the name is no class found so."""
+    from ..arguments import CudaStruct
+
+    obj = (namespace or {}).get(class_name)
+    if inspect.isclass(obj) and getattr(obj, "struct", None) is not None:
+        return obj.struct
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return _with_derived_ints(
+                CudaStruct.from_pyccel_class(source, class_name, contiguous=True), node
+            )
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                if (alias.asname or alias.name) == class_name:
+                    path = _module_file(node.module, search_paths)
+                    if path is None:
+                        return None
+                    struct = CudaStruct.from_pyccel_class(
+                        path, alias.name, class_name, contiguous=True
+                    )
+                    cls = next(
+                        (
+                            n
+                            for n in ast.parse(path.read_text()).body
+                            if isinstance(n, ast.ClassDef) and n.name == alias.name
+                        ),
+                        None,
+                    )
+                    return struct if cls is None else _with_derived_ints(struct, cls)
+    return None
+
+
+def _inline_field_aliases(tree: ast.Module, name: str, struct_types: dict[str, str]) -> None:
+    """``markers = args.markers`` (a top-level statement of the kernel naming an array field of
+    a struct argument, the name assigned nowhere else) is dropped and every use of
+    ``markers`` reads ``args.markers``: the race proof then sees the field itself."""
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None or not struct_types:
+        return
+    stores: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    aliases: dict[str, ast.Attribute] = {}
+    keep = []
+    for stmt in fn.body:
+        value = getattr(stmt, "value", None)
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stores.get(stmt.targets[0].id) == 1
+            and isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id in struct_types
+            and f"{value.attr}: view " in struct_types[value.value.id]
+        ):
+            aliases[stmt.targets[0].id] = value
+            continue
+        keep.append(stmt)
+    if not aliases:
+        return
+    fn.body = keep
+
+    class _Inline(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            target = aliases.get(node.id)
+            if target is None or not isinstance(node.ctx, ast.Load):
+                return node
+            return ast.copy_location(
+                ast.Attribute(
+                    value=ast.Name(id=target.value.id, ctx=ast.Load()),  # type: ignore[attr-defined]
+                    attr=target.attr,
+                    ctx=ast.Load(),
+                ),
+                node,
+            )
+
+    _Inline().visit(fn)
+
+
+def _is_int_expr(e: ast.expr) -> bool:
+    """``x.shape[k]``, ``len(x)``, ``int(...)`` or an int literal: an integer for sure."""
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
+        return e.func.id in ("len", "int")
+    return (
+        isinstance(e, ast.Subscript)
+        and isinstance(e.value, ast.Attribute)
+        and e.value.attr == "shape"
+    )
+
+
+def _with_derived_ints(struct: Any, cls: ast.ClassDef) -> Any:
+    """``struct`` plus one ``long long`` field per attribute the class's ``__init__`` derives
+    as an integer (``self.n_markers = markers.shape[1]``), in the order they are set: the host
+    kernels read them like the parameters (struphy's ``MarkerArguments`` does this)."""
+    from ..arguments import CudaStruct
+
+    init = next(
+        (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+    )
+    if init is None:
+        return struct
+    names = set(struct.field_names)
+    extra = []
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            t = node.targets[0]
+            if (
+                isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+                and t.attr not in names
+                and _is_int_expr(node.value)
+            ):
+                names.add(t.attr)
+                extra.append((t.attr, "long long"))
+    if not extra:
+        return struct
+    return CudaStruct(struct.name, [(f.name, f.ctype) for f in struct.fields] + extra)
+
+
+def _struct_type_of(struct: Any, param: str, kernel: str, line: int) -> str:
+    """A CudaStruct as the translator's struct type text (``struct N {x: float64[:]; n: int}``)."""
+    fields = []
+    for f in struct.fields:
+        dtype = _FIELD_DTYPES.get(str(f.dtype)) if f.dtype is not None else None
+        if dtype is None:
+            raise _port_error(
+                _unsupported(),
+                kernel,
+                line,
+                "struct field",
+                f"field {f.name!r} of struct {struct.name} (argument {param!r}) has C type "
+                f"{f.declaration!r}; the translator knows fields of {sorted(_FIELD_DTYPES)}",
+            )
+        if f.view_ndim and not f.contiguous:
+            raise _port_error(
+                _unsupported(),
+                kernel,
+                line,
+                "struct field",
+                f"field {f.name!r} of struct {struct.name} (argument {param!r}) is a strided "
+                f"view {f.declaration!r}; the translator indexes C-ordered CArrayND views",
+            )
+        if f.view_ndim:
+            fields.append(f"{f.name}: view {dtype}[{','.join(':' * f.view_ndim)}]")
+        elif f.pointer:
+            fields.append(f"{f.name}: {dtype}[:]")
+        else:
+            fields.append(f"{f.name}: {dtype}")
+    return f"struct {struct.name} {{{'; '.join(fields)}}}"
+
+
+def _unsupported() -> type:
+    from ..exceptions import CudaPortUnsupportedError
+
+    return CudaPortUnsupportedError
+
+
+def _struct_arg_types(
+    tree: ast.Module,
+    source: str,
+    name: str,
+    given: set[str],
+    namespace: dict[str, Any] | None,
+    search_paths: Sequence[Path],
+) -> tuple[list[tuple[str, str]], list[Any]]:
+    """Types of the kernel's parameters annotated with a struct class name (and not given by
+    ``arg_types``), and those structs (for the launch)."""
+    from ..exceptions import CudaStructError
+
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        return [], []
+    types, structs = [], []
+    for arg in [*fn.args.posonlyargs, *fn.args.args]:
+        ann = arg.annotation
+        if arg.arg in given or ann is None:
+            continue
+        text = ann.value if isinstance(ann, ast.Constant) else ast.unparse(ann)
+        if not isinstance(text, str):
+            continue
+        text = text.strip().strip("'\"").strip()
+        if not text.isidentifier() or text in _SCALAR_NAMES:
+            continue
+        try:
+            struct = _struct_of_class(text, tree, source, namespace, search_paths)
+        except CudaStructError as exc:
+            raise _port_error(
+                _unsupported(),
+                name,
+                arg.lineno,
+                "struct class",
+                f"argument {arg.arg!r} is annotated {text!r}, a class the struct machinery "
+                f"cannot lay out: {exc}",
+            ) from None
+        if struct is None:
+            continue
+        types.append((arg.arg, _struct_type_of(struct, arg.arg, name, arg.lineno)))
+        structs.append(struct)
+    return types, structs
 
 
 def _annotations_as_text(tree: ast.Module) -> ast.Module:
@@ -231,16 +491,34 @@ def translate_source(
     *,
     arg_types: Sequence[tuple[str, str]] = (),
     parallel_loop: int | None = None,
+    search_paths: Sequence[str | Path] = (),
+    namespace: dict[str, Any] | None = None,
 ) -> GeneratedCuda:
     """Translates function ``name`` of a module's ``source`` (without importing it):
     ``generate_cuda`` without the function object. ``arg_types`` are ``(parameter, type)``
-    pairs as annotations spell them (``"float64[:,:]"``, ``"int"``)."""
+    pairs as annotations spell them (``"float64[:,:]"``, ``"int"``).
+
+    A parameter annotated with a class name (``args: "DomainArguments"``) is a struct
+    argument: the class is a ``CudaStructArguments`` subclass of ``namespace`` (its layout),
+    or a Pyccel argument class defined in the module or imported by ``from PKG.MOD import
+    NAME``, whose file is looked up under ``search_paths`` and ``sys.path`` (read, never
+    imported) and laid out from its ``__init__`` annotations as
+    :meth:`~cunumpy.arguments.CudaStruct.from_pyccel_class` does."""
     tree = _annotations_as_text(ast.parse(source))
+    struct_types, structs = _struct_arg_types(
+        tree,
+        source,
+        name,
+        {n for n, _ in arg_types},
+        namespace,
+        [Path(p) for p in search_paths],
+    )
+    _inline_field_aliases(tree, name, dict(struct_types))
     info = _core._port_translate(
         json.dumps(_dump(tree)),
         source,
         name,
-        arg_types=list(arg_types),
+        arg_types=[*arg_types, *struct_types],
         parallel_loop=parallel_loop,
     )
     out = GeneratedCuda(info["source"])
@@ -251,5 +529,5 @@ def translate_source(
     out.n_threads = info["n_threads"]
     out.writes = tuple(tuple(w) for w in info["writes"])
     out.helpers = tuple(info["helpers"])
-    out.structs = ()
+    out.structs = tuple(structs)
     return out

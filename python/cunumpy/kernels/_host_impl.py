@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import _config
-from ..exceptions import KernelImplementationError
+from ..exceptions import InvalidArgumentError, KernelImplementationError
 
 __all__ = [
     "HOST_IMPLEMENTATIONS",
@@ -39,7 +39,7 @@ def _validate(value: Any, allowed: tuple[str, ...], what: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{what} must be one of {allowed} or None, got {value!r}")
+        raise InvalidArgumentError(f"{what} must be one of {allowed} or None, got {value!r}")
     return value
 
 
@@ -93,7 +93,7 @@ def _from_environment(variable: str, raw: str, allowed: tuple[str, ...]) -> str 
     if not raw:
         return None
     if raw not in allowed:
-        raise ValueError(f"{variable} must be one of {allowed} (or empty), got {raw!r}")
+        raise InvalidArgumentError(f"{variable} must be one of {allowed} (or empty), got {raw!r}")
     return raw
 
 
@@ -121,12 +121,12 @@ class HostImplementations:
     def __init__(self, name: str, loaders: Mapping[str, Callable[[], Callable[..., Any]]]) -> None:
         unknown = sorted(set(loaders) - set(HOST_IMPLEMENTATIONS))
         if unknown:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"kernel {name!r}: unknown host implementation(s) {unknown}; "
                 f"known: {HOST_IMPLEMENTATIONS}"
             )
         if "python" not in loaders:
-            raise ValueError(f"kernel {name!r}: a 'python' implementation is required")
+            raise InvalidArgumentError(f"kernel {name!r}: a 'python' implementation is required")
         self.name = name
         self._loaders = dict(loaders)
         self._loaded: dict[str, Callable[..., Any]] = {}

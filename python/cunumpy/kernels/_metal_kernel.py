@@ -21,11 +21,14 @@ import numpy as np
 from .. import _config, _core
 from .._ledger import record
 from ..exceptions import (
+    InvalidArgumentTypeError,
+    InvalidStateError,
     KernelArgumentOverflowError,
     KernelArgumentTypeError,
     KernelArgumentValueError,
     KernelFolderError,
     LaunchShapeError,
+    MetalUnavailableError,
 )
 
 __all__ = ["MetalKernel", "emulate_metal_kernel", "metal_available", "metal_kernel_from_file"]
@@ -442,13 +445,13 @@ class MetalKernel:
     ) -> None:
         mx = _mlx()
         if mx is None:
-            raise ImportError(
+            raise MetalUnavailableError(
                 f"MetalKernel {self.name!r} needs MLX on an Apple silicon Mac "
                 "(pip install 'cunumpy[metal]'), or CUNUMPY_FAKE_METAL=1 for the emulated "
                 "Metal device"
             )
         if not metal_available():
-            raise RuntimeError(
+            raise InvalidStateError(
                 f"MetalKernel {self.name!r} needs a Metal GPU, but MLX reports none "
                 "(set CUNUMPY_FAKE_METAL=1 to run on the emulated Metal device)"
             )
@@ -467,7 +470,7 @@ def mlx_dtype(dtype: Any) -> Any:
     """MLX's dtype for a NumPy dtype (``np.float32`` -> ``mx.float32``)."""
     mx = _mlx()
     if mx is None:
-        raise ImportError("MLX is not installed")
+        raise MetalUnavailableError("MLX is not installed")
     name = np.dtype(dtype).name
     return mx.bool_ if name == "bool" else getattr(mx, name)
 
@@ -477,7 +480,7 @@ def to_mlx(array: np.ndarray) -> Any:
     copy of a call)."""
     mx = _mlx()
     if mx is None:
-        raise ImportError("MLX is not installed")
+        raise MetalUnavailableError("MLX is not installed")
     return mx.array(np.ascontiguousarray(array), dtype=mlx_dtype(array.dtype))
 
 
@@ -531,7 +534,9 @@ def emulate_metal_kernel(
     kernel with a race gives seed-dependent results; ``bounds`` (on by default) checks every
     access to an input or output against its array. Returns ``out`` like a call."""
     if not isinstance(kernel, MetalKernel):
-        raise TypeError(f"expected a cunumpy.kernels.MetalKernel, got {type(kernel).__name__}")
+        raise InvalidArgumentTypeError(
+            f"expected a cunumpy.kernels.MetalKernel, got {type(kernel).__name__}"
+        )
     arrays, outs, ins_plan, outs_plan, grid, tg = kernel._plan(args, out, n_threads)
     targs = kernel._template(template)
     kernel._run_emulated(

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import _capture, _core
 from .._where import call_site
+from ..exceptions import InvalidArgumentKeyError
 
 __all__ = ["KernelCall", "KernelProfile", "KernelStats", "kernel_profile"]
 
@@ -127,7 +128,7 @@ class KernelProfile:
     def __getitem__(self, name: str) -> dict[str, KernelStats]:
         found = {p: s for (n, p), s in self._stats.items() if n == name}
         if not found:
-            raise KeyError(f"kernel {name!r} was not called while profiling")
+            raise InvalidArgumentKeyError(f"kernel {name!r} was not called while profiling")
         return found
 
     def __contains__(self, name: object) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from .. import _config
-from ..exceptions import PyccelCompileError
+from ..exceptions import InvalidArgumentError, PyccelCompileError
 
 __all__ = ["PyccelCache"]
 
@@ -70,7 +70,9 @@ class PyccelCache:
 
     def __init__(self, name: str, *, env_prefix: str | None = None, language: str = "c") -> None:
         if language not in ("c", "fortran"):
-            raise ValueError(f"PyccelCache language must be 'c' or 'fortran', got {language!r}")
+            raise InvalidArgumentError(
+                f"PyccelCache language must be 'c' or 'fortran', got {language!r}"
+            )
         self.name = name
         self.env_prefix = (env_prefix or name).upper().replace("-", "_")
         self.language = language
@@ -154,7 +156,9 @@ class PyccelCache:
         :class:`~cunumpy.exceptions.PyccelCompileError` with Pyccel's output on failure."""
         language = language or self.language
         if language not in ("c", "fortran"):
-            raise ValueError(f"PyccelCache language must be 'c' or 'fortran', got {language!r}")
+            raise InvalidArgumentError(
+                f"PyccelCache language must be 'c' or 'fortran', got {language!r}"
+            )
         path = _source_path(module)
         source = path.read_text()
         stem = path.stem

@@ -20,7 +20,12 @@ import numpy as np
 
 from .. import _backend, _capture
 from .._ledger import is_recording, record, recorded_by_caller
-from ..exceptions import KernelOutputIndexError, KernelOutputKeyError, KernelOutputsError
+from ..exceptions import (
+    InvalidArgumentTypeError,
+    KernelOutputIndexError,
+    KernelOutputKeyError,
+    KernelOutputsError,
+)
 from ._kernel_args import _contains_device, _cupy, _in_modules, _is_device, _signature_names
 
 __all__ = [
@@ -365,7 +370,9 @@ class PyccelKernel:
         parameters: Sequence[str] | Callable[[], Sequence[str] | None] | None = None,
     ) -> None:
         if not callable(kernel):
-            raise TypeError(f"PyccelKernel needs a callable host kernel, got {kernel!r}")
+            raise InvalidArgumentTypeError(
+                f"PyccelKernel needs a callable host kernel, got {kernel!r}"
+            )
         self._kernel = kernel
         self._name = str(getattr(kernel, "name", None) or getattr(kernel, "__name__", "kernel"))
         self._use_cupy = use_cupy

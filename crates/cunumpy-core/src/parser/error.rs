@@ -4,9 +4,10 @@
 /// problem also names the parameter (its 0-based index and its text as written).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SignatureError {
-    /// No `__global__` function of that name (outside comments and literals).
-    #[error("no __global__ function '{kernel}' found in the CUDA source")]
-    NotFound { kernel: String },
+    /// No `__global__` function of that name (outside comments and literals); `found` are the
+    /// `__global__` functions the source does define.
+    #[error("no __global__ function '{kernel}' found in the CUDA source; {}", found_list(.found))]
+    NotFound { kernel: String, found: Vec<String> },
 
     /// The declaration's parentheses (parameter list or `__launch_bounds__(...)`) do not close.
     #[error("unbalanced parentheses in the declaration of kernel '{kernel}'")]
@@ -81,7 +82,7 @@ pub enum SignatureError {
 
     /// An identifier that is neither in the type map nor a listed struct: a macro, a typedef,
     /// an unlisted struct.
-    #[error("cannot check the kernel parameter '{param}' (argument {index}) of '{kernel}': unsupported type '{ctype}': not a known C type nor a listed struct (macros and typedefs cannot be checked; pass struct names in structs)")]
+    #[error("cannot check the kernel parameter '{param}' (argument {index}) of '{kernel}': unsupported type '{ctype}': not a known C type nor a struct given in structs= (for a struct, describe it with cunumpy.arguments.CudaStruct(\"{}\", fields) and pass CudaKernel(..., structs=[that CudaStruct]); macros cannot be checked)", bare_type(.ctype))]
     UnknownType {
         kernel: String,
         index: usize,
@@ -141,11 +142,29 @@ fn arity_detail(required: usize, expected: usize, given: Option<usize>) -> Strin
     s
 }
 
+/// The type's name without qualifiers and pointer stars: `Particle` for `const Particle*`.
+fn bare_type(ctype: &str) -> String {
+    ctype
+        .split(|c: char| c.is_whitespace() || c == '*' || c == '&')
+        .rfind(|w| !w.is_empty() && !matches!(*w, "const" | "volatile" | "struct" | "__restrict__"))
+        .unwrap_or(ctype)
+        .to_string()
+}
+
+/// `it defines a, b` or `it defines no __global__ function`.
+fn found_list(found: &[String]) -> String {
+    if found.is_empty() {
+        "it defines no __global__ function".to_string()
+    } else {
+        format!("it defines {}", found.join(", "))
+    }
+}
+
 impl SignatureError {
     /// The kernel the error is about.
     pub fn kernel(&self) -> &str {
         match self {
-            SignatureError::NotFound { kernel }
+            SignatureError::NotFound { kernel, .. }
             | SignatureError::UnbalancedParentheses { kernel }
             | SignatureError::NonVoidReturn { kernel, .. }
             | SignatureError::TemplateArity { kernel, .. }

@@ -32,6 +32,7 @@ mod decl;
 mod error;
 pub(crate) mod lexer;
 mod params;
+mod structs;
 
 use std::collections::{HashMap, HashSet};
 
@@ -39,6 +40,7 @@ use crate::signature::{Param, Signature, TemplateParam};
 use decl::{split_top_level, KernelDecl, Source};
 pub use error::SignatureError;
 use lexer::{bracket_matches, join, tokenize, TokKind, Token};
+pub use structs::{struct_definitions, SourceMember, StructDefinition};
 
 /// Every `__global__` function's name, in source order, each once. Comments, literals and
 /// preprocessor directives are ignored.
@@ -76,6 +78,7 @@ pub fn parse_signature(
         .or_else(|| decls.first())
         .ok_or_else(|| SignatureError::NotFound {
             kernel: name.to_string(),
+            found: kernel_names(source),
         })?;
     let unbalanced = || SignatureError::UnbalancedParentheses {
         kernel: name.to_string(),

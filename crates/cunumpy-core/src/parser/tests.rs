@@ -476,9 +476,14 @@ fn rejects_missing_kernel() {
     let e = err("__global__ void other(int n) {}", "f");
     assert_eq!(
         e.to_string(),
-        "no __global__ function 'f' found in the CUDA source"
+        "no __global__ function 'f' found in the CUDA source; it defines other"
     );
     assert_eq!(e.kernel(), "f");
+    let e = err("__device__ int helper() { return 1; }", "f");
+    assert!(
+        e.to_string().ends_with("it defines no __global__ function"),
+        "{e}"
+    );
     // A commented-out kernel is not found either.
     let e = err("// __global__ void f(int n) {}", "f");
     assert!(matches!(e, SignatureError::NotFound { .. }));

