@@ -7,6 +7,14 @@ peer measured in this run and against the device's own rates, measured in the sa
   (bytes read + written);
 - read rate: a plain CUDA kernel that only reads (16-byte loads, four sums per thread);
 - the two-read ceiling of ``a - mean(a)``: one pass at the read rate plus one at the copy rate.
+
+The indexing shapes (``index_expressions``: a 1-D three-point stencil, a 2-D five-point
+Laplacian on an 8192x8192 grid, a gather ``a[idx] * b``, ``a.max(axis=1) - a.min(axis=1)`` on
+a tall matrix) report their memory-traffic ceiling: the least bytes the expression must move
+(every input element read once, the result written once; for the gather, ``idx``, ``b`` and
+the result streamed and the gathered table, 32 MiB so that it stays in the L2 cache, read
+once) divided by the copy rate measured in this run. ``ratio_vs_ceiling`` is that ceiling's
+time over the measured time (1.0: as fast as copying the bytes it must move).
 """
 
 from __future__ import annotations
@@ -143,9 +151,102 @@ def main() -> int:
             if isinstance(row.get(peer), float):
                 row[f"ratio_vs_{peer}"] = ours / row[peer]
         result["expressions"][name] = row
+    result["index_expressions"] = index_expressions(
+        cupy, xp, best, result["copy_GBps"], torch_ok, jax_ok
+    )
     result["call_costs"] = costs
     print(json.dumps(result, indent=2))
     return 0
+
+
+def _index_peers(module, name: str):
+    """The indexing expression `name` written for `module` (cupy, torch, jax.numpy)."""
+    if name == "max(axis=1) - min(axis=1)":
+        if getattr(module, "__name__", "") == "torch":
+            return lambda a: a.amax(dim=1) - a.amin(dim=1)
+        return lambda a: a.max(axis=1) - a.min(axis=1)
+    return {
+        "stencil_1d": lambda u: u[2:] - 2.0 * u[1:-1] + u[:-2],
+        "laplacian_2d": lambda u: (
+            u[1:-1, 2:] + u[1:-1, :-2] + u[2:, 1:-1] + u[:-2, 1:-1] - 4.0 * u[1:-1, 1:-1]
+        ),
+        "a[idx] * b": lambda a, i, b: a[i] * b,
+    }[name]
+
+
+def index_cases(module, rng_normal, rng_index, n: int, grid: int):
+    """(name, arguments, least bytes moved) of the indexing benchmarks on `module`'s arrays:
+    the stencil over n points, the Laplacian over grid x grid, the gather of n points from a
+    table of 2^22 (32 MiB), the row range of an (n/16) x 16 matrix."""
+    table = 1 << 22
+    u = rng_normal(n)
+    g = rng_normal((grid, grid))
+    a = rng_normal(table)
+    idx = rng_index(table, n)
+    b = rng_normal(n)
+    tall = rng_normal((n // 16, 16))
+    return [
+        ("stencil_1d", (u,), 8 * n + 8 * (n - 2)),
+        ("laplacian_2d", (g,), 8 * grid * grid + 8 * (grid - 2) ** 2),
+        ("a[idx] * b", (a, idx, b), 8 * table + 3 * 8 * n),
+        ("max(axis=1) - min(axis=1)", (tall,), 8 * n + 8 * (n // 16)),
+    ]
+
+
+def index_expressions(cupy, xp, best, copy_rate, torch_ok, jax_ok, n=1 << 26, grid=8192):
+    """GB/s (least bytes moved / time) of the indexing shapes for cunumpy fuse and each peer,
+    the memory-traffic ceiling and the ratios against both."""
+    rng = cupy.random.default_rng(1)
+    cases = index_cases(
+        cupy,
+        rng.standard_normal,
+        lambda high, size: rng.integers(0, high, size, dtype=cupy.int64),
+        n,
+        grid,
+    )
+    rows = {}
+    for name, args, nbytes in cases:
+        eager = _index_peers(cupy, name)
+        row = {"least_bytes_moved": nbytes, "ceiling_GBps": copy_rate}
+        fused = xp.fuse(eager, kernel_name="bench_index")
+        row["cunumpy_fuse"] = nbytes / best(fused, *args) / 1e9
+        row["cunumpy_fuse_kernels"] = len(fused.plan(*args).kernels)
+        row["cupy_eager"] = nbytes / best(eager, *args) / 1e9
+        try:
+            cf = cupy.fuse(kernel_name="bench_index")(eager)
+            row["cupy_fuse"] = nbytes / best(cf, *args) / 1e9
+        except Exception as exc:  # noqa: BLE001  (cupy.fuse does not index traced values)
+            row["cupy_fuse"] = f"unsupported: {type(exc).__name__}"
+        if torch_ok:
+            import torch
+
+            tf = torch.compile(_index_peers(torch, name))
+            targs = [torch.as_tensor(x, device="cuda") for x in args]
+            try:
+                row["torch_compile"] = nbytes / best(tf, *targs) / 1e9
+            except Exception as exc:  # noqa: BLE001
+                row["torch_compile"] = f"failed: {type(exc).__name__}"
+        if jax_ok:
+            import jax
+            import jax.numpy as jnp
+
+            jf = jax.jit(_index_peers(jnp, name))
+            jargs = [jnp.asarray(cupy.asnumpy(x)) for x in args]
+            row["jax_jit"] = (
+                nbytes / best(lambda *x, jf=jf: jf(*x).block_until_ready(), *jargs) / 1e9
+            )
+        ours = row["cunumpy_fuse"]
+        row["ratio_vs_ceiling"] = ours / copy_rate
+        peers = [p for p in ("cupy_eager", "cupy_fuse", "torch_compile", "jax_jit")]
+        for peer in peers:
+            if isinstance(row.get(peer), float):
+                row[f"ratio_vs_{peer}"] = ours / row[peer]
+        rates = [row[p] for p in peers if isinstance(row.get(p), float)]
+        if rates:
+            row["ratio_vs_fastest_peer"] = ours / max(rates)
+        rows[name] = row
+        del args
+    return rows
 
 
 _READ = r"""

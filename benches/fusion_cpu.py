@@ -1,5 +1,12 @@
 """The fused CPU executor vs NumPy (and numexpr when importable), float64, 10^7 and 10^4
-elements: best-of-N wall times and ratios measured in the same run. Prints JSON."""
+elements: best-of-N wall times and ratios measured in the same run. Prints JSON.
+
+``index_expressions``: the indexing shapes of benches/fusion.py (a 1-D three-point stencil, a
+2-D five-point Laplacian, a gather ``a[idx] * b``, ``a.max(axis=1) - a.min(axis=1)`` on a tall
+matrix) against NumPy and numexpr (given the shifted views, and the gathered array, as its
+inputs: numexpr does not index), with the memory-traffic ceiling: the least bytes the
+expression moves (inputs read once, the result written once) over the two-thread copy rate
+measured alternately with it. numexpr is in requirements/bench.txt."""
 
 from __future__ import annotations
 
@@ -72,6 +79,7 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")  # scripts/gpu-check passes it; ignored
     parser.add_argument("--n", type=int, default=10**7)
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--grid", type=int, default=8192)
     opts = parser.parse_args()
     import cunumpy as xp
     from cunumpy.kernels import host_loop_status, set_host_loops
@@ -166,9 +174,91 @@ def main() -> int:
                 rate / rows["two_thread_copy_new_array_GBps"]
             )
         result["sizes"][str(n)] = rows
+    result["index_expressions"] = index_expressions(xp, opts.n, opts.grid, opts.repeat)
     result["host_loops"] = host_loop_status()
     print(json.dumps(result, indent=2))
     return 0
+
+
+def index_expressions(xp, n: int, grid: int, repeat: int) -> dict:
+    """The indexing shapes on the CPU executor vs NumPy and numexpr (see the module docstring)."""
+    try:
+        import numexpr
+    except ImportError:
+        numexpr = None
+    rng = np.random.default_rng(1)
+    table = 1 << 22
+    u, b = rng.standard_normal(n), rng.standard_normal(n)
+    g = rng.standard_normal((grid, grid))
+    a = rng.standard_normal(table)
+    idx = rng.integers(0, table, n)
+    tall = rng.standard_normal((n // 16, 16))
+    cases = {
+        "stencil_1d": (
+            lambda u: u[2:] - 2.0 * u[1:-1] + u[:-2],
+            (u,),
+            8 * n + 8 * (n - 2),
+            lambda: numexpr.evaluate(
+                "p - 2.0 * q + r", local_dict={"p": u[2:], "q": u[1:-1], "r": u[:-2]}
+            ),
+        ),
+        "laplacian_2d": (
+            lambda u: u[1:-1, 2:] + u[1:-1, :-2] + u[2:, 1:-1] + u[:-2, 1:-1] - 4.0 * u[1:-1, 1:-1],
+            (g,),
+            8 * grid * grid + 8 * (grid - 2) ** 2,
+            lambda: numexpr.evaluate(
+                "e + w + s + n - 4.0 * c",
+                local_dict={
+                    "e": g[1:-1, 2:],
+                    "w": g[1:-1, :-2],
+                    "s": g[2:, 1:-1],
+                    "n": g[:-2, 1:-1],
+                    "c": g[1:-1, 1:-1],
+                },
+            ),
+        ),
+        "a[idx] * b": (
+            lambda a, i, b: a[i] * b,
+            (a, idx, b),
+            8 * table + 3 * 8 * n,
+            # numexpr cannot gather: NumPy's a[idx], then numexpr's product
+            lambda: numexpr.evaluate("x * b", local_dict={"x": a[idx], "b": b}),
+        ),
+        "max(axis=1) - min(axis=1)": (
+            lambda a: a.max(axis=1) - a.min(axis=1),
+            (tall,),
+            8 * n + 8 * (n // 16),
+            None,  # numexpr reduces only as the last operation, one reduction per call
+        ),
+    }
+    target = np.empty(n)
+    rows = {}
+    for name, (fn, args, nbytes, ne) in cases.items():
+        fused = xp.fuse(fn)
+        with xp.use_backend("numpy"):
+            t_fuse, t_copy2 = best_interleaved(
+                lambda f=fused, x=args: f(*x), lambda: two_thread_copy(u, target), repeat
+            )
+            t_np = best(fn, *args, repeat=repeat)
+        copy_rate = 16 * n / t_copy2 / 1e9
+        row = {
+            "least_bytes_moved": nbytes,
+            "cunumpy_fuse_ms": t_fuse * 1e3,
+            "cunumpy_fuse_kernels": len(fused.plan(*args).kernels),
+            "numpy_ms": t_np * 1e3,
+            "cunumpy_fuse_GBps": nbytes / t_fuse / 1e9,
+            "two_thread_copy_GBps": copy_rate,
+            "ratio_vs_ceiling": nbytes / t_fuse / 1e9 / copy_rate,
+            "speedup_vs_numpy": t_np / t_fuse,
+        }
+        if numexpr is not None and ne is not None:
+            t_ne = best(ne, repeat=repeat)
+            row["numexpr_ms"] = t_ne * 1e3
+            row["speedup_vs_numexpr"] = t_ne / t_fuse
+        elif ne is not None:
+            row["numexpr_ms"] = "numexpr is not installed"
+        rows[name] = row
+    return rows
 
 
 if __name__ == "__main__":

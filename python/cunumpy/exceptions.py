@@ -36,6 +36,7 @@ __all__ = [
     "CudaUnavailableError",
     "FusionError",
     "FusionTypeError",
+    "FusionIndexError",
     "FusionValueError",
     "FusionUnsupportedError",
     "FusionAxisError",
@@ -251,6 +252,11 @@ class FusionTypeError(FusionError, TypeError):
 class FusionValueError(FusionError, ValueError):
     """A fused function's axes or shapes do not fit (an out-of-range axis, shapes that do not
     broadcast, an ``out=`` array of the wrong shape)."""
+
+
+class FusionIndexError(FusionError, IndexError):
+    """An index in a fused function is out of range: an integer or a slice step at plan time,
+    a gathered index (``a[idx]``) when the plan runs (NumPy's ``IndexError``)."""
 
 
 class FusionUnsupportedError(FusionError, TypeError):

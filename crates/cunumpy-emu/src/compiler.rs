@@ -74,6 +74,11 @@ pub(crate) struct BuildInputs {
     pub compiler: EmuCompiler,
     pub source: String,
     pub expression: String,
+    /// Other kernels of the source this translation unit also exports a launcher for (a
+    /// module: one library for every launch of a fused plan); empty for one kernel.
+    pub also: Vec<String>,
+    /// Which kernel of the module the loaded launcher is (0: `expression`, k: `also[k - 1]`).
+    pub slot: usize,
     pub options: Vec<String>,
     pub include_dirs: Vec<PathBuf>,
     pub cache_dir: Option<PathBuf>,
@@ -257,9 +262,10 @@ const ::cunumpy_emu::launch_config* cfg, char* err, size_t err_len) {{\n\
 shared_mem, cfg, {sync}, err, err_len);\n}}\n\
 extern \"C\" __attribute__((visibility(\"default\"))) unsigned long long cunumpy_emu_abi() {{ return ::cunumpy_emu::ABI; }}\n\
 extern \"C\" __attribute__((visibility(\"default\"))) unsigned cunumpy_emu_param_count() {{ \
-return (unsigned)::cunumpy_emu::launcher< &{expr} >::N; }}\n",
+return (unsigned)::cunumpy_emu::launcher< &{expr} >::N; }}\n{more}",
         src = rewritten.source,
         sync = if uses_sync { "true" } else { "false" },
+        more = module_launchers(inputs, uses_sync),
     );
     (
         tu,
@@ -270,6 +276,39 @@ return (unsigned)::cunumpy_emu::launcher< &{expr} >::N; }}\n",
             cached_in: None,
         },
     )
+}
+
+/// The launchers of the other kernels of a module (`BuildInputs::also`): kernel `k` (from 1)
+/// is `cunumpy_emu_launch_k` and `cunumpy_emu_param_count_k`.
+fn module_launchers(inputs: &BuildInputs, uses_sync: bool) -> String {
+    let mut out = String::new();
+    for (k, expr) in inputs.also.iter().enumerate() {
+        let k = k + 1;
+        let names: Vec<String> = rewrite(&inputs.source, base_name(expr), false)
+            .param_names
+            .iter()
+            .map(|n| c_string_literal(n))
+            .collect();
+        let n_names = names.len();
+        let names = if names.is_empty() {
+            "nullptr".to_string()
+        } else {
+            names.join(", ")
+        };
+        let kernel = c_string_literal(expr);
+        out.push_str(&format!(
+            "extern \"C\" __attribute__((visibility(\"default\"))) int cunumpy_emu_launch_{k}(\
+void** params, const unsigned* grid, const unsigned* block, size_t shared_mem, \
+const ::cunumpy_emu::launch_config* cfg, char* err, size_t err_len) {{\n\
+  static const char* const names[] = {{{names}}};\n\
+  return ::cunumpy_emu::launcher< &{expr} >::launch({kernel}, names, {n_names}, params, grid, \
+block, shared_mem, cfg, {sync}, err, err_len);\n}}\n\
+extern \"C\" __attribute__((visibility(\"default\"))) unsigned cunumpy_emu_param_count_{k}() {{ \
+return (unsigned)::cunumpy_emu::launcher< &{expr} >::N; }}\n",
+            sync = if uses_sync { "true" } else { "false" },
+        ));
+    }
+    out
 }
 
 fn unique_dir(parent: &Path, tag: &str) -> Result<PathBuf, EmuError> {
@@ -343,7 +382,13 @@ pub(crate) fn build(
     // A hit in the disk cache.
     if let Some(dir) = &inputs.cache_dir {
         if let Some(hit) = cached_library(dir, &hex) {
-            if let Ok(loaded) = Loaded::open(&hit.load, &hit.path, &kernel, CacheOutcome::DiskHit) {
+            if let Ok(loaded) = Loaded::open_slot(
+                &hit.load,
+                &hit.path,
+                &kernel,
+                CacheOutcome::DiskHit,
+                inputs.slot,
+            ) {
                 info.cached_in = Some(dir.clone());
                 return Ok((loaded, info));
             }
@@ -380,7 +425,13 @@ or `+p`, and `auto*` cannot hold one)",
     info.compile_seconds = built.seconds;
     info.cached_in.clone_from(&built.cached_in);
     Ok((
-        Loaded::open(&built.load, &built.path, &kernel, CacheOutcome::Compiled)?,
+        Loaded::open_slot(
+            &built.load,
+            &built.path,
+            &kernel,
+            CacheOutcome::Compiled,
+            inputs.slot,
+        )?,
         info,
     ))
 }

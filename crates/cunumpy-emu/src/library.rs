@@ -31,12 +31,88 @@ impl EmuCompiler {
             compiler: self.clone(),
             source: source.to_string(),
             expression: expression.trim().to_string(),
+            also: Vec::new(),
+            slot: 0,
             options: options.to_vec(),
             include_dirs: include_dirs.to_vec(),
             cache_dir: cache_dir.map(Path::to_path_buf),
         };
         let (loaded, info) = build(&inputs, Variant::Plain)?;
         Ok(EmuLibrary::new(inputs, loaded, info))
+    }
+
+    /// Compiles `source` once for several of its kernels (`expressions`: one library file
+    /// exporting a launcher for each, as the launches of a fused plan need) and returns one
+    /// [`EmuLibrary`] per expression, in order. Only the bounds-checked build is compiled: a
+    /// launch with `bounds` checks them, one without runs the same build with no range
+    /// declared (nothing is checked, as in the plain build, only slower). Without a
+    /// `cache_dir` (library files are not kept) each kernel is compiled on its own, as by
+    /// [`EmuCompiler::compile`].
+    pub fn compile_module(
+        &self,
+        source: &str,
+        expressions: &[String],
+        options: &[String],
+        include_dirs: &[PathBuf],
+        cache_dir: Option<&Path>,
+    ) -> Result<Vec<EmuLibrary>, EmuError> {
+        let Some((first, also)) = expressions.split_first() else {
+            return Ok(Vec::new());
+        };
+        if cache_dir.is_none() || also.is_empty() {
+            return expressions
+                .iter()
+                .map(|e| self.compile(source, e, options, include_dirs, cache_dir))
+                .collect();
+        }
+        let inputs = BuildInputs {
+            compiler: self.clone(),
+            source: source.to_string(),
+            expression: first.trim().to_string(),
+            also: also.iter().map(|e| e.trim().to_string()).collect(),
+            slot: 0,
+            options: options.to_vec(),
+            include_dirs: include_dirs.to_vec(),
+            cache_dir: cache_dir.map(Path::to_path_buf),
+        };
+        let (plain, info) = build(&inputs, Variant::Checked)?;
+        let outcome = plain.outcome;
+        let mut first_plain = Some(plain);
+        let mut out = Vec::with_capacity(expressions.len());
+        for (slot, expr) in expressions.iter().enumerate() {
+            let expr = expr.trim().to_string();
+            // the other kernels' launchers: the same library, from the disk cache
+            let at_slot = BuildInputs {
+                slot,
+                ..inputs.clone()
+            };
+            let loaded = match first_plain.take() {
+                Some(l) => l,
+                None => {
+                    let (mut l, _) = build(&at_slot, Variant::Checked)?;
+                    l.outcome = outcome;
+                    l
+                }
+            };
+            let checked_slot = build(&at_slot, Variant::Checked).map(|(mut l, _)| {
+                l.outcome = outcome;
+                l
+            });
+            let mut slot_info = info.clone();
+            slot_info.param_names =
+                crate::rewrite::rewrite(source, crate::rewrite::base_name(&expr), false)
+                    .param_names;
+            let slot_inputs = BuildInputs {
+                expression: expr,
+                also: Vec::new(),
+                slot: 0,
+                ..inputs.clone()
+            };
+            let lib = EmuLibrary::new(slot_inputs, loaded, slot_info);
+            let _ = lib.checked.set(checked_slot);
+            out.push(lib);
+        }
+        Ok(out)
     }
 }
 

@@ -57,12 +57,22 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    pub(crate) fn open(
+    /// Opens the launcher of kernel `slot` of a module library (0: the first kernel, whose
+    /// symbols have no suffix; `k`: `cunumpy_emu_launch_k`).
+    pub(crate) fn open_slot(
         load: &Path,
         path: &Path,
         kernel: &str,
         outcome: CacheOutcome,
+        slot: usize,
     ) -> Result<Loaded, EmuError> {
+        let suffix = if slot == 0 {
+            String::new()
+        } else {
+            format!("_{slot}")
+        };
+        let launch_symbol = format!("cunumpy_emu_launch{suffix}\0");
+        let count_symbol = format!("cunumpy_emu_param_count{suffix}\0");
         let load_err = |message: String| EmuError::Load {
             kernel: kernel.to_string(),
             path: path.display().to_string(),
@@ -75,13 +85,13 @@ impl Loaded {
         // SAFETY: the prelude defines these symbols with exactly these C signatures.
         let (launch, abi, count) = unsafe {
             let launch = *lib
-                .get::<LaunchFn>(b"cunumpy_emu_launch\0")
+                .get::<LaunchFn>(launch_symbol.as_bytes())
                 .map_err(|e| load_err(e.to_string()))?;
             let abi = *lib
                 .get::<AbiFn>(b"cunumpy_emu_abi\0")
                 .map_err(|e| load_err(e.to_string()))?;
             let count = *lib
-                .get::<CountFn>(b"cunumpy_emu_param_count\0")
+                .get::<CountFn>(count_symbol.as_bytes())
                 .map_err(|e| load_err(e.to_string()))?;
             (launch, abi, count)
         };

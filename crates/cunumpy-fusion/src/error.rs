@@ -33,6 +33,9 @@ pub enum FusionError {
         a: Vec<usize>,
         b: Vec<usize>,
     },
+    /// NumPy's `IndexError`: an index out of range, too many indices.
+    #[error("fuse: `{op}`: {reason}")]
+    Index { op: String, reason: String },
     #[error("fuse: `{op}`: zero-size reduction has no identity")]
     EmptyReduction { op: String },
     #[error("fuse: {what}: expected {expected}, got {got}")]

@@ -59,8 +59,8 @@ pub use device::pack::{launch_args, launch_signature, DevicePointers};
 pub use device::{DeviceKernel, DevicePlan, DeviceTarget};
 pub use error::{FusionError, Result};
 pub use ir::graph::{
-    Axis, Graph, GraphBuilder, InputDecl, Node, NodeKind, ReduceKind, ScalarDecl, Value, ValueInfo,
-    REDUCTIONS,
+    Axis, Graph, GraphBuilder, IndexItem, InputDecl, Node, NodeKind, ReduceKind, ScalarDecl, Value,
+    ValueInfo, REDUCTIONS,
 };
 pub use ir::ops::{Op, OpDef, Rule, OPS, OP_ALIASES};
 pub use ir::promote::{promote, promote_types, ArgType};

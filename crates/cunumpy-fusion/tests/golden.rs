@@ -176,3 +176,63 @@ fn golden_complex_rows() {
     assert!(p.source[PREAMBLE.len()..].starts_with(COMPLEX_PREAMBLE));
     assert!(p.source.contains("const cn_c128 s0"));
 }
+
+fn slice(start: Option<i64>, stop: Option<i64>) -> IndexItem {
+    IndexItem::Slice {
+        start,
+        stop,
+        step: 1,
+    }
+}
+
+#[test]
+fn golden_laplacian_2d() {
+    // u[1:-1, 2:] + u[1:-1, :-2] + u[2:, 1:-1] + u[:-2, 1:-1] - 4 * u[1:-1, 1:-1]
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float64, 2).unwrap();
+    let mid = slice(Some(1), Some(-1));
+    let views = [
+        [mid, slice(Some(2), None)],
+        [mid, slice(None, Some(-2))],
+        [slice(Some(2), None), mid],
+        [slice(None, Some(-2)), mid],
+    ];
+    let mut acc = g.index(u, &views[0]).unwrap();
+    for v in &views[1..] {
+        let x = g.index(u, v).unwrap();
+        acc = g.op(Op::Add, &[acc, x]).unwrap();
+    }
+    let four = g.scalar(DType::Int64, true).unwrap();
+    let c = g.index(u, &[mid, mid]).unwrap();
+    let c4 = g.op(Op::Mul, &[four, c]).unwrap();
+    let r = g.op(Op::Sub, &[acc, c4]).unwrap();
+    g.output(r).unwrap();
+    check("laplacian_2d", &g.finish().unwrap(), &[vec![8192, 8192]]);
+}
+
+#[test]
+fn golden_gather_times() {
+    // a[idx] * b[::-1]
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 1).unwrap();
+    let idx = g.input(DType::Int64, 1).unwrap();
+    let b = g.input(DType::Float64, 1).unwrap();
+    let t = g.gather(a, idx, 0).unwrap();
+    let rb = g
+        .index(
+            b,
+            &[IndexItem::Slice {
+                start: None,
+                stop: None,
+                step: -1,
+            }],
+        )
+        .unwrap();
+    let r = g.op(Op::Mul, &[t, rb]).unwrap();
+    g.output(r).unwrap();
+    check(
+        "gather_times",
+        &g.finish().unwrap(),
+        &[vec![1 << 22], vec![1 << 20], vec![1 << 20]],
+    );
+}

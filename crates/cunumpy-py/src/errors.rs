@@ -175,6 +175,7 @@ pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {
     let class = match &err {
         FusionError::UnknownOp { .. } => "FusionUnsupportedError",
         FusionError::Type { .. } | FusionError::UnsupportedDType { .. } => "FusionTypeError",
+        FusionError::Index { .. } => "FusionIndexError",
         FusionError::Axis { .. } => "FusionAxisError",
         _ => "FusionValueError",
     };

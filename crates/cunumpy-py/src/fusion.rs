@@ -11,8 +11,8 @@ use cunumpy_core::dtype::DType;
 use cunumpy_core::sync::lock;
 use cunumpy_cuda::{Driver, StreamHandle};
 use cunumpy_fusion::{
-    self as fusion, Axis, DevicePlan, DevicePointers, FusionError, Graph, GraphBuilder, KernelKind,
-    Operand, ParamValue, Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
+    self as fusion, Axis, DevicePlan, DevicePointers, FusionError, Graph, GraphBuilder, IndexItem,
+    KernelKind, Operand, ParamValue, Plan, PlanOptions, ReduceKind, ScalarValue, Strategy, Value,
 };
 use cunumpy_runtime::fused::{Extents, LoadedPlan};
 pub(crate) use cunumpy_runtime::host::{byte_range, overlaps, HostArray as HostView};
@@ -158,6 +158,47 @@ impl FusionGraphBuilder {
             }
         }
         .map(|v| v.0)
+    }
+
+    /// A basic index of a value: `items` are `("slice", start, stop, step)`, `("int", i,
+    /// None, 0)`, `("newaxis", ..)` or `("ellipsis", ..)`.
+    fn index(
+        &self,
+        py: Python<'_>,
+        value: u32,
+        items: Vec<(String, Option<i64>, Option<i64>, i64)>,
+    ) -> PyResult<u32> {
+        let mut parsed = Vec::with_capacity(items.len());
+        for (kind, a, b, step) in items {
+            parsed.push(match kind.as_str() {
+                "slice" => IndexItem::Slice {
+                    start: a,
+                    stop: b,
+                    step,
+                },
+                "int" => IndexItem::Int(a.unwrap_or(0)),
+                "newaxis" => IndexItem::NewAxis,
+                "ellipsis" => IndexItem::Ellipsis,
+                other => {
+                    return Err(err(
+                        py,
+                        FusionError::Arguments {
+                            what: "index".into(),
+                            expected: "slice, int, newaxis or ellipsis".into(),
+                            got: other.to_string(),
+                        },
+                    ))
+                }
+            });
+        }
+        self.with(py, |g| g.index(Value(value), &parsed))
+            .map(|v| v.0)
+    }
+
+    /// `value` indexed along `axis` by the integer array value `index`.
+    fn gather(&self, py: Python<'_>, value: u32, index: u32, axis: usize) -> PyResult<u32> {
+        self.with(py, |g| g.gather(Value(value), Value(index), axis))
+            .map(|v| v.0)
     }
 
     /// `(dtype name, ndim, weak)` of a value.

@@ -144,6 +144,92 @@ pub fn library_for_source(source: &str, kernel: &str) -> Result<(Arc<EmuLibrary>
     ))
 }
 
+/// The libraries of several kernels of one generated module `source` (the launches of a fused
+/// plan, `what` names it in the progress line): one library file for all of them, compiled
+/// once (the bounds-checked build, which every launch of a plan uses), found in this
+/// process's table or the disk cache otherwise. Each comes with whether it came from the disk cache. A build that
+/// takes more than a second says so on stderr, once when it starts and once when it is done.
+pub fn module_for_source(
+    source: &str,
+    kernels: &[String],
+    what: &str,
+) -> Result<Vec<(Arc<EmuLibrary>, bool)>, EmuError> {
+    let keys: Vec<LibraryKey> = kernels
+        .iter()
+        .map(|k| LibraryKey::new(source.to_string(), k.clone(), Vec::new(), Vec::new()))
+        .collect();
+    {
+        let table = lock(&LIBRARIES);
+        let known: Option<Vec<_>> = keys
+            .iter()
+            .map(|k| table.as_ref().and_then(|m| m.get(k)).cloned())
+            .collect();
+        if let Some(libs) = known {
+            return Ok(libs
+                .into_iter()
+                .map(|l| {
+                    let hit = l.cache_outcome() == CacheOutcome::DiskHit;
+                    (l, hit)
+                })
+                .collect());
+        }
+    }
+    let cxx = compiler()?;
+    let cache = keys.first().and_then(|k| k.cache_dir.clone());
+    if let Some(dir) = &cache {
+        std::fs::create_dir_all(dir).map_err(|e| EmuError::Io {
+            context: format!("creating the emulation cache {}", dir.display()),
+            message: e.to_string(),
+        })?;
+    }
+    let libs = with_progress(what, || {
+        cxx.compile_module(source, kernels, &[], &[], cache.as_deref())
+    })?;
+    let mut table = lock(&LIBRARIES);
+    let map = table.get_or_insert_with(HashMap::new);
+    Ok(keys
+        .into_iter()
+        .zip(libs)
+        .map(|(key, lib)| {
+            let hit = lib.cache_outcome() == CacheOutcome::DiskHit;
+            let lib = map.entry(key).or_insert_with(|| Arc::new(lib)).clone();
+            (lib, hit)
+        })
+        .collect())
+}
+
+/// Runs `build`; when it takes more than a second, writes a line to stderr then (naming
+/// `what`) and another when it is done, so that a first call compiling for seconds is not
+/// silent.
+pub fn with_progress<T>(what: &str, build: impl FnOnce() -> T) -> T {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let started = Instant::now();
+    let (done, wait) = mpsc::channel::<()>();
+    let label = what.to_string();
+    let watcher = std::thread::Builder::new()
+        .name("cunumpy-emu-progress".into())
+        .spawn(move || {
+            if wait.recv_timeout(Duration::from_secs(1)).is_err() {
+                eprintln!(
+                    "cunumpy: compiling {label} for the emulated device (first use; cached after)..."
+                );
+                let _ = wait.recv();
+                eprintln!(
+                    "cunumpy: compiled {label} for the emulated device in {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        })
+        .ok();
+    let out = build();
+    let _ = done.send(());
+    if let Some(w) = watcher {
+        let _ = w.join();
+    }
+    out
+}
+
 /// Whether this process has loaded a library built from `source`, `expression` and
 /// `options` (with any compiler, cache or include folders).
 pub fn is_loaded(source: &str, expression: &str, options: &[String]) -> bool {

@@ -268,10 +268,10 @@ impl FusedPlan {
             }
         }
         let on_device = self.on_target(target);
-        let libraries = on_device
-            .launches()
-            .map(|l| emulated::library_for_source(&on_device.source, &l.name))
-            .collect::<Result<Vec<_>, _>>()?;
+        // one library for the whole plan (every launch's launcher in it)
+        let names: Vec<String> = on_device.launches().map(|l| l.name.clone()).collect();
+        let what = format!("fused plan '{}' ({} launch(es))", self.name(), names.len());
+        let libraries = emulated::module_for_source(&on_device.source, &names, &what)?;
         let packers = packers(&on_device)?;
         let plan = Arc::new(EmulatedPlan {
             on_device,

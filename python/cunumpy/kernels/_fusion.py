@@ -394,7 +394,11 @@ class Symbol:
     __index__ = _refuse("using a traced value as an index")
     __len__ = _refuse("`len()` of a traced value")
     __iter__ = _refuse("iterating over a traced value")
-    __getitem__ = _refuse("indexing a traced value")
+
+    def __getitem__(self, key: Any) -> Symbol:
+        from ._fusion_index import getitem
+
+        return self._tracer.sym(getitem(self._tracer, self, key, Symbol, _unsupported))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if not _is_whole(key):

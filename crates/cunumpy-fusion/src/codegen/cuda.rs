@@ -9,7 +9,7 @@ use crate::codegen::dialect::{
     acc_ctype, acc_dtype, c_type as ctype, combine, init_value, is_complex, op_expression,
 };
 use crate::ir::graph::ReduceKind;
-use crate::plan::{contiguous_strides, Geometry};
+use crate::plan::{contiguous_istrides, Geometry};
 use crate::plan::{
     Body, Launch, LeafSrc, Operand, Param, ParamValue, Plan, Program, RedBody, RegKind, Space,
     Strategy,
@@ -57,6 +57,31 @@ pub fn param_c_type(p: &Param) -> String {
 }
 
 impl Params {
+    /// Adds an integer parameter known at plan time; a name already taken by another value
+    /// (two views of one array with different strides) gets a suffix. Returns the name used.
+    fn add_int(&mut self, name: &str, dtype: DType, v: i64) -> String {
+        let mut k = 1;
+        loop {
+            let n = if k == 1 {
+                name.to_string()
+            } else {
+                format!("{name}_{k}")
+            };
+            match self.list.iter().find(|p| p.name == n) {
+                None => {
+                    self.list.push(Param {
+                        name: n.clone(),
+                        kind: ParamKind::Scalar(dtype),
+                        value: ParamValue::Int(v),
+                    });
+                    return n;
+                }
+                Some(p) if p.value == ParamValue::Int(v) => return n,
+                Some(_) => k += 1,
+            }
+        }
+    }
+
     fn add(&mut self, name: &str, kind: ParamKind, value: ParamValue) {
         if !self.list.iter().any(|p| p.name == name) {
             self.list.push(Param {
@@ -113,6 +138,15 @@ struct Gen<'p> {
 }
 
 impl Gen<'_> {
+    /// The dtype of the index type (`int` or `long long`).
+    fn idx_dtype(&self) -> DType {
+        if self.idx == "int" {
+            DType::Int32
+        } else {
+            DType::Int64
+        }
+    }
+
     fn index_param(&self, ps: &mut Params, name: &str, v: usize) {
         let d = if self.idx == "int" {
             DType::Int32
@@ -120,6 +154,48 @@ impl Gen<'_> {
             DType::Int64
         };
         ps.add(name, ParamKind::Scalar(d), ParamValue::Int(v as i64));
+    }
+
+    /// The index expression of a leaf at a point whose linear index is `lin` and whose
+    /// coordinates (when needed) are `<prefix><j>`: `lin` for a leaf contiguous over the
+    /// space, else its strides, plus its offset (a slice not starting at 0).
+    #[allow(clippy::too_many_arguments)]
+    fn leaf_index(
+        &self,
+        ps: &mut Params,
+        l: &crate::plan::Leaf,
+        p: &str,
+        lin: &str,
+        prefix: &str,
+        stride_param: &str,
+        contiguous: &[isize],
+        prefix_reg: &str,
+    ) -> String {
+        let all: Vec<usize> = (0..contiguous.len()).collect();
+        let base = if l.strides.iter().all(|&s| s == 0) {
+            None
+        } else if l.strides == contiguous {
+            Some(lin.to_string())
+        } else {
+            Some(self.offset(ps, &l.strides, &all, prefix, stride_param))
+        };
+        let off = (l.offset != 0)
+            .then(|| ps.add_int(&format!("o{p}"), self.idx_dtype(), l.offset as i64));
+        let mut terms: Vec<String> = off.into_iter().chain(base).collect();
+        for &(r, st) in &l.dynamic {
+            let idx = self.idx;
+            if st == 1 {
+                terms.push(format!("({idx}){prefix_reg}{r}"));
+            } else {
+                let sp = ps.add_int(&format!("g{p}"), self.idx_dtype(), st as i64);
+                terms.push(format!("({idx}){prefix_reg}{r} * {sp}"));
+            }
+        }
+        if terms.is_empty() {
+            "0".into()
+        } else {
+            terms.join(" + ")
+        }
     }
 
     /// Pointer name and parameter for an array read by a leaf.
@@ -196,7 +272,7 @@ impl Gen<'_> {
     fn offset(
         &self,
         ps: &mut Params,
-        strides: &[usize],
+        strides: &[isize],
         dims: &[usize],
         prefix: &str,
         stride_param: &str,
@@ -211,8 +287,7 @@ impl Gen<'_> {
             if Some(j) == last_nonzero && s == 1 {
                 terms.push(format!("{prefix}{j}"));
             } else {
-                let p = format!("{stride_param}_{j}");
-                self.index_param(ps, &p, s);
+                let p = ps.add_int(&format!("{stride_param}_{j}"), self.idx_dtype(), s as i64);
                 terms.push(format!("{prefix}{j} * {p}"));
             }
         }
@@ -236,17 +311,17 @@ impl Gen<'_> {
         // Every load first, then the arithmetic: the loads of one element are all in flight
         // before a long computation (exp, sin) starts, which the compiler does not arrange by
         // itself across math-library calls (H200, exp(-a*a)*sin(b)+c: 3552 -> ~4390 GB/s).
+        // (a gathered leaf, `a[idx]`, loads after the index it depends on)
+        let plain_leaf = |r: &crate::plan::Reg| match &r.kind {
+            RegKind::Leaf(l) => l.dynamic.is_empty(),
+            _ => false,
+        };
         let leaves_first = prog
             .regs
             .iter()
             .enumerate()
-            .filter(|(_, r)| matches!(r.kind, RegKind::Leaf(_)))
-            .chain(
-                prog.regs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| !matches!(r.kind, RegKind::Leaf(_))),
-            );
+            .filter(|(_, r)| plain_leaf(r))
+            .chain(prog.regs.iter().enumerate().filter(|(_, r)| !plain_leaf(r)));
         for (i, reg) in leaves_first {
             let t = ctype(reg.dtype);
             let e = match &reg.kind {
@@ -261,6 +336,39 @@ impl Gen<'_> {
                 },
                 RegKind::Op { op, args } => op_expression(*op, args, rprefix),
                 RegKind::Cast { arg } => format!("({t})({rprefix}{arg})"),
+                RegKind::Index { arg, len, axis } => {
+                    // NumPy's IndexError has no device counterpart: an index out of range
+                    // prints what NumPy would say and traps (docs/kernel-fusion.md). The
+                    // length is a parameter: a new size does not recompile.
+                    let a = format!("{rprefix}{arg}");
+                    let unsigned =
+                        prog.regs[*arg].dtype.kind() == cunumpy_core::dtype::DTypeKind::Unsigned;
+                    let kernel = &self.plan.kernels[self.ki].name;
+                    let r = format!("{rprefix}{i}");
+                    let n = ps.add_int(&format!("len{axis}"), DType::Int64, *len as i64);
+                    let say = |value: &str, fmt: &str| {
+                        format!(
+                            "{{ printf(\"fuse: {kernel}: index %{fmt} is out of bounds for axis \
+                             {axis} with size %lld\\n\", {value}, {n}); __trap(); }}"
+                        )
+                    };
+                    let _ = writeln!(out, "{ind}long long {r} = (long long)({a});");
+                    if unsigned {
+                        let _ = writeln!(
+                            out,
+                            "{ind}if ((unsigned long long)({a}) >= (unsigned long long){n}) {}",
+                            say(&format!("(unsigned long long)({a})"), "llu")
+                        );
+                    } else {
+                        let _ = writeln!(out, "{ind}if ({r} < 0) {r} += {n};");
+                        let _ = writeln!(
+                            out,
+                            "{ind}if ({r} < 0 || {r} >= {n}) {}",
+                            say(&format!("(long long)({a})"), "lld")
+                        );
+                    }
+                    continue;
+                }
             };
             let _ = writeln!(out, "{ind}const {t} {rprefix}{i} = {e};");
         }
@@ -277,7 +385,7 @@ impl Gen<'_> {
         let n = space.size();
         let idx = self.idx;
         let all: Vec<usize> = (0..space.dims.len()).collect();
-        let contiguous = contiguous_strides(&space.dims);
+        let contiguous = contiguous_istrides(&space.dims);
         let needs_coords = prog.regs.iter().any(|r| match &r.kind {
             RegKind::Leaf(l) => {
                 !matches!(l.src, LeafSrc::Scalar(_))
@@ -294,15 +402,10 @@ impl Gen<'_> {
         let mut streamed_loads = 0;
         self.emit_prog(&mut ps, &mut body, ind, prog, "r", |ps, _, l, dt| {
             let p = self.read_ptr(ps, l.src, dt).unwrap_or_default();
-            let off = if l.strides.iter().all(|&s| s == 0) {
-                "0".to_string()
-            } else if l.strides == contiguous {
+            if l.strides.iter().any(|&s| s != 0) {
                 streamed_loads += 1;
-                "i".to_string()
-            } else {
-                streamed_loads += 1;
-                self.offset(ps, &l.strides, &all, "c", &format!("st{}", p))
-            };
+            }
+            let off = self.leaf_index(ps, l, &p, "i", "c", &format!("st{p}"), &contiguous, "r");
             format!("{p}[{off}]")
         });
         for s in stores {
@@ -411,8 +514,26 @@ impl Gen<'_> {
         self.emit_prog(ps, &mut body, &inner, &rb.prog, "r", |ps, i, l, dt| {
             let p = self.read_ptr(ps, l.src, dt).unwrap_or_default();
             let stp = format!("st{p}");
-            let kept = self.offset(ps, &l.strides, &kd, "c", &stp);
+            let mut kept = self.offset(ps, &l.strides, &kd, "c", &stp);
             let red = self.offset(ps, &l.strides, &rd, "c", &stp);
+            if l.offset != 0 {
+                let o = ps.add_int(&format!("o{p}"), self.idx_dtype(), l.offset as i64);
+                kept = if kept == "0" {
+                    o
+                } else {
+                    format!("{o} + {kept}")
+                };
+            }
+            let mut red = red;
+            for &(r, st) in &l.dynamic {
+                let sp = ps.add_int(&format!("g{p}"), self.idx_dtype(), st as i64);
+                let t = format!("({})r{r} * {sp}", self.idx);
+                red = if red == "0" {
+                    t
+                } else {
+                    format!("{red} + {t}")
+                };
+            }
             if kept == "0" {
                 format!("{p}[{red}]")
             } else {
@@ -531,7 +652,7 @@ impl Gen<'_> {
             );
         }
         let all: Vec<usize> = (0..rb.epi_space.dims.len()).collect();
-        let contiguous = contiguous_strides(&rb.epi_space.dims);
+        let contiguous = contiguous_istrides(&rb.epi_space.dims);
         let needs = rb.epi.regs.iter().any(|r| match &r.kind {
             RegKind::Leaf(l) => {
                 !matches!(l.src, LeafSrc::Scalar(_) | LeafSrc::Reduced(_))
@@ -545,13 +666,7 @@ impl Gen<'_> {
         }
         self.emit_prog(ps, &mut s, ind, &rb.epi, "q", |ps, _, l, dt| {
             let p = self.read_ptr(ps, l.src, dt).unwrap_or_default();
-            let off = if l.strides.iter().all(|&x| x == 0) {
-                "0".to_string()
-            } else if l.strides == contiguous {
-                "m".to_string()
-            } else {
-                self.offset(ps, &l.strides, &all, "e", &format!("et{p}"))
-            };
+            let off = self.leaf_index(ps, l, &p, "m", "e", &format!("et{p}"), &contiguous, "q");
             format!("{p}[{off}]")
         });
         for st in &rb.stores {

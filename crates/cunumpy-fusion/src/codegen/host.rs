@@ -140,6 +140,8 @@ fn compilable(prog: &Program) -> bool {
                             .all(|&a| prog.regs[a].dtype.kind() != DTypeKind::Complex)
                 }
                 RegKind::Cast { arg } => exact_cast(prog.regs[*arg].dtype, r.dtype),
+                // gathers stay in the interpreter, which checks every index
+                RegKind::Index { .. } => false,
             }
     })
 }
@@ -182,6 +184,7 @@ fn body(prog: &Program, kinds: &[Option<LeafKind>], ind: &str) -> Option<String>
             },
             RegKind::Op { op, args } => op_expression(*op, args, "r"),
             RegKind::Cast { arg } => format!("({t})(r{arg})"),
+            RegKind::Index { .. } => return None,
         };
         let _ = writeln!(out, "{ind}const {t} r{i} = {e};");
     }
@@ -216,6 +219,7 @@ fn uniform(prog: &Program, kinds: &[Option<LeafKind>], reg: usize) -> bool {
         RegKind::Leaf(_) => kinds.get(reg).copied().flatten() == Some(LeafKind::Uniform),
         RegKind::Op { args, .. } => args.iter().all(|&a| uniform(prog, kinds, a)),
         RegKind::Cast { arg } => uniform(prog, kinds, *arg),
+        RegKind::Index { .. } => false,
     }
 }
 
@@ -223,8 +227,8 @@ fn uniform(prog: &Program, kinds: &[Option<LeafKind>], reg: usize) -> bool {
 /// neither contiguous over the space nor uniform.
 pub(crate) fn leaf_kinds(
     prog: &Program,
-    strides: &[Vec<usize>],
-    contiguous: &[usize],
+    strides: &[Vec<isize>],
+    contiguous: &[isize],
 ) -> Option<Vec<Option<LeafKind>>> {
     prog.regs
         .iter()
@@ -232,6 +236,9 @@ pub(crate) fn leaf_kinds(
         .map(|(i, r)| match &r.kind {
             RegKind::Leaf(l) => {
                 let st = strides.get(i)?;
+                if !l.dynamic.is_empty() {
+                    return None;
+                }
                 if matches!(l.src, LeafSrc::Scalar(_)) || st.iter().all(|&s| s == 0) {
                     Some(Some(LeafKind::Uniform))
                 } else if st.as_slice() == contiguous {

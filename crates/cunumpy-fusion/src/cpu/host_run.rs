@@ -90,10 +90,15 @@ fn leaves(
             src => {
                 let d = env.data(src)?;
                 let need = if kind == LeafKind::Stream { points } else { 1 };
-                if d.dtype() != r.dtype || d.len() < need {
+                // a slice not starting at 0 (a stencil's shifted read) starts `offset` in
+                let offset = pr.offsets.get(i).copied().unwrap_or(0);
+                if d.dtype() != r.dtype || d.len() < offset + need {
                     return None;
                 }
                 d.as_ptr()
+                    .cast::<u8>()
+                    .wrapping_add(offset * d.dtype().itemsize())
+                    .cast()
             }
         };
     }

@@ -8,7 +8,7 @@
 use crate::cpu::host_loops::LoopSlot;
 use crate::cpu::host_run;
 use crate::cpu::shared::{combine, internal, Env, Partial, Prepared, BLOCK, RED_CHUNK};
-use crate::error::Result;
+use crate::error::{FusionError, Result};
 use crate::ir::graph::ReduceKind;
 use crate::ir::ops::{CpuKernel, CxKernel, Op, K1, K2, K3};
 use crate::plan::{LeafSrc, Program, RedBody, RegKind};
@@ -18,6 +18,9 @@ use cunumpy_core::dtype::{DType, DTypeKind};
 use rayon::prelude::*;
 use std::cell::RefCell;
 
+/// Rows at least this long are evaluated in blocks that end at row ends (see
+/// `run_elementwise`): shorter rows would make blocks too small to amortise the interpretation.
+const ROW_BLOCK_MIN: usize = 512;
 /// Elements per parallel task of an elementwise kernel.
 const TASK: usize = 16 * BLOCK;
 /// Kernels over at most this many points run on the calling thread (a rayon hand-off costs
@@ -94,42 +97,49 @@ fn operand<'x, T: Elem>(st: &RegState<'x>, col: &'x Column) -> Option<Operand<'x
     }
 }
 
+/// Reads `out.len()` points of a strided leaf from linear point `start` on: `base` is the
+/// element at the origin, strides may be negative (a reversed slice) or 0 (broadcast).
 fn gather<T: Elem>(
     src: &[T],
     dims: &[usize],
-    strides: &[usize],
+    strides: &[isize],
+    base: usize,
     start: usize,
     out: &mut [T],
 ) -> Option<()> {
     let r = dims.len();
     let mut coords = vec![0usize; r];
     let mut rem = start;
-    let mut off = 0usize;
+    let mut off = base as isize;
     for j in (0..r).rev() {
         coords[j] = rem % dims[j].max(1);
         rem /= dims[j].max(1);
-        off += coords[j] * strides[j];
+        off += coords[j] as isize * strides[j];
     }
     let last = r - 1;
     let (dl, sl) = (dims[last], strides[last]);
+    let at = |o: isize| -> Option<T> { src.get(usize::try_from(o).ok()?).copied() };
     let mut i = 0;
     while i < out.len() {
         let run = (dl - coords[last]).min(out.len() - i);
         if sl == 0 {
-            let v = *src.get(off)?;
+            let v = at(off)?;
             out[i..i + run].fill(v);
+        } else if sl == 1 {
+            let o = usize::try_from(off).ok()?;
+            out[i..i + run].copy_from_slice(src.get(o..o + run)?);
         } else {
             for (t, o) in out[i..i + run].iter_mut().enumerate() {
-                *o = *src.get(off + t * sl)?;
+                *o = at(off + t as isize * sl)?;
             }
         }
         i += run;
         // advance coordinates by `run`
         coords[last] += run;
-        off += run * sl;
+        off += run as isize * sl;
         let mut j = last;
         while coords[j] >= dims[j] && j > 0 {
-            off -= coords[j] * strides[j];
+            off -= coords[j] as isize * strides[j];
             coords[j] = 0;
             j -= 1;
             coords[j] += 1;
@@ -137,6 +147,79 @@ fn gather<T: Elem>(
         }
     }
     Some(())
+}
+
+/// The element offsets of `out.len()` points of a strided leaf from linear point `start`.
+fn static_offsets(dims: &[usize], strides: &[isize], base: usize, start: usize, out: &mut [isize]) {
+    let r = dims.len();
+    let mut coords = vec![0usize; r];
+    let mut rem = start;
+    let mut off = base as isize;
+    for j in (0..r).rev() {
+        coords[j] = rem % dims[j].max(1);
+        rem /= dims[j].max(1);
+        off += coords[j] as isize * strides[j];
+    }
+    for o in out.iter_mut() {
+        *o = off;
+        let mut j = r;
+        while j > 0 {
+            j -= 1;
+            coords[j] += 1;
+            off += strides[j];
+            if coords[j] < dims[j] || j == 0 {
+                break;
+            }
+            off -= coords[j] as isize * strides[j];
+            coords[j] = 0;
+        }
+    }
+}
+
+/// Loads a leaf with gathered coordinates (`a[idx]`): its static offsets plus, per gathered
+/// axis, the checked index values times the axis's stride.
+fn load_gathered<'a>(
+    pr: &Prepared<'_>,
+    reg: usize,
+    data: Data<'a>,
+    start: usize,
+    len: usize,
+    col: &mut Column,
+    dyns: &[(&RegState<'_>, &Column, isize)],
+) -> Result<RegState<'a>> {
+    let mut offs = vec![0isize; len];
+    if pr.dims.is_empty() {
+        offs.fill(pr.offsets[reg] as isize);
+    } else {
+        static_offsets(
+            &pr.dims,
+            &pr.strides[reg],
+            pr.offsets[reg],
+            start,
+            &mut offs,
+        );
+    }
+    for &(st, c, stride) in dyns {
+        match operand::<i64>(st, c).ok_or_else(|| internal("gathered index"))? {
+            Operand::Splat(v) => offs.iter_mut().for_each(|o| *o += v as isize * stride),
+            Operand::Slice(s) => {
+                for (o, &v) in offs.iter_mut().zip(s) {
+                    *o += v as isize * stride;
+                }
+            }
+        }
+    }
+    with_elem!(data.dtype(), T => {
+        let src = T::slice(&data).ok_or_else(|| internal("leaf dtype"))?;
+        let out = ensure_col::<T>(col, len);
+        for (d, &o) in out.iter_mut().zip(&offs) {
+            *d = *usize::try_from(o)
+                .ok()
+                .and_then(|o| src.get(o))
+                .ok_or_else(|| internal("gathered leaf out of bounds"))?;
+        }
+        Ok(RegState::Col)
+    })
 }
 
 fn load_leaf<'a>(
@@ -148,35 +231,48 @@ fn load_leaf<'a>(
     col: &mut Column,
 ) -> Result<RegState<'a>> {
     let st = &pr.strides[reg];
+    let base = pr.offsets[reg];
+    let bad = || internal("leaf out of bounds");
     if st.iter().all(|&s| s == 0) {
         if data.is_empty() {
             return Ok(RegState::Col);
         }
-        return Ok(RegState::Splat(data.get(0)));
+        if base >= data.len() {
+            return Err(bad());
+        }
+        return Ok(RegState::Splat(data.get(base)));
     }
     if *st == pr.contiguous {
-        return Ok(RegState::Borrowed(data.sub(start, len)));
+        if base + start + len > data.len() {
+            return Err(bad());
+        }
+        return Ok(RegState::Borrowed(data.sub(base + start, len)));
     }
     let r = pr.dims.len();
     let last = r - 1;
     let inner = start % pr.dims[last];
     if inner + len <= pr.dims[last] && (st[last] == 0 || st[last] == 1) {
         let mut rem = start;
-        let mut base = 0;
+        let mut at = base as isize;
         for j in (0..r).rev() {
-            base += (rem % pr.dims[j]) * st[j];
+            at += (rem % pr.dims[j]) as isize * st[j];
             rem /= pr.dims[j];
         }
+        let at = usize::try_from(at).map_err(|_| bad())?;
+        let end = if st[last] == 0 { at + 1 } else { at + len };
+        if end > data.len() {
+            return Err(bad());
+        }
         return Ok(if st[last] == 0 {
-            RegState::Splat(data.get(base))
+            RegState::Splat(data.get(at))
         } else {
-            RegState::Borrowed(data.sub(base, len))
+            RegState::Borrowed(data.sub(at, len))
         });
     }
     with_elem!(data.dtype(), T => {
         let src = T::slice(&data).ok_or_else(|| internal("leaf dtype"))?;
         let out = ensure_col::<T>(col, len);
-        gather(src, &pr.dims, st, start, out).ok_or_else(|| internal("gather out of bounds"))?;
+        gather(src, &pr.dims, st, base, start, out).ok_or_else(bad)?;
         Ok(RegState::Col)
     })
 }
@@ -342,11 +438,56 @@ fn eval_block<'a>(
                 LeafSrc::Scalar(s) => {
                     RegState::Splat(*env.scalars.get(s).ok_or_else(|| internal("scalar index"))?)
                 }
+                src if !l.dynamic.is_empty() => {
+                    let d = env.data(src).ok_or_else(|| internal("leaf source"))?;
+                    let dyns: Vec<(&RegState<'_>, &Column, isize)> = l
+                        .dynamic
+                        .iter()
+                        .map(|&(r, st)| (&states[r], &cols[r], st))
+                        .collect();
+                    load_gathered(pr, i, d, start, len, &mut out, &dyns)?
+                }
                 src => {
                     let d = env.data(src).ok_or_else(|| internal("leaf source"))?;
                     load_leaf(pr, i, d, start, len, &mut out)?
                 }
             },
+            RegKind::Index { arg, len: n, axis } => {
+                let from = pr.prog.regs[*arg].dtype;
+                let unsigned = from.kind() == DTypeKind::Unsigned;
+                let n = *n as i64;
+                let norm = |v: i64| -> Result<i64> {
+                    let w = if v < 0 && !unsigned { v + n } else { v };
+                    if w < 0 || w >= n {
+                        let shown = if unsigned {
+                            (v as u64).to_string()
+                        } else {
+                            v.to_string()
+                        };
+                        return Err(FusionError::Index {
+                            op: "take".into(),
+                            reason: format!(
+                                "index {shown} is out of bounds for axis {axis} with size {n}"
+                            ),
+                        });
+                    }
+                    Ok(w)
+                };
+                with_elem!(from, S => {
+                    match operand::<S>(&states[*arg], &cols[*arg])
+                        .ok_or_else(|| internal("index operand"))?
+                    {
+                        Operand::Splat(v) => RegState::Splat(norm(v.to_i64())?.to_sv()),
+                        Operand::Slice(src) => {
+                            let o = ensure_col::<i64>(&mut out, len);
+                            for (d, v) in o.iter_mut().zip(src) {
+                                *d = norm(v.to_i64())?;
+                            }
+                            RegState::Col
+                        }
+                    }
+                })
+            }
             RegKind::Cast { arg } => {
                 let a = &states[*arg];
                 let ca = &cols[*arg];
@@ -471,6 +612,20 @@ pub(crate) fn run_elementwise<'e>(
         }
         _ => None,
     };
+    // A leaf reading rows of a larger array (a 2-D stencil's `u[1:-1, 2:]`) is borrowed in
+    // place when a block stays within one row: blocks then end at row ends.
+    let row = pr.dims.last().copied().filter(|&dl| {
+        dl >= ROW_BLOCK_MIN
+            && pr.dims.len() > 1
+            && pr.prog.regs.iter().enumerate().any(|(i, r)| match &r.kind {
+                RegKind::Leaf(l) => {
+                    l.dynamic.is_empty()
+                        && pr.strides[i] != pr.contiguous
+                        && pr.strides[i].last() == Some(&1)
+                }
+                _ => false,
+            })
+    });
     let run_task = |(scratch, states): &mut (Scratch, Vec<RegState<'e>>),
                     (t, mut outs): (usize, Vec<DataMut<'_>>)|
      -> Result<()> {
@@ -478,7 +633,10 @@ pub(crate) fn run_elementwise<'e>(
         let t1 = (t0 + task).min(n);
         let mut s = t0;
         while s < t1 {
-            let len = BLOCK.min(t1 - s);
+            let mut len = BLOCK.min(t1 - s);
+            if let Some(dl) = row {
+                len = len.min(dl - s % dl);
+            }
             match direct {
                 Some(j) => {
                     let mut d = sub_mut(&mut outs[j], s - t0, len);
@@ -516,7 +674,7 @@ fn program_work(prog: &Program) -> usize {
                 ..
             } => 4,
             RegKind::Op { op, .. } if op.calls_math_library() => 16,
-            RegKind::Op { .. } | RegKind::Cast { .. } => 1,
+            RegKind::Op { .. } | RegKind::Cast { .. } | RegKind::Index { .. } => 1,
             _ => 0,
         })
         .sum::<usize>()

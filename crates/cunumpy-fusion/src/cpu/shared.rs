@@ -54,8 +54,10 @@ impl<'a> Env<'a> {
 pub(crate) struct Prepared<'p> {
     pub(crate) prog: &'p Program,
     pub(crate) dims: Vec<usize>,
-    pub(crate) strides: Vec<Vec<usize>>,
-    pub(crate) contiguous: Vec<usize>,
+    pub(crate) strides: Vec<Vec<isize>>,
+    /// Each leaf's element offset (0 for other registers).
+    pub(crate) offsets: Vec<usize>,
+    pub(crate) contiguous: Vec<isize>,
 }
 
 impl<'p> Prepared<'p> {
@@ -84,11 +86,20 @@ impl<'p> Prepared<'p> {
                     .collect(),
             ),
         };
-        let contiguous = crate::plan::contiguous_strides(&dims);
+        let contiguous = crate::plan::contiguous_istrides(&dims);
+        let offsets = prog
+            .regs
+            .iter()
+            .map(|r| match &r.kind {
+                RegKind::Leaf(l) => l.offset,
+                _ => 0,
+            })
+            .collect();
         Prepared {
             prog,
             dims,
             strides,
+            offsets,
             contiguous,
         }
     }

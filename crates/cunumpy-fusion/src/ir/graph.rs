@@ -138,6 +138,59 @@ pub enum NodeKind {
         axes: Vec<usize>,
         keepdims: bool,
     },
+    /// A basic index of the argument (`a[1:-1, None, 3]`): one `Slice` or `Int` per dimension
+    /// of the argument, in order, with `NewAxis` anywhere (no `Ellipsis`). A view: the
+    /// planner turns it into an index map of the loop that reads it, never a copy.
+    View { arg: Value, items: Vec<IndexItem> },
+    /// `arg` indexed along `axis` by an integer array (`a[idx]`, `a[:, idx]`): the result
+    /// has `arg`'s dims before `axis`, then `index`'s, then `arg`'s after `axis`. Negative
+    /// indices count from the end; an index out of range is an `IndexError`.
+    Gather {
+        arg: Value,
+        index: Value,
+        axis: usize,
+    },
+}
+
+/// One item of a basic index, as Python spells it: `start:stop:step`, an integer (drops the
+/// dimension), `None` (a new axis of length 1) or `...` (as many full slices as needed; the
+/// builder expands it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IndexItem {
+    Slice {
+        start: Option<i64>,
+        stop: Option<i64>,
+        step: i64,
+    },
+    Int(i64),
+    NewAxis,
+    Ellipsis,
+}
+
+impl IndexItem {
+    /// The full slice `:`.
+    pub const ALL: IndexItem = IndexItem::Slice {
+        start: None,
+        stop: None,
+        step: 1,
+    };
+}
+
+impl fmt::Display for IndexItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let opt = |v: Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
+        match self {
+            IndexItem::Slice { start, stop, step } if *step == 1 => {
+                write!(f, "{}:{}", opt(*start), opt(*stop))
+            }
+            IndexItem::Slice { start, stop, step } => {
+                write!(f, "{}:{}:{step}", opt(*start), opt(*stop))
+            }
+            IndexItem::Int(i) => write!(f, "{i}"),
+            IndexItem::NewAxis => write!(f, "None"),
+            IndexItem::Ellipsis => write!(f, "..."),
+        }
+    }
 }
 
 /// One node: what it is, its dtype, its number of dimensions and whether it is weak (a Python
@@ -518,6 +571,108 @@ impl GraphBuilder {
         self.op(Op::Sqrt, &[var])
     }
 
+    /// A basic index of `v` (`v[1:-1, None, ...]`): slices, integers, new axes and at most
+    /// one `...`; dimensions the items do not name are taken whole. A view (no copy).
+    pub fn index(&mut self, v: Value, items: &[IndexItem]) -> Result<Value> {
+        let n = self.get(v, "index")?.clone();
+        let named = items
+            .iter()
+            .filter(|i| matches!(i, IndexItem::Slice { .. } | IndexItem::Int(_)))
+            .count();
+        let ellipses = items
+            .iter()
+            .filter(|i| matches!(i, IndexItem::Ellipsis))
+            .count();
+        let bad = |reason: String| FusionError::Index {
+            op: "index".into(),
+            reason,
+        };
+        if ellipses > 1 {
+            return Err(bad(
+                "an index can only have a single ellipsis ('...')".into()
+            ));
+        }
+        if named > n.ndim {
+            return Err(bad(format!(
+                "too many indices for array: array is {}-dimensional, but {named} were indexed",
+                n.ndim
+            )));
+        }
+        if items
+            .iter()
+            .any(|i| matches!(i, IndexItem::Slice { step: 0, .. }))
+        {
+            return Err(FusionError::Arguments {
+                what: "index".into(),
+                expected: "a slice step other than zero".into(),
+                got: "step 0".into(),
+            });
+        }
+        let mut full = Vec::with_capacity(items.len() + n.ndim);
+        for it in items {
+            if *it == IndexItem::Ellipsis {
+                full.extend(std::iter::repeat_n(IndexItem::ALL, n.ndim - named));
+            } else {
+                full.push(*it);
+            }
+        }
+        if ellipses == 0 {
+            full.extend(std::iter::repeat_n(IndexItem::ALL, n.ndim - named));
+        }
+        if full.iter().all(|i| *i == IndexItem::ALL) {
+            return Ok(v);
+        }
+        let ndim = full
+            .iter()
+            .filter(|i| matches!(i, IndexItem::Slice { .. } | IndexItem::NewAxis))
+            .count();
+        Ok(self.push(Node {
+            kind: NodeKind::View {
+                arg: v,
+                items: full,
+            },
+            dtype: n.dtype,
+            ndim,
+            weak: false,
+        }))
+    }
+
+    /// `v` indexed along `axis` by the integer array `index` (`v[idx]` is axis 0): one pass,
+    /// no copy of `v`; bounds are checked when the plan runs.
+    pub fn gather(&mut self, v: Value, index: Value, axis: usize) -> Result<Value> {
+        let n = self.get(v, "gather")?.clone();
+        let ix = self.get(index, "gather")?.clone();
+        if !matches!(ix.dtype.kind(), DTypeKind::Signed | DTypeKind::Unsigned) {
+            return Err(FusionError::Type {
+                op: "gather".into(),
+                types: vec![n.dtype, ix.dtype],
+                reason: "indexes with an array that is not of an integer dtype (a boolean mask \
+                         gives a shape that depends on the data; use where() instead)"
+                    .into(),
+            });
+        }
+        if axis >= n.ndim {
+            return Err(FusionError::Index {
+                op: "gather".into(),
+                reason: format!(
+                    "too many indices for array: array is {}-dimensional, but {} were indexed",
+                    n.ndim,
+                    axis + 1
+                ),
+            });
+        }
+        Ok(self.push(Node {
+            kind: NodeKind::Gather {
+                arg: v,
+                index,
+                axis,
+            },
+            dtype: n.dtype,
+            ndim: n.ndim - 1 + ix.ndim,
+            weak: false,
+        }))
+    }
+
     /// Marks a value as the next output; returns its output index.
     pub fn output(&mut self, v: Value) -> Result<usize> {
         self.get(v, "output")?;
@@ -554,8 +709,14 @@ impl GraphBuilder {
                         *a = remap[a.index()];
                     }
                 }
-                NodeKind::Cast { arg } | NodeKind::Reduce { arg, .. } => {
+                NodeKind::Cast { arg }
+                | NodeKind::Reduce { arg, .. }
+                | NodeKind::View { arg, .. } => {
                     *arg = remap[arg.index()];
+                }
+                NodeKind::Gather { arg, index, .. } => {
+                    *arg = remap[arg.index()];
+                    *index = remap[index.index()];
                 }
                 NodeKind::Input { .. } | NodeKind::Scalar { .. } => {}
             }
@@ -575,7 +736,10 @@ impl GraphBuilder {
 pub fn node_args(k: &NodeKind) -> Vec<Value> {
     match k {
         NodeKind::Op { args, .. } => args.clone(),
-        NodeKind::Cast { arg } | NodeKind::Reduce { arg, .. } => vec![*arg],
+        NodeKind::Cast { arg } | NodeKind::Reduce { arg, .. } | NodeKind::View { arg, .. } => {
+            vec![*arg]
+        }
+        NodeKind::Gather { arg, index, .. } => vec![*arg, *index],
         NodeKind::Input { .. } | NodeKind::Scalar { .. } => vec![],
     }
 }
@@ -615,6 +779,18 @@ impl fmt::Display for Graph {
                     axes,
                     keepdims
                 ),
+                NodeKind::View { arg, items } => format!(
+                    "%{}[{}]",
+                    arg.0,
+                    items
+                        .iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                NodeKind::Gather { arg, index, axis } => {
+                    format!("take(%{}, %{}, axis={axis})", arg.0, index.0)
+                }
             };
             writeln!(
                 f,

@@ -88,5 +88,7 @@ fn node_label(g: &Graph, n: usize) -> String {
         NodeKind::Reduce { kind, .. } => kind.name().to_string(),
         NodeKind::Input { index } => format!("in{index}"),
         NodeKind::Scalar { index } => format!("s{index}"),
+        NodeKind::View { .. } => "view".into(),
+        NodeKind::Gather { .. } => "take".into(),
     }
 }

@@ -2,7 +2,7 @@
 //! group's epilogue (an elementwise function of its results over the kept elements), or in an
 //! elementwise kernel over its shape.
 
-use crate::ir::graph::Graph;
+use crate::ir::graph::{node_args, Graph, NodeKind};
 use crate::plan::groups::{cone_reductions, Group};
 use crate::plan::shapes::drop_ones;
 use std::collections::{BTreeSet, HashMap};
@@ -31,7 +31,8 @@ pub(crate) fn place_outputs(
                 .map(|x| gr.arg_shape[x])
                 .collect();
             let fits = drop_ones(&shapes[n]) == drop_ones(&kept)
-                && gr.epi_shape.as_ref().is_none_or(|s| s == &shapes[n]);
+                && gr.epi_shape.as_ref().is_none_or(|s| s == &shapes[n])
+                && !views_a_reduction(g, n);
             if fits {
                 gr.epi_shape = Some(shapes[n].clone());
                 gr.epilogue.push(oi);
@@ -44,4 +45,30 @@ pub(crate) fn place_outputs(
         }
     }
     elementwise
+}
+
+/// Whether the elementwise cone of `root` indexes a reduction's result (a view or a gather of
+/// it): an epilogue computes one kept point per thread, so such an output reads the
+/// reduction from memory in a later kernel instead.
+fn views_a_reduction(g: &Graph, root: usize) -> bool {
+    let mut stack = vec![root];
+    let mut seen = BTreeSet::new();
+    while let Some(n) = stack.pop() {
+        if !seen.insert(n) {
+            continue;
+        }
+        match &g.nodes[n].kind {
+            NodeKind::Reduce { .. } => {}
+            NodeKind::View { arg, .. } | NodeKind::Gather { arg, .. } => {
+                let mut reds = BTreeSet::new();
+                cone_reductions(g, arg.index(), &mut reds);
+                if !reds.is_empty() {
+                    return true;
+                }
+                stack.extend(node_args(&g.nodes[n].kind).iter().map(|a| a.index()));
+            }
+            k => stack.extend(node_args(k).iter().map(|a| a.index())),
+        }
+    }
+    false
 }

@@ -163,15 +163,34 @@ pub(crate) enum LeafSrc {
 #[derive(Clone, Debug)]
 pub(crate) struct Leaf {
     pub src: LeafSrc,
-    /// Element strides over the program's (collapsed) space; 0 = broadcast.
-    pub strides: Vec<usize>,
+    /// Element strides over the program's (collapsed) space; 0 = broadcast, negative = a
+    /// slice with a negative step.
+    pub strides: Vec<isize>,
+    /// Element offset of the point at the space's origin (a slice not starting at 0).
+    pub offset: usize,
+    /// Gathered coordinates (`a[idx]`): (register of an `Index`, element stride) terms added
+    /// to the offset at every point.
+    pub dynamic: Vec<(usize, isize)>,
 }
 
 #[derive(Clone, Debug)]
 pub(crate) enum RegKind {
     Leaf(Leaf),
-    Op { op: Op, args: Vec<usize> },
-    Cast { arg: usize },
+    Op {
+        op: Op,
+        args: Vec<usize>,
+    },
+    Cast {
+        arg: usize,
+    },
+    /// An index array's value checked against the length `len` of the gathered `axis`:
+    /// negative values count from the end; out of range is NumPy's `IndexError` (an error of
+    /// the CPU executor, a trap on the device). Its dtype is int64.
+    Index {
+        arg: usize,
+        len: usize,
+        axis: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -279,6 +298,14 @@ impl Plan {
     pub fn bytes_written(&self) -> u64 {
         self.kernels.iter().map(|k| k.bytes_written).sum()
     }
+}
+
+/// Element strides of a C-contiguous array of these dims, signed (as a leaf's).
+pub(crate) fn contiguous_istrides(dims: &[usize]) -> Vec<isize> {
+    contiguous_strides(dims)
+        .iter()
+        .map(|&s| s as isize)
+        .collect()
 }
 
 /// Element strides of a C-contiguous array of these dims.
