@@ -39,6 +39,9 @@ def _cuda_include_dirs() -> list[str]:
         inc = Path(base) / "include"
         if (inc / "cooperative_groups.h").is_file():
             found.append(str(inc))
+            # CUDA 13 keeps libcu++ (`cuda/std/...`, which cooperative groups include) in cccl/
+            if (inc / "cccl").is_dir():
+                found.append(str(inc / "cccl"))
     return found
 
 
