@@ -939,7 +939,7 @@ mod default_tests {
         let err = plan.check_count(1).expect_err("n has no default");
         assert!(
             err.message
-                .contains("argument 1 (int n) has no default value"),
+                .contains("missing 1 argument: argument 1 (int n);"),
             "{}",
             err.message
         );
