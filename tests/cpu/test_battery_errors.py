@@ -418,7 +418,6 @@ def _cases() -> list[Case]:
             "TypeError",
         ),
         ("int-for-pointer", "3", ("double* y",), "KernelArgumentTypeError", "TypeError"),
-        ("none-for-pointer", "None", ("double* y",), "KernelArgumentTypeError", "TypeError"),
         ("list-for-pointer", "[0.0] * 8", ("double* y",), "KernelArgumentTypeError", "TypeError"),
         (
             "strided-view",
