@@ -415,6 +415,22 @@ pub fn layout(
     })
 }
 
+/// Whether `decl` can be set at all (a scalar C type of the type map, not `const`): checked
+/// before the module is asked for the symbol (a `const` one may not be in it).
+pub fn check_settable(kernel: &str, decl: &ConstantDecl) -> Result<DType, ConstantError> {
+    if decl.is_const {
+        return Err(ConstantError::Const {
+            kernel: kernel.to_string(),
+            name: decl.name.clone(),
+        });
+    }
+    decl.dtype.ok_or_else(|| ConstantError::UnsupportedType {
+        kernel: kernel.to_string(),
+        name: decl.name.clone(),
+        ctype: decl.ctype.clone(),
+    })
+}
+
 /// Checks a value of dtype `given` (its NumPy name) with `given_count` elements against the
 /// variable `decl` whose symbol has `symbol_bytes` bytes: the dtype must be the declared one
 /// and the element count the symbol's, exactly.
@@ -425,12 +441,7 @@ pub fn check_value(
     given: &str,
     given_count: usize,
 ) -> Result<ConstantLayout, ConstantError> {
-    if decl.is_const {
-        return Err(ConstantError::Const {
-            kernel: kernel.to_string(),
-            name: decl.name.clone(),
-        });
-    }
+    check_settable(kernel, decl)?;
     let layout = layout(kernel, decl, symbol_bytes)?;
     if DType::from_name(given) != Some(layout.dtype) {
         return Err(ConstantError::DType {

@@ -168,6 +168,7 @@ impl Kernel {
     ) -> Result<ConstantLayout, RuntimeError> {
         let kernel = &self.source.name;
         let decl = constants::find(kernel, self.constant_decls(), name)?;
+        constants::check_settable(kernel, decl)?;
         match device {
             crate::Device::Cuda(d) => {
                 let global = self.global(d, decl, python_paths)?;
@@ -201,6 +202,9 @@ impl Kernel {
     ) -> Result<(ConstantLayout, Vec<u8>), RuntimeError> {
         let kernel = &self.source.name;
         let decl = constants::find(kernel, self.constant_decls(), name)?;
+        if decl.dtype.is_none() {
+            constants::check_settable(kernel, decl)?; // names the unsupported type
+        }
         match device {
             crate::Device::Cuda(d) => {
                 let global = self.global(d, decl, python_paths)?;
