@@ -128,6 +128,14 @@ def test_each_kernel_object_has_its_own_constant_memory():
         ("pair", np.zeros(2, np.float32), CudaConstantTypeError, TypeError, ["'Pair'"]),
         ("folded", np.int32(1), CudaConstantTypeError, TypeError, ["const"]),
         (3, np.int32(1), CudaConstantTypeError, TypeError, ["str"]),
+        ("lut", np.arange(4, dtype=">u4"), CudaConstantTypeError, TypeError, ["byte order"]),
+        (
+            "gain",
+            np.array([1], dtype=np.float32).view(np.int32),
+            CudaConstantTypeError,
+            TypeError,
+            ["int32"],
+        ),
     ],
 )
 def test_refused_values_name_the_kernel_and_the_variable(name, value, error, builtin, words):
@@ -222,3 +230,29 @@ def test_example_runs_on_the_emulated_device():
     assert done.returncode == 0, done.stderr
     assert "copies to the device: 2 bytes: 36" in done.stdout
     assert "max |error| against NumPy: 0.0" in done.stdout
+
+
+def test_other_scalar_types_and_an_extern_c_block():
+    src = r"""
+extern "C" {
+__constant__ bool flip;
+__constant__ long long offset;
+__constant__ unsigned char weights[3];
+__global__ void mix(long long* out) {
+    int i = threadIdx.x;
+    long long v = offset + weights[i % 3];
+    out[i] = flip ? -v : v;
+}
+}
+"""
+    k = CudaKernel(src, "mix")
+    assert k.constant_names == ("flip", "offset", "weights")
+    out = np.zeros(6, dtype=np.int64)
+    with emulated_launches():
+        k.set_constant("flip", np.bool_(True))
+        k.set_constant("offset", np.int64(-(2**40)))
+        k.set_constant("weights", np.array([1, 2, 250], np.uint8))
+        assert k.get_constant("flip") is np.True_ or k.get_constant("flip") == np.True_
+        k(out, grid=1, block=6)
+    want = -(np.int64(-(2**40)) + np.array([1, 2, 250, 1, 2, 250], np.int64))
+    np.testing.assert_array_equal(out, want)

@@ -111,3 +111,21 @@ def test_gpu_example_runs():
     namespace = runpy.run_path(str(ROOT / "examples" / "constant_memory.py"))
     result = namespace["main"]()
     assert result.shape == (1000,)
+
+
+def test_gpu_other_scalar_types_and_an_extern_c_block():
+    import inspect
+
+    import cupy
+
+    test = CXX.test_other_scalar_types_and_an_extern_c_block
+    src = inspect.getsource(test).split('r"""', 1)[1].split('"""', 1)[0]
+    k = CudaKernel(src, "mix")
+    k.set_constant("flip", np.bool_(True))
+    k.set_constant("offset", np.int64(-(2**40)))
+    k.set_constant("weights", np.array([1, 2, 250], np.uint8))
+    assert k.get_constant("flip") == np.True_
+    out = cupy.zeros(6, dtype=cupy.int64)
+    k(out, grid=1, block=6)
+    want = -(np.int64(-(2**40)) + np.array([1, 2, 250, 1, 2, 250], np.int64))
+    np.testing.assert_array_equal(cupy.asnumpy(out), want)

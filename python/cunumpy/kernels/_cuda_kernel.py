@@ -426,6 +426,12 @@ class CudaKernel(_core.KernelLauncher):
                 f"{type(value).__name__}; nothing is converted implicitly"
             )
         array = np.ascontiguousarray(value)
+        if not array.dtype.isnative:
+            raise CudaConstantTypeError(
+                f"CudaKernel {self._name!r}: set_constant({name!r}, value) got a value in "
+                f"non-native byte order ({array.dtype.str}); convert it with "
+                f"value.astype(value.dtype.newbyteorder('='))"
+            )
         self._set_constant(name, array.dtype.name, int(array.size), array.tobytes())
 
     def get_constant(self, name: str) -> Any:
