@@ -76,6 +76,8 @@ class Case:
     whole_file: bool = False
     #: functions of the file left out of the device code (ones using what the emulator lacks)
     leave_out: Sequence[str] = ()
+    #: ``__constant__`` variables set before the launch (``CudaKernel.set_constant``)
+    constants: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 # -- device code of a sample file ------------------------------------------------------------
@@ -274,6 +276,49 @@ def _histogram_reference(a):
     return {0: (lambda partial: partial.reshape(8, 64).sum(axis=0, dtype=np.uint32), bins)}
 
 
+#: the separable convolution's filter (set into the sample's ``__constant__ c_Kernel``)
+CONVOLUTION_RADIUS = 8
+CONVOLUTION_FILTER = (
+    np.exp(-0.5 * (np.arange(-8, 9) / 3.0) ** 2)
+    / np.exp(-0.5 * (np.arange(-8, 9) / 3.0) ** 2).sum()
+).astype(np.float32)
+
+
+def _convolution_setup(rng):
+    w, h = 256, 128  # rows: w % 128 == 0, h % 4 == 0; columns: w % 16 == 0, h % 64 == 0
+    return [np.zeros((h, w), np.float32), _f32(rng, h, w), np.int32(w), np.int32(h), np.int32(w)]
+
+
+def _convolve(src: np.ndarray, axis: int) -> np.ndarray:
+    """``dst[i] = sum_j filter[R - j] * src[i + j]`` along ``axis``, zero outside the image."""
+    r = CONVOLUTION_RADIUS
+    pad = [(0, 0), (0, 0)]
+    pad[axis] = (r, r)
+    padded = np.pad(src.astype(np.float64), pad)
+    n = src.shape[axis]
+    out = np.zeros(src.shape)
+    for j in range(-r, r + 1):
+        window = np.take(padded, np.arange(r + j, r + j + n), axis=axis)
+        out += float(CONVOLUTION_FILTER[r - j]) * window
+    return out.astype(np.float32)
+
+
+def _convolution_case(kernel: str, axis: int, launch: Callable[[list[Any]], dict[str, Any]]):
+    return Case(
+        name=f"convolutionSeparable/{kernel}",
+        paths=["Samples/2_Concepts_and_Techniques/convolutionSeparable/convolutionSeparable.cu"],
+        kernel=kernel,
+        setup=_convolution_setup,
+        reference=lambda a: {0: _convolve(a[1], axis)},
+        launch=launch,
+        prelude=f"#define KERNEL_RADIUS {CONVOLUTION_RADIUS}\n"
+        "#define KERNEL_LENGTH (2 * KERNEL_RADIUS + 1)\n",
+        constants={"c_Kernel": CONVOLUTION_FILTER},
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
 CASES: list[Case] = [
     Case(
         name="vectorAdd",
@@ -330,6 +375,16 @@ CASES: list[Case] = [
         rtol=0,
         atol=0,
     ),
+    _convolution_case(
+        "convolutionRowsKernel",
+        1,
+        lambda a: {"grid": (int(a[2]) // 128, int(a[3]) // 4), "block": (16, 4)},
+    ),
+    _convolution_case(
+        "convolutionColumnsKernel",
+        0,
+        lambda a: {"grid": (int(a[2]) // 16, int(a[3]) // 64), "block": (16, 8)},
+    ),
     Case(
         name="histogram64",
         paths=["Samples/2_Concepts_and_Techniques/histogram/histogram64.cu"],
@@ -366,6 +421,7 @@ def _refusal_classes() -> tuple[type[BaseException], ...]:
         e.KernelArgumentTypeError,
         e.KernelArgumentValueError,
         e.CudaStructError,
+        e.CudaConstantError,
     )
 
 
@@ -420,6 +476,8 @@ def run_case(case: Case, checkout: Path, seed: int = 0) -> dict[str, Any]:
         device = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host]
         kernel.check_args(*device)
         kernel.compile()
+        for name, value in case.constants.items():
+            kernel.set_constant(name, value)
     except _refusal_classes() as exc:
         entry.update(status="refused", reason=_reason(exc))
         return entry

@@ -45,6 +45,8 @@ __global__ void shift_left(const int *in, int *out) {
     cg::sync(block);
     out[blockIdx.x * 64 + threadIdx.x] = tile[(threadIdx.x + 1) % 64];
 }
+__constant__ float c_offsets[4];   /* set by the host with cudaMemcpyToSymbol in a sample */
+__global__ void add_offsets(float *y) { y[threadIdx.x] += c_offsets[threadIdx.x % 4]; }
 static int host_helper(int v) { return v + 1; }
 int main(int argc, char **argv) {
     float *x, *y;
@@ -93,6 +95,15 @@ CASES = [
          setup=_shift_setup,
          reference=lambda a: {1: np.roll(a[0].reshape(2, 64), -1, axis=1).ravel()},
          launch={"grid": 2, "block": 64}, rtol=0, atol=0),
+    Case(name="mine/add_offsets", paths=["Samples/mine/saxpy/saxpy.cu"], kernel="add_offsets",
+         setup=lambda rng: [np.ones(8, np.float32)],
+         constants={"c_offsets": np.array([1, 2, 3, 4], np.float32)},
+         reference=lambda a: {0: a[0] + np.tile(np.float32([1, 2, 3, 4]), 2)},
+         launch={"grid": 1, "block": 8}, rtol=0, atol=0),
+    Case(name="mine/wrong_constant", paths=["Samples/mine/saxpy/saxpy.cu"],
+         kernel="add_offsets", setup=lambda rng: [np.ones(8, np.float32)],
+         constants={"c_offsets": np.arange(4.0)},
+         reference=lambda a: {}, launch={"grid": 1, "block": 8}),
     Case(name="mine/block_sum", paths=["Samples/mine/sum/sum_kernel.cu"], kernel="block_sum",
          template_args=("double", 128),
          setup=lambda rng: [rng.standard_normal(512), np.zeros(4)],
@@ -151,6 +162,7 @@ def test_device_code_leaves_host_code_out():
     assert "a host variable" not in code  # comments go too
     left_out = _harness().device_code(PROGRAM, leave_out=("shift_left",))
     assert "shift_left" not in left_out and "__global__ void saxpy" in left_out
+    assert "__constant__ float c_offsets[4];" in code
 
 
 def test_the_harness_reports_each_case(checkout):
@@ -173,19 +185,21 @@ def test_the_harness_reports_each_case(checkout):
     assert done.returncode == 1, done.stderr  # the planted wrong reference fails
     emulated = summary["devices"]["emulated"]
     by_name = {c["name"]: c for c in emulated["cases"]}
-    for name in ("mine/saxpy", "mine/shift_left", "mine/block_sum"):
+    for name in ("mine/saxpy", "mine/shift_left", "mine/add_offsets", "mine/block_sum"):
         assert by_name[name]["status"] == "passed", by_name[name]
     wrong = by_name["mine/wrong_reference"]
     assert wrong["status"] == "failed" and "4 of 4 elements differ" in wrong["reason"]
     refused = by_name["mine/float2"]
     assert refused["status"] == "refused" and "float2" in refused["reason"], refused
     assert "swap_xy" in refused["reason"]
+    constant = by_name["mine/wrong_constant"]  # float64 values for a float variable
+    assert constant["status"] == "refused" and "CudaConstantTypeError" in constant["reason"]
     assert by_name["mine/absent"]["status"] == "missing"
     # NVIDIA's cases are missing from this checkout, reported as such
     assert by_name["vectorAdd"]["status"] == "missing"
     mine = [c for c in emulated["cases"] if c["name"].startswith("mine/")]
-    assert (emulated["passed"], emulated["failed"], emulated["refused"]) == (3, 1, 1)
-    assert emulated["ran"] == 4 and emulated["missing"] == len(emulated["cases"]) - len(mine) + 1
+    assert (emulated["passed"], emulated["failed"], emulated["refused"]) == (4, 1, 2)
+    assert emulated["ran"] == 5 and emulated["missing"] == len(emulated["cases"]) - len(mine) + 1
     # without a GPU the CuPy run says why it did not run
     cupy_run = summary["devices"]["cupy"]
     assert "skipped" in cupy_run or cupy_run.get("ran", 0) >= 3
