@@ -64,6 +64,37 @@ def args_stencil_rows(backend, seed):
     return (xp.asarray(rng.normal(size=40)), xp.zeros(35), 3, 30, 2)
 
 
+def args_stencil_rows_2d(backend, seed):
+    rng = np.random.default_rng(seed)
+    # rows 2..9 x 1..6 of a grid with 3 diagonals; the output is offset by the pads p
+    s, e, p = np.array([2, 1]), np.array([9, 6]), np.array([1, 2])
+    return (
+        xp.asarray(rng.normal(size=(12, 9, 3))),
+        xp.asarray(rng.normal(size=(12, 9))),
+        xp.zeros((11, 9)),
+        xp.asarray(s),
+        xp.asarray(e),
+        xp.asarray(p),
+    )
+
+
+def args_dot_sum(backend, seed):
+    rng = np.random.default_rng(seed)
+    n = 257
+    # positive terms: the sum has no cancellation, so another order changes it only by rounding
+    return (
+        xp.asarray(rng.uniform(0.0, 1.0, n)),
+        xp.asarray(rng.uniform(0.0, 1.0, n)),
+        3,
+        xp.asarray(np.array([1.5, 0.0])),
+    )
+
+
+def args_axpy_generic(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (0.75, xp.asarray(rng.normal(size=(7, 11))), xp.asarray(rng.normal(size=(7, 11))))
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -72,6 +103,9 @@ CASES = {
     "cell_update": (pk.cell_update, args_cell_update, "owned"),
     "python_int_semantics": (pk.python_int_semantics, args_int, "owned"),
     "stencil_rows": (pk.stencil_rows, args_stencil_rows, "owned"),
+    "stencil_rows_2d": (pk.stencil_rows_2d, args_stencil_rows_2d, "owned"),
+    "dot_sum": (pk.dot_sum, args_dot_sum, "reduction"),
+    "axpy_generic": (pk.axpy_generic, args_axpy_generic, "owned"),
 }
 
 

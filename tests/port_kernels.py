@@ -184,3 +184,79 @@ def deposit_on_grid(xs: "float[:,:]", args: "GridArguments", n: int):
         if i >= args.nx:
             i = args.nx - 1
         coef[i, ip % 3] += xs[ip, 1]
+
+
+def stencil_rows_2d(
+    mat: "float[:,:,:]", x: "float[:,:]", out: "float[:,:]", s: "int[:]", e: "int[:]", p: "int[:]"
+):
+    """feectools' stencil_dot_2d style: the local row indices are computed inside the inner
+    loop (so the two loops can be collapsed), and the write is offset by the pads."""
+    n_d = mat.shape[2]
+    for i1 in range(s[0], e[0] + 1):
+        for i2 in range(s[1], e[1] + 1):
+            i1_loc = i1 - s[0]
+            i2_loc = i2 - s[1]
+            nd = n_d
+            if i2 == e[1]:
+                nd = n_d - 1
+            val = 0.0
+            for d in range(nd):
+                val += mat[p[0] + i1_loc, i2_loc, d] * x[i1 + d, i2]
+            out[p[0] + i1_loc, p[1] + i2_loc] = val
+
+
+def conditional_index(c: "float[:]", out: "float[:]", n: int):
+    """Refused: where c[i] <= 0, j is the previous iteration's value (a carried scalar)."""
+    for i in range(n):
+        if c[i] > 0.0:
+            j = i
+        out[j] = 1.0
+
+
+def dot_sum(a: "float[:]", b: "float[:]", lo: int, res: "float[:]"):
+    """A sum over the parallel loop (feectools' stencil_inner_1d style), added to res[0]."""
+    n = np.shape(a)[0]
+    s = a[0] - a[0] + 0.5
+    for i in range(lo, n):
+        s += a[i].conjugate() * b[i]
+        if a[i] > 0.5:
+            s -= 0.25
+    res[0] += s
+
+
+def running_sum(a: "float[:]", out: "float[:]"):
+    """Refused: the sum is read inside the loop (a scan, not a reduction)."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+        out[i] = s
+
+
+def sum_then_assign(a: "float[:]", res: "float[:]"):
+    """Refused: the sum is assigned (not added) after the loop."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    res[0] = s
+
+
+def sum_into_written(a: "float[:]", res: "float[:]"):
+    """Refused: the sum is added into an array the loop also writes."""
+    s = 0.0
+    for i in range(1, a.shape[0]):
+        s += a[i]
+        res[i] = a[i]
+    res[0] += s
+
+
+from typing import TypeVar  # noqa: E402 - kept below so the line numbers above stay put
+
+T = TypeVar("T", float, complex)
+
+
+def axpy_generic(alpha: "T", x: "T[:,:]", y: "T[:,:]"):
+    """feectools' generic stencil_axpy_2d: T is instantiated for float."""
+    n0, n1 = x.shape
+    for i0 in range(n0):
+        for i1 in range(n1):
+            y[i0, i1] += alpha * x[i0, i1]

@@ -30,7 +30,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 import port_kernels as pk  # noqa: E402
-from port_cases import CASES, args_deposit_2d  # noqa: E402
+from port_cases import CASES, args_deposit_2d, args_dot_sum  # noqa: E402
 
 needs_compiler = pytest.mark.skipif(
     emulation_compiler() is None, reason="no host C++ compiler for the emulator"
@@ -101,8 +101,10 @@ def test_sample_call_types_replace_missing_annotations():
     [
         (pk.shift_left, 116, "a", "read of another iteration's element"),
         (pk.scatter_assign, 121, "out", "unprovable write"),
-        (pk.total_charge, 127, None, "scalar update"),
         (pk.deposit_then_read, 134, "grid", "read of accumulated array"),
+        (pk.conditional_index, 213, None, "carried scalar"),
+        (pk.running_sum, 231, None, "scalar update"),
+        (pk.sum_into_written, 249, "res", "reduction"),
     ],
 )
 def test_unprovable_kernels_are_refused_with_line_and_array(kernel, line, array, construct):
@@ -124,6 +126,41 @@ def test_unsupported_constructs_name_the_construct():
     assert info.value.construct == "parallel loop"
     with pytest.raises(CudaPortInputError, match="line 3 is not a for loop"):
         generate_cuda(pk.deposit_1d, parallel_loop=3)
+
+
+@pytest.mark.parametrize(("kernel", "line"), [(pk.sum_then_assign, 240), (pk.total_charge, 128)])
+def test_sum_assigned_after_the_loop_is_refused(kernel, line):
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(kernel)
+    assert (info.value.line, info.value.construct) == (line, "reduction")
+    assert "`out[k] += s`" in str(info.value)
+
+
+def test_sum_is_a_partial_per_thread_then_one_atomic_add():
+    src = generate_cuda(pk.dot_sum)
+    assert src.writes == (("res", 224, "reduction"),)
+    assert "cunumpy_atomic_add(&res(0), (double)(s));" in src
+    assert "if (blockIdx.x == 0 && threadIdx.x == 0) s += cunumpy_s_init;" in src
+    assert src.n_threads_of(args_dot_sum("numpy", 0)) == 257 - 3
+    assert "line 224: write to res: sum of every thread's partial" in src.describe()
+
+
+def test_generic_kernel_is_instantiated_for_float():
+    src = generate_cuda(pk.axpy_generic)
+    assert src.typevars == (("T", "float"),)
+    assert "double alpha, CArray2D<double> x, CArray2D<double> y" in src
+    assert "generic T: instantiated for float" in src.describe()
+    f32 = generate_cuda(
+        pk.axpy_generic,
+        sample_args=(np.float32(1.0), np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32)),
+    )
+    assert "CArray2D<float> x" in f32
+
+
+def test_offsets_computed_in_an_inner_loop_are_owned():
+    src = generate_cuda(pk.stencil_rows_2d)
+    assert src.writes == (("out", 205, "owned"),)
+    assert src.loop_var == "i1"
 
 
 WALKTHROUGH = TESTS.parent / "examples" / "particle_pusher"

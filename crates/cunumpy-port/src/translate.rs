@@ -426,11 +426,37 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// The array whose shape `e` is: `a` for `a.shape`, and for `shape(a)` / `np.shape(a)`
+    /// with NumPy's `shape`.
+    pub(crate) fn shape_base<'j>(&self, e: &'j Json) -> Option<&'j str> {
+        if e.kind() == "Attribute" && e.get("attr").as_str() == Some("shape") {
+            return name_of(e.get("value"));
+        }
+        if e.kind() != "Call" || !e.get("keywords").as_list().is_empty() {
+            return None;
+        }
+        let func = e.get("func");
+        let numpy_shape = match func.kind() {
+            "Name" => self
+                .from_imports
+                .get(name_of(func).unwrap_or(""))
+                .is_some_and(|(m, n)| *m == "numpy" && n == "shape"),
+            "Attribute" => {
+                func.get("attr").as_str() == Some("shape")
+                    && self.modules.get(name_of(func.get("value")).unwrap_or("")) == Some(&"numpy")
+            }
+            _ => false,
+        };
+        match e.get("args").as_list() {
+            [x] if numpy_shape => name_of(x),
+            _ => None,
+        }
+    }
+
     pub(crate) fn subscript(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
         let value = e.get("value");
-        // a.shape[k]
-        if value.kind() == "Attribute" && value.get("attr").as_str() == Some("shape") {
-            let base = name_of(value.get("value")).unwrap_or("");
+        // a.shape[k], shape(a)[k]
+        if let Some(base) = self.shape_base(value) {
             let rank = f.vars.get(base).map(Ty::rank).unwrap_or(0);
             return match const_int(e.get("slice")) {
                 Some(k) if rank > 0 && (k as usize) < rank && k >= 0 => {
@@ -627,6 +653,17 @@ impl<'a> Translator<'a> {
             }
             "Attribute" => {
                 let base = name_of(func.get("value")).unwrap_or("");
+                let method = func.get("attr").as_str().unwrap_or("");
+                if matches!(method, "conjugate" | "conj")
+                    && args.is_empty()
+                    && !self.modules.contains_key(base)
+                {
+                    // Complex kernels are refused by type, so this is the conjugate of a real.
+                    let (x, t) = self.expr(f, func.get("value"))?;
+                    if t.rank() == 0 {
+                        return Ok((x, t));
+                    }
+                }
                 match self.modules.get(base) {
                     Some(m) => (
                         Some(*m),
@@ -985,8 +1022,7 @@ impl<'a> Translator<'a> {
                             bind(f, n, ty);
                         }
                     }
-                } else if value.kind() == "Attribute" && value.get("attr").as_str() == Some("shape")
-                {
+                } else if self.shape_base(value).is_some() {
                     for t in elts {
                         if let Some(n) = name_of(t) {
                             bind(f, n, Ty::Scalar(Scalar::I64));
@@ -1175,10 +1211,7 @@ impl<'a> Translator<'a> {
                     }
                     "Tuple" => {
                         let elts = target.get("elts").as_list();
-                        if value.kind() == "Attribute"
-                            && value.get("attr").as_str() == Some("shape")
-                        {
-                            let base = name_of(value.get("value")).unwrap_or("");
+                        if let Some(base) = self.shape_base(value) {
                             for (k, t) in elts.iter().enumerate() {
                                 let n = name_of(t).unwrap_or("");
                                 out.push_str(&format!("{pad}{n} = {base}.shape[{k}];\n"));

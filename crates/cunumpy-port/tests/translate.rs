@@ -65,7 +65,6 @@ fn refusals_name_line_construct_and_array() {
             "read of another iteration's element",
         ),
         ("scatter_assign", 121, Some("out"), "unprovable write"),
-        ("total_charge", 127, None, "scalar update"),
         (
             "deposit_then_read",
             134,
@@ -85,6 +84,12 @@ fn refusals_name_line_construct_and_array() {
             .to_string()
             .starts_with(&format!("{kernel}, line {line}: ")));
     }
+    // A sum assigned (not added) after the loop.
+    let e = run("total_charge").unwrap_err();
+    assert_eq!(
+        (e.kind, e.line, e.construct.as_str()),
+        (PortErrorKind::Unsupported, 128, "reduction")
+    );
     let e = run("cross").unwrap_err();
     assert_eq!(
         (e.kind, e.construct.as_str()),
@@ -123,4 +128,53 @@ fn an_offset_read_from_a_local_array_is_not_invariant() {
         (e.kind, e.line, e.array.as_deref()),
         (PortErrorKind::Race, 152, Some("out"))
     );
+}
+
+#[test]
+fn offsets_set_once_in_an_inner_loop_are_owned() {
+    let t = run("stencil_rows_2d").unwrap();
+    assert_eq!(t.loop_var, "i1");
+    assert!(t
+        .writes
+        .iter()
+        .all(|w| w.how == "owned" && w.array == "out"));
+    assert_eq!(
+        t.n_threads.as_deref(),
+        Some("max(0, ((int(e[0]) + 1)) - (int(s[0])))")
+    );
+}
+
+#[test]
+fn a_name_assigned_in_one_branch_only_is_carried() {
+    let e = run("conditional_index").unwrap_err();
+    assert_eq!(
+        (e.kind, e.line, e.construct.as_str()),
+        (PortErrorKind::Race, 213, "carried scalar")
+    );
+}
+
+#[test]
+fn a_sum_becomes_per_thread_partials_and_one_atomic_add() {
+    let t = run("dot_sum").unwrap();
+    assert_eq!(t.writes.len(), 1);
+    assert_eq!(
+        (t.writes[0].array.as_str(), t.writes[0].how),
+        ("res", "reduction")
+    );
+    assert!(t.source.contains("const double cunumpy_s_init = s;"));
+    assert!(t
+        .source
+        .contains("cunumpy_atomic_add(&res(0), (double)(s));"));
+    assert!(t.source.contains("#include <cunumpy/atomic.cuh>"));
+    assert_eq!(
+        t.n_threads.as_deref(),
+        Some("max(0, ((a.shape[0])) - (lo))")
+    );
+    let e = run("sum_into_written").unwrap_err();
+    assert_eq!(
+        (e.kind, e.line, e.array.as_deref()),
+        (PortErrorKind::Race, 249, Some("res"))
+    );
+    let e = run("running_sum").unwrap_err();
+    assert_eq!((e.kind, e.line), (PortErrorKind::Race, 231));
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,8 +29,13 @@ class GeneratedCuda(str):
     ``loop_var`` (the loop run in parallel, one iteration per thread), ``n_threads`` (the
     loop's trip count as a Python expression of the arguments, or ``None``), ``writes`` (one
     ``(array, line, how)`` per array write in the loop, ``how`` being ``"owned"``: indexed by
-    the loop variable, or ``"atomic"``: a ``+=``/``-=`` made an atomic add), ``atomics`` (the
-    arrays updated atomically) and ``helpers`` (functions of the module made ``__device__``).
+    the loop variable, ``"atomic"``: a ``+=``/``-=`` made an atomic add, or ``"reduction"``:
+    ``out[k] += s`` after the loop of a sum ``s`` the loop accumulates, each thread adding its
+    own partial sum atomically), ``atomics`` (the
+    arrays updated atomically), ``helpers`` (functions of the module made ``__device__``) and
+    ``typevars`` (``(name, type)`` for each module ``TypeVar`` of the annotations, instantiated
+    for its first constraint the translator knows: ``T = TypeVar('T', float, complex)`` gives a
+    ``double`` kernel).
     """
 
     kernel: str
@@ -40,6 +46,7 @@ class GeneratedCuda(str):
     writes: tuple[tuple[str, int, str], ...]
     helpers: tuple[str, ...]
     structs: tuple[Any, ...]
+    typevars: tuple[tuple[str, str], ...] = ()
 
     @property
     def atomics(self) -> tuple[str, ...]:
@@ -76,14 +83,17 @@ class GeneratedCuda(str):
         ]
         lines.append(f"  launch shape: n_threads = {self.n_threads or '(pass n_threads=)'}")
         for array, line, how in self.writes:
-            what = (
-                "atomic add (other iterations may hit the same element)"
-                if how == "atomic"
-                else f"indexed by {self.loop_var}: safe"
-            )
+            what = {
+                "atomic": "atomic add (other iterations may hit the same element)",
+                "reduction": "sum of every thread's partial, one atomic add per thread",
+            }.get(how, f"indexed by {self.loop_var}: safe")
             lines.append(f"  line {line}: write to {array}: {what}")
         if self.helpers:
             lines.append(f"  __device__ helpers: {', '.join(self.helpers)}")
+        for var, ty in self.typevars:
+            lines.append(
+                f"  generic {var}: instantiated for {ty} (its first constraint known here)"
+            )
         return "\n".join(lines)
 
 
@@ -485,6 +495,53 @@ def _annotations_as_text(tree: ast.Module) -> ast.Module:
     return tree
 
 
+# TypeVar constraints the translator instantiates a generic kernel for, in order of preference.
+_TYPEVAR_PICK = ("float", "float64", "int", "int64", "float32", "int32", "bool")
+
+
+def _typevars(tree: ast.Module) -> dict[str, str]:
+    """``T = TypeVar('T', float, complex)`` at the top of the module -> ``{"T": "float"}``: the
+    first constraint the translator knows (complex kernels are not translated). A TypeVar
+    without such a constraint is left alone (the annotation is then refused by name)."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
+            continue
+        func = node.value.func
+        fname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if fname != "TypeVar":
+            continue
+        names = [
+            c.id if isinstance(c, ast.Name) else c.value if isinstance(c, ast.Constant) else None
+            for c in node.value.args[1:]
+        ]
+        pick = next((t for t in _TYPEVAR_PICK if t in names), None)
+        if pick is not None:
+            out[node.targets[0].id] = pick
+    return out
+
+
+def _instantiate_typevars(tree: ast.Module) -> dict[str, str]:
+    """Rewrites the text annotations of every function (``'T[:,:]'``, ``'T'``) with the type
+    each module TypeVar is instantiated for (see ``_typevars``); returns that choice."""
+    tvars = _typevars(tree)
+    if not tvars:
+        return tvars
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, tvars)) + r")\b")
+    for node in ast.walk(tree):
+        ann = getattr(node, "annotation", None) if isinstance(node, ast.arg) else None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            ann.value = pattern.sub(lambda m: tvars[m.group(1)], ann.value)
+        elif isinstance(ann, ast.Name) and ann.id in tvars:
+            node.annotation = ast.copy_location(ast.Constant(tvars[ann.id]), ann)
+    return tvars
+
+
 def translate_source(
     source: str,
     name: str,
@@ -505,6 +562,7 @@ def translate_source(
     imported) and laid out from its ``__init__`` annotations as
     :meth:`~cunumpy.arguments.CudaStruct.from_pyccel_class` does."""
     tree = _annotations_as_text(ast.parse(source))
+    typevars = _instantiate_typevars(tree)
     struct_types, structs = _struct_arg_types(
         tree,
         source,
@@ -530,4 +588,5 @@ def translate_source(
     out.writes = tuple(tuple(w) for w in info["writes"])
     out.helpers = tuple(info["helpers"])
     out.structs = tuple(structs)
+    out.typevars = tuple(sorted(typevars.items()))
     return out
