@@ -163,6 +163,33 @@ def test_offsets_computed_in_an_inner_loop_are_owned():
     assert src.loop_var == "i1"
 
 
+@needs_compiler
+def test_missing_cuda_generate_translates_on_the_first_device_call(emulated):
+    rng = np.random.default_rng(5)
+    xs, ys, w = (rng.uniform(0.0, 1.0, 300) for _ in range(3))
+    expected = np.zeros((8, 6))
+    pk.deposit_2d(xs, ys, w, expected, 1.0 / 8, 1.0 / 6)
+    kernel = Kernel(pk.deposit_2d, missing_cuda="generate")
+    assert kernel.cuda_kernel is None and kernel.generated_cuda is None
+    with xp.use_backend("cupy"):
+        rho = xp.zeros((8, 6))
+        kernel(xp.asarray(xs), xp.asarray(ys), xp.asarray(w), rho, 1.0 / 8, 1.0 / 6)
+        got = xp.to_numpy(rho)
+    assert kernel.has_cuda and kernel.generated_cuda.atomics == ("rho",)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    # the parity test of kernel_testing runs on a kernel that generates its CUDA version too
+    other = Kernel(pk.stencil_rows_2d, missing_cuda="generate")
+    assert_kernels_agree(other, CASES["stencil_rows_2d"][1], rtol=1e-12, atol=1e-12)
+    assert other.generated_cuda.loop_var == "i1"
+
+
+def test_missing_cuda_generate_raises_the_refusal(emulated):
+    kernel = Kernel(pk.scatter_assign, missing_cuda="generate")
+    with xp.use_backend("cupy"), pytest.raises(CudaPortRaceError, match="scatter_assign, line 121"):
+        kernel.get_kernel()
+    assert kernel.cuda_kernel is None
+
+
 WALKTHROUGH = TESTS.parent / "examples" / "particle_pusher"
 
 
