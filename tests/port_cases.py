@@ -95,6 +95,11 @@ def args_axpy_generic(backend, seed):
     return (0.75, xp.asarray(rng.normal(size=(7, 11))), xp.asarray(rng.normal(size=(7, 11))))
 
 
+def args_last_columns(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=(23, 5))), xp.zeros(23))
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -106,6 +111,7 @@ CASES = {
     "stencil_rows_2d": (pk.stencil_rows_2d, args_stencil_rows_2d, "owned"),
     "dot_sum": (pk.dot_sum, args_dot_sum, "reduction"),
     "axpy_generic": (pk.axpy_generic, args_axpy_generic, "owned"),
+    "last_columns": (pk.last_columns, args_last_columns, "owned"),
 }
 
 

@@ -260,3 +260,13 @@ def axpy_generic(alpha: "T", x: "T[:,:]", y: "T[:,:]"):
     for i0 in range(n0):
         for i1 in range(n1):
             y[i0, i1] += alpha * x[i0, i1]
+
+
+def last_columns(m: "float[:,:]", out: "float[:]"):
+    """Negative indices, a local numpy import, numpy's shape() kept in a name and size()
+    (struphy's kernel_pullpush and eval_spline_mpi_matrix style)."""
+    from numpy import size
+
+    shp = np.shape(m)
+    for i in range(shp[0]):
+        out[i] = m[i, -1] * size(out) + m[i, -2] + shp[-1]

@@ -458,8 +458,10 @@ impl<'a> Translator<'a> {
         // a.shape[k], shape(a)[k]
         if let Some(base) = self.shape_base(value) {
             let rank = f.vars.get(base).map(Ty::rank).unwrap_or(0);
-            return match const_int(e.get("slice")) {
-                Some(k) if rank > 0 && (k as usize) < rank && k >= 0 => {
+            // a negative axis counts from the end, as in Python
+            let axis = const_int(e.get("slice")).map(|k| if k < 0 { k + rank as i64 } else { k });
+            return match axis {
+                Some(k) if rank > 0 && k >= 0 && (k as usize) < rank => {
                     Ok((format!("{base}.shape[{k}]"), Ty::Scalar(Scalar::I64)))
                 }
                 _ => Err(self.unsupported(
@@ -481,6 +483,15 @@ impl<'a> Translator<'a> {
                         "'{key}' is a 1-D pointer field but is indexed with {}",
                         idx.len()
                     ),
+                ));
+            }
+            if const_int(idx[0]).is_some_and(|v| v < 0) {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "negative index",
+                    Some(&key),
+                    format!("negative index into the pointer field '{key}' (its length is not known in the kernel)"),
                 ));
             }
             let (x, ti) = self.expr(f, idx[0])?;
@@ -525,7 +536,7 @@ impl<'a> Translator<'a> {
                 format!("'{base}' has {} dimensions but is indexed with {} (array views and slices are not translated)", t.rank(), idx.len())));
         }
         let mut parts = Vec::new();
-        for i in idx {
+        for (axis, i) in idx.into_iter().enumerate() {
             if i.kind() == "Slice" {
                 return Err(self.e(
                     PortErrorKind::Unsupported,
@@ -535,14 +546,10 @@ impl<'a> Translator<'a> {
                     format!("slice of '{base}' (write the loop out)"),
                 ));
             }
-            if const_int(i).is_some_and(|v| v < 0) {
-                return Err(self.e(
-                    PortErrorKind::Unsupported,
-                    e.line(),
-                    "negative index",
-                    Some(base),
-                    format!("negative index into '{base}'"),
-                ));
+            if let Some(c) = const_int(i).filter(|v| *v < 0) {
+                // a[-1] is a[n - 1], as in Python (n the extent of that axis)
+                parts.push(format!("{base}.shape[{axis}] - {}", -c));
+                continue;
             }
             let (x, ti) = self.expr(f, i)?;
             if !ti.scalar().is_int() || ti.rank() > 0 {
@@ -718,6 +725,9 @@ impl<'a> Translator<'a> {
                 }
                 _ => return Err(self.unsupported(e, "call", format!("{name}() is not a function of this module nor a math/numpy scalar function"))),
             }
+        }
+        if module == Some("numpy") && name == "size" && xs.len() == 1 && xs[0].1.rank() > 0 {
+            return Ok((format!("{}.size()", xs[0].0), Ty::Scalar(Scalar::I64)));
         }
         if let Some(m) = module {
             scalar_args(self, &xs)?;

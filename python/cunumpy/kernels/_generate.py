@@ -542,6 +542,119 @@ def _instantiate_typevars(tree: ast.Module) -> dict[str, str]:
     return tvars
 
 
+def _hoist_local_imports(tree: ast.Module) -> None:
+    """``from numpy import size`` (or ``import math``) inside a function body moves to the top
+    of the module, where the translator reads the names of ``math`` and ``numpy``; imports of
+    anything else stay (and are refused where they are)."""
+    for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
+        keep = []
+        for stmt in fn.body:
+            names = (
+                [stmt.module or ""]
+                if isinstance(stmt, ast.ImportFrom)
+                else [a.name for a in stmt.names]
+                if isinstance(stmt, ast.Import)
+                else None
+            )
+            if names and all(n in ("math", "numpy") for n in names):
+                tree.body.insert(0, stmt)
+            else:
+                keep.append(stmt)
+        fn.body = keep or [ast.Pass()]
+
+
+def _is_shape_of(value: ast.expr) -> str | None:
+    """``x.shape``, ``shape(x)``, ``np.shape(x)``: the name ``x``."""
+    if isinstance(value, ast.Attribute) and value.attr == "shape":
+        inner = value.value
+        return inner.id if isinstance(inner, ast.Name) else None
+    if (
+        isinstance(value, ast.Call)
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+    ):
+        func = value.func
+        if (isinstance(func, ast.Name) and func.id == "shape") or (
+            isinstance(func, ast.Attribute) and func.attr == "shape"
+        ):
+            return value.args[0].id
+    return None
+
+
+class _ShapeInline(ast.NodeTransformer):
+    """``shp[k]`` -> ``x.shape[k]`` for ``aliases = {"shp": "x"}``."""
+
+    def __init__(self, aliases: dict[str, str]) -> None:
+        self.aliases = aliases
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id in self.aliases:
+            shape = ast.Attribute(
+                value=ast.Name(id=self.aliases[node.value.id], ctx=ast.Load()),
+                attr="shape",
+                ctx=ast.Load(),
+            )
+            return ast.copy_location(
+                ast.Subscript(value=shape, slice=node.slice, ctx=node.ctx), node
+            )
+        return node
+
+
+def _inline_shape_aliases(tree: ast.Module) -> None:
+    """``shp = shape(x)`` (a top-level statement of a function, the name assigned nowhere
+    else and only ever indexed by a constant) is dropped and ``shp[k]`` reads ``x.shape[k]``."""
+    for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
+        stores: dict[str, int] = {}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores[node.id] = stores.get(node.id, 0) + 1
+        aliases: dict[str, str] = {}
+        for stmt in fn.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stores.get(stmt.targets[0].id) == 1
+            ):
+                base = _is_shape_of(stmt.value)
+                if base is not None:
+                    aliases[stmt.targets[0].id] = base
+        if not aliases:
+            continue
+        indexed = {
+            id(node.value)
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and isinstance(node.slice, ast.Constant | ast.UnaryOp)
+        }
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and node.id in aliases
+                and id(node) not in indexed
+            ):
+                aliases.pop(node.id)  # used whole: left to the translator
+        if not aliases:
+            continue
+
+        fn.body = [
+            stmt
+            for stmt in fn.body
+            if not (
+                isinstance(stmt, ast.Assign)
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id in aliases
+                and _is_shape_of(stmt.value) is not None
+            )
+        ] or [ast.Pass()]
+        _ShapeInline(aliases).visit(fn)
+        ast.fix_missing_locations(fn)
+
+
 def translate_source(
     source: str,
     name: str,
@@ -563,6 +676,8 @@ def translate_source(
     :meth:`~cunumpy.arguments.CudaStruct.from_pyccel_class` does."""
     tree = _annotations_as_text(ast.parse(source))
     typevars = _instantiate_typevars(tree)
+    _hoist_local_imports(tree)
+    _inline_shape_aliases(tree)
     struct_types, structs = _struct_arg_types(
         tree,
         source,
