@@ -100,6 +100,19 @@ def args_last_columns(backend, seed):
     return (xp.asarray(rng.normal(size=(23, 5))), xp.zeros(23))
 
 
+def args_push_slices(backend, seed):
+    rng = np.random.default_rng(seed)
+    n = 150
+    m = rng.normal(size=(7, n))
+    m[0:3] = rng.uniform(-0.5, 1.5, size=(3, n))
+    return (xp.asarray(m), xp.asarray(rng.uniform(0.0, 1.0, 4)), 0.1, n)
+
+
+def args_scale_blocks(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=(40, 2, 3))), 40)
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -112,6 +125,8 @@ CASES = {
     "dot_sum": (pk.dot_sum, args_dot_sum, "reduction"),
     "axpy_generic": (pk.axpy_generic, args_axpy_generic, "owned"),
     "last_columns": (pk.last_columns, args_last_columns, "owned"),
+    "push_slices": (pk.push_slices, args_push_slices, "owned"),
+    "scale_blocks": (pk.scale_blocks, args_scale_blocks, "owned"),
 }
 
 

@@ -270,3 +270,32 @@ def last_columns(m: "float[:,:]", out: "float[:]"):
     shp = np.shape(m)
     for i in range(shp[0]):
         out[i] = m[i, -1] * size(out) + m[i, -2] + shp[-1]
+
+
+def push_slices(markers: "float[:,:]", alpha: "float[:]", dt: float, n: int):
+    """The slice assignments of struphy's pushers (one column per marker): a column into a
+    local vector, arithmetic of slices and whole local arrays, np.mod, += into a slice."""
+    v = np.empty(3)
+    eta = np.zeros(3)
+    for ip in range(n):
+        v[:] = markers[3:6, ip]
+        eta[:] = alpha[:3] * markers[0:3, ip] + (1.0 - alpha[:3]) * v
+        eta[:] = np.mod(eta, 1.0)
+        markers[0:3, ip] = eta[:]
+        markers[3:6, ip] += dt * v
+
+
+def shift_slice(a: "float[:,:]", n: int):
+    """Refused: the right-hand side reads other elements of the array it writes."""
+    for i in range(n):
+        a[1:4, i] = a[0:3, i]
+
+
+def scale_blocks(mats: "float[:,:,:]", n: int):
+    """2-D slices (kernel_evaluate's ``out[:] = mat_f[i1, i2, i3, :, :]``): a block into a
+    local array and back, ``blk[:]`` of a 2-D array meaning all of it, as in NumPy."""
+    blk = np.zeros((2, 3))
+    for i in range(n):
+        blk[:] = mats[i, :, :]
+        blk[:, :] = blk * 2.0 + 1.0
+        mats[i, :, :] = blk

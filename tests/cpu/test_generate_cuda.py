@@ -157,6 +157,17 @@ def test_generic_kernel_is_instantiated_for_float():
     assert "CArray2D<float> x" in f32
 
 
+def test_slice_assignments_run_element_by_element():
+    src = generate_cuda(pk.push_slices)
+    assert "for (long long cunumpy_k0 = 0; cunumpy_k0 < 3; ++cunumpy_k0) {" in src
+    assert "v(cunumpy_k0) = markers((3 + cunumpy_k0), ip);" in src
+    assert {(a, how) for a, _, how in src.writes} == {("markers", "owned")}
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.shift_slice)
+    assert (info.value.line, info.value.construct, info.value.array) == (291, "slice", "a")
+    assert "reads 'a' at other elements" in str(info.value)
+
+
 def test_offsets_computed_in_an_inner_loop_are_owned():
     src = generate_cuda(pk.stencil_rows_2d)
     assert src.writes == (("out", 205, "owned"),)
@@ -310,6 +321,30 @@ def test_port_command_writes_next_to_the_kernel_and_checks_parity(tmp_path):
     assert refused.returncode == 1
     assert "refused: racy, line 16: reads 'x' at an index other than 'i'" in refused.stdout
     assert not (folder / "racy_cuda.cu").exists()
+
+
+@needs_compiler
+def test_catalog_missing_cuda_generate_generates_unported_kernels(tmp_path, emulated, monkeypatch):
+    folder = tmp_path / "genpkg" / "dep"
+    folder.mkdir(parents=True)
+    (tmp_path / "genpkg" / "__init__.py").write_text("")
+    (folder / "__init__.py").write_text("")
+    (folder / "dep_kernels.py").write_text(KERNEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    catalog = KernelCatalog.from_package("genpkg", missing_cuda="generate")
+    kernel = catalog["dep"]
+    assert kernel.cuda_kernel is None  # nothing until the first device-side call
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.0, 2.0, 300)
+    expected = np.zeros(10)
+    with xp.use_backend("numpy"):
+        kernel(x, expected, 0.2)
+    with xp.use_backend("cupy"):
+        rho = xp.zeros(10)
+        kernel(xp.asarray(x), rho, 0.2)
+        got = xp.to_numpy(rho)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert kernel.generated_cuda.atomics == ("rho",)
 
 
 @needs_compiler

@@ -676,11 +676,18 @@ impl<'a> Translator<'a> {
                         Some(*m),
                         func.get("attr").as_str().unwrap_or("").to_string(),
                     ),
+                    None if !base.is_empty() && !f.vars.contains_key(base) => {
+                        return Err(self.unsupported(
+                            e,
+                            "helper from another module",
+                            format!("{base}.{method}(): functions of other modules are not translated yet (port that one by hand, or bring it into this module)"),
+                        ))
+                    }
                     None => {
                         return Err(self.unsupported(
                             e,
                             "call",
-                            format!("method call .{}()", func.get("attr").as_str().unwrap_or("")),
+                            format!("method call .{method}()"),
                         ))
                     }
                 }
@@ -725,6 +732,26 @@ impl<'a> Translator<'a> {
                 }
                 _ => return Err(self.unsupported(e, "call", format!("{name}() is not a function of this module nor a math/numpy scalar function"))),
             }
+        }
+        if module == Some("numpy")
+            && matches!(name.as_str(), "mod" | "remainder")
+            && args.len() == 2
+        {
+            // NumPy's mod is Python's %: the sign of the divisor
+            let fake = Json::Obj(BTreeMap::from([
+                ("_t".to_string(), Json::Str("BinOp".into())),
+                ("_line".to_string(), Json::Num(e.line().to_string())),
+                ("left".to_string(), args[0].clone()),
+                (
+                    "op".to_string(),
+                    Json::Obj(BTreeMap::from([(
+                        "_t".to_string(),
+                        Json::Str("Mod".into()),
+                    )])),
+                ),
+                ("right".to_string(), args[1].clone()),
+            ]));
+            return self.binop(f, &fake);
         }
         if module == Some("numpy") && name == "size" && xs.len() == 1 && xs[0].1.rank() > 0 {
             return Ok((format!("{}.size()", xs[0].0), Ty::Scalar(Scalar::I64)));
@@ -1158,6 +1185,18 @@ impl<'a> Translator<'a> {
         // Docstrings and `pass` make no code.
         if kind == "Pass" || (kind == "Expr" && s.get("value").kind() == "Constant") {
             return Ok(String::new());
+        }
+        let slice_target = match kind {
+            "Assign" => s
+                .get("targets")
+                .as_list()
+                .iter()
+                .any(crate::slices::has_slice),
+            "AugAssign" => crate::slices::has_slice(s.get("target")),
+            _ => false,
+        };
+        if slice_target {
+            return self.slice_assign(f, s, depth, par);
         }
         let mut out = if matches!(kind, "If" | "For" | "While") {
             String::new()
