@@ -113,6 +113,11 @@ def args_scale_blocks(backend, seed):
     return (xp.asarray(rng.normal(size=(40, 2, 3))), 40)
 
 
+def args_norms_other_module(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.uniform(0.0, 2.0, size=(60, 2))), xp.zeros(60), 1.5)
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -127,6 +132,7 @@ CASES = {
     "last_columns": (pk.last_columns, args_last_columns, "owned"),
     "push_slices": (pk.push_slices, args_push_slices, "owned"),
     "scale_blocks": (pk.scale_blocks, args_scale_blocks, "owned"),
+    "norms_other_module": (pk.norms_other_module, args_norms_other_module, "owned"),
 }
 
 

@@ -299,3 +299,26 @@ def scale_blocks(mats: "float[:,:,:]", n: int):
         blk[:] = mats[i, :, :]
         blk[:, :] = blk * 2.0 + 1.0
         mats[i, :, :] = blk
+
+
+import port_helpers as ph  # noqa: E402 - kept below so the line numbers above stay put
+from port_helpers import cell_of  # noqa: E402
+
+
+def norms_other_module(xs: "float[:,:]", out: "float[:]", s: float):
+    """Helpers of another module, by module alias and by name (and one they call in turn)."""
+    for i in range(xs.shape[0]):
+        out[i] = ph.scaled_norm(xs[i, 0], xs[i, 1], s) + cell_of(xs[i, 0], 0.25)
+
+
+def grid_other_module(xs: "float[:,:]", args: "GridArguments", out: "float[:]", n: int):
+    """A struct argument, and an array field of it, passed on to another module's helpers."""
+    for ip in range(n):
+        i = ph.cell_of(xs[ip, 0], args.h) % args.nx
+        out[ip] = ph.read_coef(args, i, ip % 3) * xs[ip, 1] + ph.coef_at(args.coef, i, 0)
+
+
+def bump_other_module(args: "GridArguments", n: int):
+    """Refused: the helper writes the struct's array where the kernel cannot see which element."""
+    for ip in range(n):
+        ph.bump(args, ip % 4)

@@ -370,6 +370,40 @@ def test_struct_class_named_in_annotation_is_laid_out_and_agrees(emulated):
     assert any(np.any(a != 0) for a in out.values())
 
 
+def test_helpers_of_other_modules_become_device_functions():
+    src = generate_cuda(pk.norms_other_module)
+    assert src.helpers == (
+        "port_helpers__cell_of",
+        "port_helpers__scaled_norm",
+        "port_helpers__square",
+    )
+    assert src.count("__device__ double port_helpers__square(") == 1
+    # comments of the helpers quote their own file and line
+    assert "// port_helpers.py:12: return x * x" in src
+
+
+@needs_compiler
+def test_struct_passed_to_a_helper_of_another_module_agrees(emulated):
+    from port_cases import grid_args_maker
+
+    src = generate_cuda(pk.grid_other_module)
+    assert "__device__ double port_helpers__read_coef(GridArguments args" in src
+    assert "port_helpers__coef_at(args.coef, i, 0)" in src
+    kernel = Kernel(pk.grid_other_module, src.cuda_kernel())
+    out = assert_kernels_agree(
+        kernel, grid_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert any(np.any(a != 0) for a in out.values())
+
+
+def test_helper_writing_a_struct_array_is_refused():
+    with pytest.raises(CudaPortRaceError) as info:
+        generate_cuda(pk.bump_other_module)
+    err = info.value
+    assert (err.line, err.array, err.construct) == (324, "args.coef", "helper writes array")
+    assert "port_helpers__bump()" in str(err)
+
+
 @needs_compiler
 def test_plus_equal_into_a_struct_view_field_is_atomic(emulated):
     from port_cases import grid_args_maker

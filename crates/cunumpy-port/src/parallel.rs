@@ -581,6 +581,41 @@ impl<'a> Translator<'a> {
                     if let Some(h) = name_of(e.get("func")).filter(|h| self.funcs.contains_key(*h))
                     {
                         for (k, a) in e.get("args").as_list().iter().enumerate() {
+                            // a struct passed whole: an access of each of its array fields,
+                            // at indices the proof cannot see
+                            if let Some((n, Ty::Struct(_, fields))) =
+                                name_of(a).and_then(|n| f.vars.get(n).map(|t| (n, t)))
+                            {
+                                let writes = self.helper_writes(h, k, &mut BTreeSet::new());
+                                for (field, ft) in fields {
+                                    if ft.rank() > 0 {
+                                        out.push(Seen {
+                                            array: format!("{n}.{field}"),
+                                            idx: None,
+                                            access: if writes {
+                                                Access::Store
+                                            } else {
+                                                Access::Read
+                                            },
+                                            line,
+                                            helper: Some(h.to_string()),
+                                        });
+                                    }
+                                }
+                                continue;
+                            }
+                            if let Some((key, Ty::View(..))) = crate::translate::struct_field(f, a)
+                            {
+                                let writes = self.helper_writes(h, k, &mut BTreeSet::new());
+                                out.push(Seen {
+                                    array: key,
+                                    idx: None,
+                                    access: if writes { Access::Store } else { Access::Read },
+                                    line,
+                                    helper: Some(h.to_string()),
+                                });
+                                continue;
+                            }
                             if let Some(n) =
                                 name_of(a).filter(|n| matches!(f.vars.get(*n), Some(Ty::Array(..))))
                             {
@@ -689,10 +724,14 @@ fn writes_name(t: &Translator, node: &Json, p: &str, busy: &mut BTreeSet<(String
                 } else {
                     vec![node.get("target")]
                 };
-                if targets
-                    .iter()
-                    .any(|t| t.kind() == "Subscript" && name_of(t.get("value")) == Some(p))
-                {
+                // p[...] = or, for a struct p, p.field[...] = (and p.field = )
+                if targets.iter().any(|t| {
+                    let v = t.get("value");
+                    (t.kind() == "Subscript"
+                        && (name_of(v) == Some(p)
+                            || (v.kind() == "Attribute" && name_of(v.get("value")) == Some(p))))
+                        || (t.kind() == "Attribute" && name_of(v) == Some(p))
+                }) {
                     return true;
                 }
             }

@@ -694,9 +694,20 @@ impl<'a> Translator<'a> {
             }
             _ => return Err(self.unsupported(e, "call", "this call".into())),
         };
+        let helper_call = module.is_none() && self.funcs.contains_key(&name);
         let mut xs = Vec::new();
         for a in args {
-            xs.push(self.expr(f, a)?);
+            // a struct argument passed on to a helper (by value: its arrays are the same)
+            match name_of(a).and_then(|n| f.vars.get(n)) {
+                Some(t @ Ty::Struct(..)) if helper_call => {
+                    xs.push((name_of(a).unwrap_or("").to_string(), t.clone()))
+                }
+                _ => match struct_field(f, a) {
+                    // an array-view field of a struct passed to a helper: the view itself
+                    Some((key, t @ Ty::View(..))) if helper_call => xs.push((key, t)),
+                    _ => xs.push(self.expr(f, a)?),
+                },
+            }
         }
         let scalar_args = |t: &Translator, xs: &[(String, Ty)]| -> R<()> {
             if xs.iter().any(|(_, t)| t.rank() > 0) {

@@ -13,6 +13,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -655,6 +656,149 @@ def _inline_shape_aliases(tree: ast.Module) -> None:
         ast.fix_missing_locations(fn)
 
 
+_MATH_NUMPY = ("math", "numpy")
+
+
+def _imports_of(tree: ast.Module) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """A module's imports of other modules than math/numpy: ``import a.b.c as m`` -> ``{"m":
+    "a.b.c"}``, ``from a.b.c import f as g`` -> ``{"g": ("a.b.c", "f")}``."""
+    mods: dict[str, str] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] not in _MATH_NUMPY and (a.asname or "." not in a.name):
+                    mods[a.asname or a.name] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] not in _MATH_NUMPY:
+                for a in node.names:
+                    names[a.asname or a.name] = (node.module, a.name)
+    return mods, names
+
+
+class _Helpers:
+    """Functions of other modules the kernel calls (``bsplines_kernels.find_span(...)``,
+    ``from pkg.mod import f``): each is read from its file (found under the search paths, never
+    imported), renamed ``<module>__<name>`` and added to the kernel's module, with the functions
+    it calls in turn; its file's lines are appended to the source after the module's own, so
+    the generated comments quote them (``origin`` maps those lines back)."""
+
+    def __init__(self, tree: ast.Module, source: str, search_paths: Sequence[Path]) -> None:
+        self.tree = tree
+        self.lines = source.splitlines()
+        self.main_len = len(self.lines)
+        self.search = search_paths
+        self.files: dict[Path, tuple[ast.Module, int]] = {}
+        self.done: dict[tuple[Path, str], str | None] = {}
+        self.spans: list[tuple[int, int, Path]] = []
+        self.bound = {
+            a.asname or a.name
+            for n in tree.body
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in n.names
+        }
+
+    def _file(self, path: Path) -> tuple[ast.Module, int]:
+        if path not in self.files:
+            text = path.read_text()
+            offset = len(self.lines)
+            tree = _annotations_as_text(ast.parse(text))
+            _instantiate_typevars(tree)
+            _hoist_local_imports(tree)
+            _inline_shape_aliases(tree)
+            ast.increment_lineno(tree, offset)
+            self.lines.extend(text.splitlines())
+            self.spans.append((offset, len(self.lines), path))
+            self.files[path] = (tree, offset)
+            # its math/numpy names, where the kernel's module does not bind them otherwise
+            for node in tree.body:
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    mod = node.module if isinstance(node, ast.ImportFrom) else None
+                    top = (mod or node.names[0].name).split(".")[0]
+                    aliases = {a.asname or a.name for a in node.names}
+                    if top in _MATH_NUMPY and not (aliases & self.bound):
+                        self.tree.body.insert(0, node)
+                        self.bound |= aliases
+        return self.files[path]
+
+    def pull(self, module: str, name: str) -> str | None:
+        path = _module_file(module, self.search)
+        if path is None:
+            return None
+        key = (path, name)
+        if key in self.done:
+            return self.done[key]
+        tree, _ = self._file(path)
+        fdef = next(
+            (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None
+        )
+        if fdef is None:
+            self.done[key] = None
+            return None
+        taken = {n.name for n in self.tree.body if isinstance(n, ast.FunctionDef)}
+        mangled = f"{module.rsplit('.', 1)[-1]}__{name}"
+        while mangled in taken:
+            mangled += "_"
+        self.done[key] = mangled
+        copy = deepcopy(fdef)
+        copy.name = mangled
+        mods, names = _imports_of(tree)
+        local = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.resolve(copy, mods, names, local, module)
+        self.tree.body.append(copy)
+        return mangled
+
+    def resolve(
+        self,
+        fn: ast.FunctionDef,
+        mods: dict[str, str],
+        names: dict[str, tuple[str, str]],
+        local: set[str],
+        module: str | None,
+    ) -> None:
+        """Points the calls of ``fn`` to other modules' functions (and, in a function read
+        from another module, to its own module's functions) at their renamed copies."""
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            func, target = node.func, None
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id in mods
+            ):
+                target = (mods[func.value.id], func.attr)
+            elif isinstance(func, ast.Name) and func.id in names:
+                target = names[func.id]
+            elif isinstance(func, ast.Name) and module is not None and func.id in local:
+                target = (module, func.id)
+            if target is not None:
+                mangled = self.pull(*target)
+                if mangled is not None:
+                    node.func = ast.copy_location(ast.Name(id=mangled, ctx=ast.Load()), func)
+
+    def origin(self, line: int) -> tuple[Path, int] | None:
+        """(file, line in it) of a line of an appended file; None for the module's own."""
+        for start, end, path in self.spans:
+            if start < line <= end:
+                return path, line - start
+        return None
+
+    def source(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+    def relabel(self, text: str) -> str:
+        """``// L<n>:`` comments of appended lines name their file and line instead."""
+
+        def sub(m: re.Match[str]) -> str:
+            where = self.origin(int(m.group(1)))
+            if where is None:
+                return m.group(0)
+            return f"// {where[0].name}:{where[1]}:"
+
+        return re.sub(r"// L(\d+):", sub, text)
+
+
 def translate_source(
     source: str,
     name: str,
@@ -687,14 +831,35 @@ def translate_source(
         [Path(p) for p in search_paths],
     )
     _inline_field_aliases(tree, name, dict(struct_types))
-    info = _core._port_translate(
-        json.dumps(_dump(tree)),
-        source,
-        name,
-        arg_types=[*arg_types, *struct_types],
-        parallel_loop=parallel_loop,
-    )
-    out = GeneratedCuda(info["source"])
+    helpers = _Helpers(tree, source, [Path(p) for p in search_paths])
+    mods, names = _imports_of(tree)
+    for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
+        helpers.resolve(fn, mods, names, set(), None)
+    from ..exceptions import CudaPortError
+
+    try:
+        info = _core._port_translate(
+            json.dumps(_dump(tree)),
+            helpers.source(),
+            name,
+            arg_types=[*arg_types, *struct_types],
+            parallel_loop=parallel_loop,
+        )
+    except CudaPortError as exc:
+        where = helpers.origin(getattr(exc, "line", 0) or 0)
+        if where is None:
+            raise
+        text = str(exc).split(": ", 1)[-1]
+        moved = type(exc)(f"{exc.function}, line {where[1]} of {where[0]}: {text}")
+        moved.function, moved.line, moved.construct, moved.array = (
+            exc.function,
+            where[1],
+            exc.construct,
+            exc.array,
+        )
+        moved.file = str(where[0])
+        raise moved from None
+    out = GeneratedCuda(helpers.relabel(info["source"]))
     out.kernel = info["kernel"]
     out.params = tuple(info["params"])
     out.loop_line = info["loop_line"]
