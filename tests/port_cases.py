@@ -118,6 +118,11 @@ def args_norms_other_module(backend, seed):
     return (xp.asarray(rng.uniform(0.0, 2.0, size=(60, 2))), xp.zeros(60), 1.5)
 
 
+def args_window_sums(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=(30, 6))), xp.zeros(30), 4)
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -133,6 +138,7 @@ CASES = {
     "push_slices": (pk.push_slices, args_push_slices, "owned"),
     "scale_blocks": (pk.scale_blocks, args_scale_blocks, "owned"),
     "norms_other_module": (pk.norms_other_module, args_norms_other_module, "owned"),
+    "window_sums": (pk.window_sums, args_window_sums, "owned"),
 }
 
 

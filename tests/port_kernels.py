@@ -322,3 +322,15 @@ def bump_other_module(args: "GridArguments", n: int):
     """Refused: the helper writes the struct's array where the kernel cannot see which element."""
     for ip in range(n):
         ph.bump(args, ip % 4)
+
+
+def window_sums(x: "float[:,:]", out: "float[:]", p: int):
+    """A local array sized at run time (struphy's ``zeros(p + 1)`` spline buffers)."""
+    for i in range(x.shape[0]):
+        buf = np.zeros(p + 1)
+        for k in range(p + 1):
+            buf[k] = x[i, k] * (k + 1)
+        s = 0.0
+        for k in range(p + 1):
+            s += buf[k]
+        out[i] = s

@@ -168,6 +168,22 @@ def test_slice_assignments_run_element_by_element():
     assert "reads 'a' at other elements" in str(info.value)
 
 
+@needs_compiler
+def test_local_array_sized_at_run_time_stops_when_over_its_reserve(emulated):
+    from cunumpy.exceptions import EmulatedKernelFault
+
+    src = generate_cuda(pk.window_sums)
+    assert "double buf_data[CUNUMPY_PORT_LOCAL_CAP];" in src
+    assert "#define CUNUMPY_PORT_LOCAL_CAP 64" in src
+    kernel = src.cuda_kernel()
+    with xp.use_backend("cupy"):
+        x, out = xp.asarray(np.ones((4, 101))), xp.zeros(4)
+        kernel(x, out, 4)
+        np.testing.assert_array_equal(xp.to_numpy(out), np.full(4, 15.0))
+        with pytest.raises(EmulatedKernelFault, match="'buf' .line 330. needs 101 elements"):
+            kernel(x, out, 100)
+
+
 def test_offsets_computed_in_an_inner_loop_are_owned():
     src = generate_cuda(pk.stencil_rows_2d)
     assert src.writes == (("out", 205, "owned"),)

@@ -199,7 +199,7 @@ impl<'a> Translator<'a> {
                 match f.vars.get(n) {
                     Some(Ty::Array(..)) => Err(self.e(PortErrorKind::Unsupported, at.line(), "slice", Some(n),
                         format!("slice assignment naming the array argument '{n}' whole (write {n}[:], so the race proof sees it)"))),
-                    Some(t @ Ty::Local(..)) if t.rank() == d => {
+                    Some(t @ (Ty::Local(..) | Ty::LocalDyn(..))) if t.rank() == d => {
                         let ix: Vec<Json> =
                             (0..d).map(|j| name(&format!("cunumpy_k{j}"))).collect();
                         lens.push((0..d).map(|a| shape_of(e, a)).collect());

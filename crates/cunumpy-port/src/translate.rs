@@ -133,6 +133,12 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
          template <class T> __device__ __forceinline__ T cunumpy_port_max(T a, T b) { return a < b ? b : a; }\n",
     ),
     (
+        "localcap",
+        "// Local arrays whose size is known only at run time (np.zeros(p + 1)) reserve this many\n\
+         // elements per thread; a larger one stops the kernel with a message (raise it here).\n\
+         #ifndef CUNUMPY_PORT_LOCAL_CAP\n#define CUNUMPY_PORT_LOCAL_CAP 64\n#endif\n",
+    ),
+    (
         "ipow",
         "// Python's ** on integers (a non-negative exponent).\n\
          __device__ __forceinline__ long long cunumpy_port_ipow(long long a, long long b) {\n    \
@@ -1116,13 +1122,14 @@ impl<'a> Translator<'a> {
         } else {
             vec![const_int(shape)]
         };
-        if dims.iter().any(|d| d.is_none_or(|d| d <= 0)) {
+        if dims.iter().any(|d| d.is_some_and(|d| d <= 0)) {
             return Err(self.unsupported(
                 v,
                 "local array",
-                format!("np.{fname}() with a shape that is not made of positive integer constants"),
+                format!("np.{fname}() with a shape that is not positive"),
             ));
         }
+        let dynamic = dims.iter().any(Option::is_none);
         let mut s = Scalar::F64;
         let dtype_arg = args.get(1).or_else(|| {
             v.get("keywords")
@@ -1141,10 +1148,76 @@ impl<'a> Translator<'a> {
             s = scalar_named(&text)
                 .map_err(|m| self.unsupported(v, "local array", format!("dtype: {m}")))?;
         }
+        if dynamic {
+            return Ok(Some(Ty::LocalDyn(s, dims.len())));
+        }
         Ok(Some(Ty::Local(
             s,
             dims.into_iter().map(|d| d.unwrap_or(1) as usize).collect(),
         )))
+    }
+
+    /// `x = np.zeros((p + 1, q))` with run-time extents: the local's view takes them, checked
+    /// against the per-thread reserve, then it is filled.
+    fn dynamic_local(
+        &mut self,
+        f: &FnCx,
+        s: &Json,
+        n: &str,
+        sc: Scalar,
+        rank: usize,
+        pad: &str,
+    ) -> R<String> {
+        let value = s.get("value");
+        let shape = value
+            .get("args")
+            .as_list()
+            .first()
+            .cloned()
+            .unwrap_or(Json::Null);
+        let dims: Vec<Json> = if shape.kind() == "Tuple" {
+            shape.get("elts").as_list().to_vec()
+        } else {
+            vec![shape]
+        };
+        let mut ext = Vec::new();
+        for d in &dims {
+            let (x, t) = self.expr(f, d)?;
+            if !t.scalar().is_int() || t.rank() > 0 {
+                return Err(self.unsupported(
+                    s,
+                    "local array",
+                    format!("an extent of '{n}' that is not an integer"),
+                ));
+            }
+            ext.push(format!("(long long)({})", strip_parens(&x)));
+        }
+        self.prelude.insert("localcap");
+        let func = value.get("func");
+        let fname = match func.kind() {
+            "Name" => self
+                .from_imports
+                .get(name_of(func).unwrap_or(""))
+                .map(|(_, real)| real.as_str())
+                .unwrap_or(""),
+            _ => func.get("attr").as_str().unwrap_or(""),
+        };
+        let c = sc.c();
+        let mut out = self.comment(s.line(), pad);
+        out.push_str(&format!(
+            "{pad}{n} = CArray{rank}D<{c}>{{{n}_data, {{{}}}}};\n",
+            ext.join(", ")
+        ));
+        out.push_str(&format!(
+            "{pad}if ({n}.size() < 0 || {n}.size() > CUNUMPY_PORT_LOCAL_CAP) {{\n{pad}    printf(\"cunumpy: {}: local array '{n}' (line {}) needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long){n}.size(), (int)CUNUMPY_PORT_LOCAL_CAP);\n{pad}    __trap();\n{pad}}}\n",
+            self.current,
+            s.line()
+        ));
+        if fname != "empty" {
+            let fill = if fname == "zeros" { "0" } else { "1" };
+            out.push_str(&format!("{pad}for (long long cunumpy_f = 0; cunumpy_f < {n}.size(); ++cunumpy_f) {n}_data[cunumpy_f] = ({c}){fill};\n"));
+        }
+        Ok(out)
     }
 
     /// Declarations of a function's locals (C needs them before any block uses them).
@@ -1153,6 +1226,13 @@ impl<'a> Translator<'a> {
         for n in &f.order {
             match &f.vars[n] {
                 Ty::Scalar(s) => out.push_str(&format!("{pad}{} {n};\n", s.c())),
+                Ty::LocalDyn(s, rank) => {
+                    let zeros = vec!["0"; *rank].join(", ");
+                    out.push_str(&format!(
+                        "{pad}{} {n}_data[CUNUMPY_PORT_LOCAL_CAP];\n{pad}CArray{rank}D<{}> {n} = {{{n}_data, {{{zeros}}}}};\n",
+                        s.c(), s.c()
+                    ));
+                }
                 Ty::Local(s, dims) => {
                     let total: usize = dims.iter().product();
                     let ext: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
@@ -1228,6 +1308,9 @@ impl<'a> Translator<'a> {
                 match target.kind() {
                     "Name" => {
                         let n = name_of(target).unwrap_or("");
+                        if let Some(Ty::LocalDyn(sc, rank)) = self.local_array(value)?.as_ref() {
+                            return self.dynamic_local(f, s, n, *sc, *rank, &pad);
+                        }
                         if let Some(Ty::Local(sc, dims)) = self.local_array(value)?.as_ref() {
                             let total: usize = dims.iter().product();
                             let func = value.get("func");
