@@ -123,6 +123,12 @@ def args_window_sums(backend, seed):
     return (xp.asarray(rng.normal(size=(30, 6))), xp.zeros(30), 4)
 
 
+def args_row_sums(backend, seed):
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, 6, size=9)
+    return (xp.asarray(rng.normal(size=(6, 4, 5))), xp.asarray(rows), xp.zeros((9, 4)))
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -139,6 +145,7 @@ CASES = {
     "scale_blocks": (pk.scale_blocks, args_scale_blocks, "owned"),
     "norms_other_module": (pk.norms_other_module, args_norms_other_module, "owned"),
     "window_sums": (pk.window_sums, args_window_sums, "owned"),
+    "row_sums": (pk.row_sums, args_row_sums, "owned"),
 }
 
 

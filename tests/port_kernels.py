@@ -334,3 +334,22 @@ def window_sums(x: "float[:,:]", out: "float[:]", p: int):
         for k in range(p + 1):
             s += buf[k]
         out[i] = s
+
+
+def row_sums(m: "float[:,:,:]", rows: "int[:]", out: "float[:,:]"):
+    """A local name for a row of an array (struphy's ``tmp1 = ind1[span1 - p, :]``)."""
+    for i in range(out.shape[0]):
+        r = rows[i]  # an element, not a view
+        for j in range(out.shape[1]):
+            row = m[r, j, :]
+            s = 0.0
+            for k in range(row.shape[0]):
+                s += row[k] * (k + 1)
+            out[i, j] = s
+
+
+def write_row(m: "float[:,:]", n: int):
+    """Refused: a write through a view of another array."""
+    for i in range(n):
+        row = m[i, :]
+        row[0] = 1.0

@@ -184,6 +184,14 @@ def test_local_array_sized_at_run_time_stops_when_over_its_reserve(emulated):
             kernel(x, out, 100)
 
 
+def test_row_views_are_read_only():
+    src = generate_cuda(pk.row_sums)
+    assert "row = CArray1D<double>{m.data + " in src
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.write_row)
+    assert (info.value.construct, info.value.array) == ("write through a view", "row")
+
+
 def test_offsets_computed_in_an_inner_loop_are_owned():
     src = generate_cuda(pk.stencil_rows_2d)
     assert src.writes == (("out", 205, "owned"),)

@@ -80,6 +80,14 @@ impl<'a> Translator<'a> {
             if k == 0 && s.kind() == "Expr" && s.get("value").kind() == "Constant" {
                 continue;
             }
+            if s.kind() == "Assign" {
+                if let Some(n) = s.get("targets").as_list().first().and_then(name_of) {
+                    if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
+                        return Err(self.e(PortErrorKind::Unsupported, s.line(), "view before the parallel loop", Some(n),
+                            format!("makes the view '{n}' before the parallel loop (make it inside the loop, where the race proof sees which elements it reads)")));
+                    }
+                }
+            }
             let mut seen = Vec::new();
             self.accesses_stmt(&f, s, &mut seen);
             if let Some(w) = seen.iter().find(|w| w.access != Access::Read) {
@@ -648,7 +656,12 @@ impl<'a> Translator<'a> {
     }
 
     /// Whether helper `h` writes (directly or through its own calls) its parameter number `k`.
-    fn helper_writes(&self, h: &str, k: usize, busy: &mut BTreeSet<(String, usize)>) -> bool {
+    pub(crate) fn helper_writes(
+        &self,
+        h: &str,
+        k: usize,
+        busy: &mut BTreeSet<(String, usize)>,
+    ) -> bool {
         if !busy.insert((h.to_string(), k)) {
             return false;
         }

@@ -701,6 +701,18 @@ impl<'a> Translator<'a> {
             _ => return Err(self.unsupported(e, "call", "this call".into())),
         };
         let helper_call = module.is_none() && self.funcs.contains_key(&name);
+        if helper_call {
+            for (k, a) in args.iter().enumerate() {
+                if let Some(v) = name_of(a).filter(|v| {
+                    matches!(f.vars.get(*v), Some(Ty::View(..))) && !f.params.contains(*v)
+                }) {
+                    if self.helper_writes(&name, k, &mut BTreeSet::new()) {
+                        return Err(self.e(PortErrorKind::Unsupported, e.line(), "write through a view", Some(v),
+                            format!("passes '{v}', a view of another array's elements, to {name}(), which writes it")));
+                    }
+                }
+            }
+        }
         let mut xs = Vec::new();
         for a in args {
             // a struct argument passed on to a helper (by value: its arrays are the same)
@@ -1064,6 +1076,8 @@ impl<'a> Translator<'a> {
                 let n = name_of(target).unwrap_or("");
                 if let Some(t) = self.local_array(value)? {
                     bind(f, n, t);
+                } else if let Some((_, t, _)) = self.row_view(f, value) {
+                    bind(f, n, t);
                 } else if let Ok(t) = self.ty(f, value) {
                     bind(f, n, t);
                 }
@@ -1157,6 +1171,52 @@ impl<'a> Translator<'a> {
         )))
     }
 
+    /// `a[i, :]`, `a[i, j, :, :]` (leading indices, then whole trailing axes) of an array
+    /// argument or an array-view field: (the array's C name, the view's type, the leading
+    /// indices).
+    pub(crate) fn row_view(&self, f: &FnCx, e: &Json) -> Option<(String, Ty, Vec<Json>)> {
+        if e.kind() != "Subscript" {
+            return None;
+        }
+        let value = e.get("value");
+        let (base, t) = match struct_field(f, value) {
+            Some((k, t @ Ty::View(..))) => (k, t),
+            Some(_) => return None,
+            None => {
+                let n = name_of(value)?;
+                match f.vars.get(n) {
+                    Some(t @ (Ty::Array(..) | Ty::View(..))) => (n.to_string(), t.clone()),
+                    _ => return None,
+                }
+            }
+        };
+        let ix = indices(e);
+        let lead: Vec<Json> = ix
+            .iter()
+            .take_while(|i| i.kind() != "Slice")
+            .map(|i| (*i).clone())
+            .collect();
+        let full = |i: &&Json| {
+            i.kind() == "Slice"
+                && matches!(i.get("lower"), Json::Null)
+                && matches!(i.get("upper"), Json::Null)
+                && matches!(i.get("step"), Json::Null)
+        };
+        let rest = &ix[lead.len()..];
+        if lead.is_empty()
+            || rest.is_empty()
+            || !rest.iter().all(full)
+            || lead.len() + rest.len() > t.rank()
+        {
+            return None;
+        }
+        if lead.iter().any(|i| const_int(i).is_some_and(|v| v < 0)) {
+            return None;
+        }
+        let r = t.rank() - lead.len();
+        Some((base, Ty::View(t.scalar(), r), lead))
+    }
+
     /// `x = np.zeros((p + 1, q))` with run-time extents: the local's view takes them, checked
     /// against the per-thread reserve, then it is filled.
     fn dynamic_local(
@@ -1226,6 +1286,9 @@ impl<'a> Translator<'a> {
         for n in &f.order {
             match &f.vars[n] {
                 Ty::Scalar(s) => out.push_str(&format!("{pad}{} {n};\n", s.c())),
+                Ty::View(s, rank) => {
+                    out.push_str(&format!("{pad}CArray{rank}D<{}> {n};\n", s.c()));
+                }
                 Ty::LocalDyn(s, rank) => {
                     let zeros = vec!["0"; *rank].join(", ");
                     out.push_str(&format!(
@@ -1241,7 +1304,7 @@ impl<'a> Translator<'a> {
                         s.c(), dims.len(), s.c(), ext.join(", ")
                     ));
                 }
-                Ty::Array(..) | Ty::Struct(..) | Ty::View(..) => {}
+                Ty::Array(..) | Ty::Struct(..) => {}
             }
         }
         out
@@ -1276,6 +1339,19 @@ impl<'a> Translator<'a> {
         // Docstrings and `pass` make no code.
         if kind == "Pass" || (kind == "Expr" && s.get("value").kind() == "Constant") {
             return Ok(String::new());
+        }
+        // A local view (`row = a[i, :]`) is read only: a write through it would escape the
+        // race proof, which sees the array only where the view is made.
+        let targets: Vec<&Json> = match kind {
+            "Assign" => s.get("targets").as_list().iter().collect(),
+            "AugAssign" => vec![s.get("target")],
+            _ => vec![],
+        };
+        for t in targets {
+            if let Some(v) = local_view_written(f, t) {
+                return Err(self.e(PortErrorKind::Unsupported, s.line(), "write through a view", Some(&v),
+                    format!("writes through '{v}', a view of another array's elements (write into that array instead)")));
+            }
         }
         let slice_target = match kind {
             "Assign" => s
@@ -1336,6 +1412,40 @@ impl<'a> Translator<'a> {
                                 "assignment",
                                 format!("rebinding array parameter '{n}'"),
                             ));
+                        }
+                        if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
+                            if let Some((base, Ty::View(sc, r), lead)) = self.row_view(f, value) {
+                                // a view of the trailing axes: the array's own elements
+                                let mut lead_c = Vec::new();
+                                for i in &lead {
+                                    let (x, ti) = self.expr(f, i)?;
+                                    if !ti.scalar().is_int() || ti.rank() > 0 {
+                                        return Err(self.unsupported(
+                                            s,
+                                            "index",
+                                            format!("index of '{base}' is not an integer"),
+                                        ));
+                                    }
+                                    lead_c.push(format!("(long long)({})", strip_parens(&x)));
+                                }
+                                let total = base_rank(f, &base);
+                                let mut off = String::from("0");
+                                for (d, i) in lead_c.iter().enumerate() {
+                                    off = format!("({off}) * {base}.shape[{d}] + {i}");
+                                }
+                                let tail: Vec<String> = (lead.len()..total)
+                                    .map(|d| format!("{base}.shape[{d}]"))
+                                    .collect();
+                                for d in lead.len()..total {
+                                    off = format!("({off}) * {base}.shape[{d}]");
+                                }
+                                out.push_str(&format!(
+                                    "{pad}{n} = CArray{r}D<{}>{{{base}.data + {off}, {{{}}}}};\n",
+                                    sc.c(),
+                                    tail.join(", ")
+                                ));
+                                return Ok(out);
+                            }
                         }
                         let (x, t) = self.expr(f, value)?;
                         if t.rank() > 0 {
@@ -1587,6 +1697,22 @@ impl<'a> Translator<'a> {
         };
         Ok((var, start, stop, step))
     }
+}
+
+/// The local view a subscript target writes through (`row[k] = ...`), if any.
+fn local_view_written(f: &FnCx, target: &Json) -> Option<String> {
+    if target.kind() != "Subscript" {
+        return None;
+    }
+    let n = name_of(target.get("value"))?;
+    (matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n)).then(|| n.to_string())
+}
+
+/// The rank of the array named by `key` (an argument, a local, `p.field`).
+fn base_rank(f: &FnCx, key: &str) -> usize {
+    key_type(f, key)
+        .0
+        .max(f.vars.get(key).map(Ty::rank).unwrap_or(0))
 }
 
 /// `(a < b)` -> `a < b` (the condition of an `if` has its own parentheses).

@@ -691,8 +691,8 @@ class _Helpers:
         self.files: dict[Path, tuple[ast.Module, int]] = {}
         self.done: dict[tuple[Path, str], str | None] = {}
         self.spans: list[tuple[int, int, Path]] = []
-        self.bound = {
-            a.asname or a.name
+        self.bound: dict[str, tuple[str | None, str]] = {
+            a.asname or a.name: (n.module if isinstance(n, ast.ImportFrom) else None, a.name)
             for n in tree.body
             if isinstance(n, ast.Import | ast.ImportFrom)
             for a in n.names
@@ -712,13 +712,20 @@ class _Helpers:
             self.files[path] = (tree, offset)
             # its math/numpy names, where the kernel's module does not bind them otherwise
             for node in tree.body:
-                if isinstance(node, ast.Import | ast.ImportFrom):
-                    mod = node.module if isinstance(node, ast.ImportFrom) else None
-                    top = (mod or node.names[0].name).split(".")[0]
-                    aliases = {a.asname or a.name for a in node.names}
-                    if top in _MATH_NUMPY and not (aliases & self.bound):
-                        self.tree.body.insert(0, node)
-                        self.bound |= aliases
+                if not isinstance(node, ast.Import | ast.ImportFrom):
+                    continue
+                mod = node.module if isinstance(node, ast.ImportFrom) else None
+                if (mod or node.names[0].name).split(".")[0] not in _MATH_NUMPY:
+                    continue
+                new = [
+                    a
+                    for a in node.names
+                    if self.bound.setdefault(a.asname or a.name, (mod, a.name)) == (mod, a.name)
+                ]
+                if new:
+                    moved = deepcopy(node)
+                    moved.names = new
+                    self.tree.body.insert(0, moved)
         return self.files[path]
 
     def pull(self, module: str, name: str) -> str | None:
