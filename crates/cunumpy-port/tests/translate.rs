@@ -178,3 +178,36 @@ fn a_sum_becomes_per_thread_partials_and_one_atomic_add() {
     let e = run("running_sum").unwrap_err();
     assert_eq!((e.kind, e.line), (PortErrorKind::Race, 231));
 }
+
+#[test]
+fn slice_assignments_become_element_loops() {
+    let t = run("push_slices").unwrap();
+    assert!(t
+        .source
+        .contains("markers((3 + cunumpy_k0), ip) += dt * v(cunumpy_k0);"));
+    let e = run("shift_slice").unwrap_err();
+    assert_eq!(
+        (e.construct.as_str(), e.array.as_deref()),
+        ("slice", Some("a"))
+    );
+}
+
+#[test]
+fn run_time_local_arrays_check_their_reserve() {
+    let t = run("window_sums").unwrap();
+    assert!(t
+        .source
+        .contains("double buf_data[CUNUMPY_PORT_LOCAL_CAP];"));
+    assert!(t
+        .source
+        .contains("if (buf.size() < 0 || buf.size() > CUNUMPY_PORT_LOCAL_CAP) {"));
+}
+
+#[test]
+fn views_are_read_only() {
+    let t = run("row_sums").unwrap();
+    assert!(t.source.contains("CArray1D<double> row;"));
+    assert!(t.source.contains("long long r;"));
+    let e = run("write_row").unwrap_err();
+    assert_eq!(e.construct, "write through a view");
+}
