@@ -353,3 +353,10 @@ def write_row(m: "float[:,:]", n: int):
     for i in range(n):
         row = m[i, :]
         row[0] = 1.0
+
+
+def shift_through_view(m: "float[:,:]", n: int):
+    """Refused: the right-hand side reads a view of the target's own row."""
+    for i in range(n):
+        row = m[i, :]
+        m[i, 1:3] = row[0:2]

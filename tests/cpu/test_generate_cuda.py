@@ -190,6 +190,9 @@ def test_row_views_are_read_only():
     with pytest.raises(CudaPortUnsupportedError) as info:
         generate_cuda(pk.write_row)
     assert (info.value.construct, info.value.array) == ("write through a view", "row")
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.shift_through_view)
+    assert (info.value.construct, info.value.array) == ("slice", "row")
 
 
 def test_offsets_computed_in_an_inner_loop_are_owned():
@@ -212,6 +215,10 @@ def test_missing_cuda_generate_translates_on_the_first_device_call(emulated):
         got = xp.to_numpy(rho)
     assert kernel.has_cuda and kernel.generated_cuda.atomics == ("rho",)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    with xp.use_backend("cupy"):  # a later call runs the kept version (the fast path)
+        rho2 = xp.zeros((8, 6))
+        kernel(xp.asarray(xs), xp.asarray(ys), xp.asarray(w), rho2, 1.0 / 8, 1.0 / 6)
+        np.testing.assert_allclose(xp.to_numpy(rho2), expected, rtol=1e-12, atol=1e-12)
     # the parity test of kernel_testing runs on a kernel that generates its CUDA version too
     other = Kernel(pk.stencil_rows_2d, missing_cuda="generate")
     assert_kernels_agree(other, CASES["stencil_rows_2d"][1], rtol=1e-12, atol=1e-12)

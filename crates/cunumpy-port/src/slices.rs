@@ -295,6 +295,12 @@ impl<'a> Translator<'a> {
                     format!("slice assignment whose right-hand side reads '{key}' at other elements (Python reads them all before it writes)")));
             }
         }
+        // A local view in the right-hand side may be a view of the target's array: element by
+        // element, a write could change what a later element reads.
+        if let Some(v) = reads_local_view(f, &v2) {
+            return Err(self.e(PortErrorKind::Unsupported, s.line(), "slice", Some(&v),
+                format!("slice assignment reading the view '{v}' (it may share elements with the target; read the array it views)")));
+        }
         let stmt = with(
             s,
             if s.kind() == "Assign" {
@@ -375,4 +381,20 @@ fn reads_other(f: &FnCx, v2: &Json, key: &str, t2: &Json) -> bool {
         }
     }
     walk(f, v2, key, t2)
+}
+
+/// A local view (`row = a[i, :]`) the expression reads, if any.
+fn reads_local_view(f: &FnCx, e: &Json) -> Option<String> {
+    match e {
+        Json::Obj(m) => {
+            if let Some(n) = name_of(e) {
+                if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
+                    return Some(n.to_string());
+                }
+            }
+            m.values().find_map(|v| reads_local_view(f, v))
+        }
+        Json::List(v) => v.iter().find_map(|x| reads_local_view(f, x)),
+        _ => None,
+    }
 }
