@@ -64,6 +64,71 @@ def args_stencil_rows(backend, seed):
     return (xp.asarray(rng.normal(size=40)), xp.zeros(35), 3, 30, 2)
 
 
+def args_stencil_rows_2d(backend, seed):
+    rng = np.random.default_rng(seed)
+    # rows 2..9 x 1..6 of a grid with 3 diagonals; the output is offset by the pads p
+    s, e, p = np.array([2, 1]), np.array([9, 6]), np.array([1, 2])
+    return (
+        xp.asarray(rng.normal(size=(12, 9, 3))),
+        xp.asarray(rng.normal(size=(12, 9))),
+        xp.zeros((11, 9)),
+        xp.asarray(s),
+        xp.asarray(e),
+        xp.asarray(p),
+    )
+
+
+def args_dot_sum(backend, seed):
+    rng = np.random.default_rng(seed)
+    n = 257
+    # positive terms: the sum has no cancellation, so another order changes it only by rounding
+    return (
+        xp.asarray(rng.uniform(0.0, 1.0, n)),
+        xp.asarray(rng.uniform(0.0, 1.0, n)),
+        3,
+        xp.asarray(np.array([1.5, 0.0])),
+    )
+
+
+def args_axpy_generic(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (0.75, xp.asarray(rng.normal(size=(7, 11))), xp.asarray(rng.normal(size=(7, 11))))
+
+
+def args_last_columns(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=(23, 5))), xp.zeros(23))
+
+
+def args_push_slices(backend, seed):
+    rng = np.random.default_rng(seed)
+    n = 150
+    m = rng.normal(size=(7, n))
+    m[0:3] = rng.uniform(-0.5, 1.5, size=(3, n))
+    return (xp.asarray(m), xp.asarray(rng.uniform(0.0, 1.0, 4)), 0.1, n)
+
+
+def args_scale_blocks(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=(40, 2, 3))), 40)
+
+
+def args_norms_other_module(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.uniform(0.0, 2.0, size=(60, 2))), xp.zeros(60), 1.5)
+
+
+def args_window_sums(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=(30, 6))), xp.zeros(30), 4)
+
+
+def args_row_sums(backend, seed):
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, 6, size=9)
+    return (xp.asarray(rng.normal(size=(6, 4, 5))), xp.asarray(rows), xp.zeros((9, 4)))
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -72,6 +137,15 @@ CASES = {
     "cell_update": (pk.cell_update, args_cell_update, "owned"),
     "python_int_semantics": (pk.python_int_semantics, args_int, "owned"),
     "stencil_rows": (pk.stencil_rows, args_stencil_rows, "owned"),
+    "stencil_rows_2d": (pk.stencil_rows_2d, args_stencil_rows_2d, "owned"),
+    "dot_sum": (pk.dot_sum, args_dot_sum, "reduction"),
+    "axpy_generic": (pk.axpy_generic, args_axpy_generic, "owned"),
+    "last_columns": (pk.last_columns, args_last_columns, "owned"),
+    "push_slices": (pk.push_slices, args_push_slices, "owned"),
+    "scale_blocks": (pk.scale_blocks, args_scale_blocks, "owned"),
+    "norms_other_module": (pk.norms_other_module, args_norms_other_module, "owned"),
+    "window_sums": (pk.window_sums, args_window_sums, "owned"),
+    "row_sums": (pk.row_sums, args_row_sums, "owned"),
 }
 
 

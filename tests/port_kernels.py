@@ -184,3 +184,179 @@ def deposit_on_grid(xs: "float[:,:]", args: "GridArguments", n: int):
         if i >= args.nx:
             i = args.nx - 1
         coef[i, ip % 3] += xs[ip, 1]
+
+
+def stencil_rows_2d(
+    mat: "float[:,:,:]", x: "float[:,:]", out: "float[:,:]", s: "int[:]", e: "int[:]", p: "int[:]"
+):
+    """feectools' stencil_dot_2d style: the local row indices are computed inside the inner
+    loop (so the two loops can be collapsed), and the write is offset by the pads."""
+    n_d = mat.shape[2]
+    for i1 in range(s[0], e[0] + 1):
+        for i2 in range(s[1], e[1] + 1):
+            i1_loc = i1 - s[0]
+            i2_loc = i2 - s[1]
+            nd = n_d
+            if i2 == e[1]:
+                nd = n_d - 1
+            val = 0.0
+            for d in range(nd):
+                val += mat[p[0] + i1_loc, i2_loc, d] * x[i1 + d, i2]
+            out[p[0] + i1_loc, p[1] + i2_loc] = val
+
+
+def conditional_index(c: "float[:]", out: "float[:]", n: int):
+    """Refused: where c[i] <= 0, j is the previous iteration's value (a carried scalar)."""
+    for i in range(n):
+        if c[i] > 0.0:
+            j = i
+        out[j] = 1.0
+
+
+def dot_sum(a: "float[:]", b: "float[:]", lo: int, res: "float[:]"):
+    """A sum over the parallel loop (feectools' stencil_inner_1d style), added to res[0]."""
+    n = np.shape(a)[0]
+    s = a[0] - a[0] + 0.5
+    for i in range(lo, n):
+        s += a[i].conjugate() * b[i]
+        if a[i] > 0.5:
+            s -= 0.25
+    res[0] += s
+
+
+def running_sum(a: "float[:]", out: "float[:]"):
+    """Refused: the sum is read inside the loop (a scan, not a reduction)."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+        out[i] = s
+
+
+def sum_then_assign(a: "float[:]", res: "float[:]"):
+    """Refused: the sum is assigned (not added) after the loop."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    res[0] = s
+
+
+def sum_into_written(a: "float[:]", res: "float[:]"):
+    """Refused: the sum is added into an array the loop also writes."""
+    s = 0.0
+    for i in range(1, a.shape[0]):
+        s += a[i]
+        res[i] = a[i]
+    res[0] += s
+
+
+from typing import TypeVar  # noqa: E402 - kept below so the line numbers above stay put
+
+T = TypeVar("T", float, complex)
+
+
+def axpy_generic(alpha: "T", x: "T[:,:]", y: "T[:,:]"):
+    """feectools' generic stencil_axpy_2d: T is instantiated for float."""
+    n0, n1 = x.shape
+    for i0 in range(n0):
+        for i1 in range(n1):
+            y[i0, i1] += alpha * x[i0, i1]
+
+
+def last_columns(m: "float[:,:]", out: "float[:]"):
+    """Negative indices, a local numpy import, numpy's shape() kept in a name and size()
+    (struphy's kernel_pullpush and eval_spline_mpi_matrix style)."""
+    from numpy import size
+
+    shp = np.shape(m)
+    for i in range(shp[0]):
+        out[i] = m[i, -1] * size(out) + m[i, -2] + shp[-1]
+
+
+def push_slices(markers: "float[:,:]", alpha: "float[:]", dt: float, n: int):
+    """The slice assignments of struphy's pushers (one column per marker): a column into a
+    local vector, arithmetic of slices and whole local arrays, np.mod, += into a slice."""
+    v = np.empty(3)
+    eta = np.zeros(3)
+    for ip in range(n):
+        v[:] = markers[3:6, ip]
+        eta[:] = alpha[:3] * markers[0:3, ip] + (1.0 - alpha[:3]) * v
+        eta[:] = np.mod(eta, 1.0)
+        markers[0:3, ip] = eta[:]
+        markers[3:6, ip] += dt * v
+
+
+def shift_slice(a: "float[:,:]", n: int):
+    """Refused: the right-hand side reads other elements of the array it writes."""
+    for i in range(n):
+        a[1:4, i] = a[0:3, i]
+
+
+def scale_blocks(mats: "float[:,:,:]", n: int):
+    """2-D slices (kernel_evaluate's ``out[:] = mat_f[i1, i2, i3, :, :]``): a block into a
+    local array and back, ``blk[:]`` of a 2-D array meaning all of it, as in NumPy."""
+    blk = np.zeros((2, 3))
+    for i in range(n):
+        blk[:] = mats[i, :, :]
+        blk[:, :] = blk * 2.0 + 1.0
+        mats[i, :, :] = blk
+
+
+import port_helpers as ph  # noqa: E402 - kept below so the line numbers above stay put
+from port_helpers import cell_of  # noqa: E402
+
+
+def norms_other_module(xs: "float[:,:]", out: "float[:]", s: float):
+    """Helpers of another module, by module alias and by name (and one they call in turn)."""
+    for i in range(xs.shape[0]):
+        out[i] = ph.scaled_norm(xs[i, 0], xs[i, 1], s) + cell_of(xs[i, 0], 0.25)
+
+
+def grid_other_module(xs: "float[:,:]", args: "GridArguments", out: "float[:]", n: int):
+    """A struct argument, and an array field of it, passed on to another module's helpers."""
+    for ip in range(n):
+        i = ph.cell_of(xs[ip, 0], args.h) % args.nx
+        out[ip] = ph.read_coef(args, i, ip % 3) * xs[ip, 1] + ph.coef_at(args.coef, i, 0)
+
+
+def bump_other_module(args: "GridArguments", n: int):
+    """Refused: the helper writes the struct's array where the kernel cannot see which element."""
+    for ip in range(n):
+        ph.bump(args, ip % 4)
+
+
+def window_sums(x: "float[:,:]", out: "float[:]", p: int):
+    """A local array sized at run time (struphy's ``zeros(p + 1)`` spline buffers)."""
+    for i in range(x.shape[0]):
+        buf = np.zeros(p + 1)
+        for k in range(p + 1):
+            buf[k] = x[i, k] * (k + 1)
+        s = 0.0
+        for k in range(p + 1):
+            s += buf[k]
+        out[i] = s
+
+
+def row_sums(m: "float[:,:,:]", rows: "int[:]", out: "float[:,:]"):
+    """A local name for a row of an array (struphy's ``tmp1 = ind1[span1 - p, :]``)."""
+    for i in range(out.shape[0]):
+        r = rows[i]  # an element, not a view
+        for j in range(out.shape[1]):
+            row = m[r, j, :]
+            s = 0.0
+            for k in range(row.shape[0]):
+                s += row[k] * (k + 1)
+            out[i, j] = s
+
+
+def write_row(m: "float[:,:]", n: int):
+    """Refused: a write through a view of another array."""
+    for i in range(n):
+        row = m[i, :]
+        row[0] = 1.0
+
+
+def shift_through_view(m: "float[:,:]", n: int):
+    """Refused: the right-hand side reads a view of the target's own row."""
+    for i in range(n):
+        row = m[i, :]
+        m[i, 1:3] = row[0:2]

@@ -30,7 +30,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 import port_kernels as pk  # noqa: E402
-from port_cases import CASES, args_deposit_2d  # noqa: E402
+from port_cases import CASES, args_deposit_2d, args_dot_sum  # noqa: E402
 
 needs_compiler = pytest.mark.skipif(
     emulation_compiler() is None, reason="no host C++ compiler for the emulator"
@@ -101,8 +101,10 @@ def test_sample_call_types_replace_missing_annotations():
     [
         (pk.shift_left, 116, "a", "read of another iteration's element"),
         (pk.scatter_assign, 121, "out", "unprovable write"),
-        (pk.total_charge, 127, None, "scalar update"),
         (pk.deposit_then_read, 134, "grid", "read of accumulated array"),
+        (pk.conditional_index, 213, None, "carried scalar"),
+        (pk.running_sum, 231, None, "scalar update"),
+        (pk.sum_into_written, 249, "res", "reduction"),
     ],
 )
 def test_unprovable_kernels_are_refused_with_line_and_array(kernel, line, array, construct):
@@ -124,6 +126,110 @@ def test_unsupported_constructs_name_the_construct():
     assert info.value.construct == "parallel loop"
     with pytest.raises(CudaPortInputError, match="line 3 is not a for loop"):
         generate_cuda(pk.deposit_1d, parallel_loop=3)
+
+
+@pytest.mark.parametrize(("kernel", "line"), [(pk.sum_then_assign, 240), (pk.total_charge, 128)])
+def test_sum_assigned_after_the_loop_is_refused(kernel, line):
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(kernel)
+    assert (info.value.line, info.value.construct) == (line, "reduction")
+    assert "`out[k] += s`" in str(info.value)
+
+
+def test_sum_is_a_partial_per_thread_then_one_atomic_add():
+    src = generate_cuda(pk.dot_sum)
+    assert src.writes == (("res", 224, "reduction"),)
+    assert "cunumpy_atomic_add(&res(0), (double)(s));" in src
+    assert "if (blockIdx.x == 0 && threadIdx.x == 0) s += cunumpy_s_init;" in src
+    assert src.n_threads_of(args_dot_sum("numpy", 0)) == 257 - 3
+    assert "line 224: write to res: sum of every thread's partial" in src.describe()
+
+
+def test_generic_kernel_is_instantiated_for_float():
+    src = generate_cuda(pk.axpy_generic)
+    assert src.typevars == (("T", "float"),)
+    assert "double alpha, CArray2D<double> x, CArray2D<double> y" in src
+    assert "generic T: instantiated for float" in src.describe()
+    f32 = generate_cuda(
+        pk.axpy_generic,
+        sample_args=(np.float32(1.0), np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32)),
+    )
+    assert "CArray2D<float> x" in f32
+
+
+def test_slice_assignments_run_element_by_element():
+    src = generate_cuda(pk.push_slices)
+    assert "for (long long cunumpy_k0 = 0; cunumpy_k0 < 3; ++cunumpy_k0) {" in src
+    assert "v(cunumpy_k0) = markers((3 + cunumpy_k0), ip);" in src
+    assert {(a, how) for a, _, how in src.writes} == {("markers", "owned")}
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.shift_slice)
+    assert (info.value.line, info.value.construct, info.value.array) == (291, "slice", "a")
+    assert "reads 'a' at other elements" in str(info.value)
+
+
+@needs_compiler
+def test_local_array_sized_at_run_time_stops_when_over_its_reserve(emulated):
+    from cunumpy.exceptions import EmulatedKernelFault
+
+    src = generate_cuda(pk.window_sums)
+    assert "double buf_data[CUNUMPY_PORT_LOCAL_CAP];" in src
+    assert "#define CUNUMPY_PORT_LOCAL_CAP 64" in src
+    kernel = src.cuda_kernel()
+    with xp.use_backend("cupy"):
+        x, out = xp.asarray(np.ones((4, 101))), xp.zeros(4)
+        kernel(x, out, 4)
+        np.testing.assert_array_equal(xp.to_numpy(out), np.full(4, 15.0))
+        with pytest.raises(EmulatedKernelFault, match="'buf' .line 330. needs 101 elements"):
+            kernel(x, out, 100)
+
+
+def test_row_views_are_read_only():
+    src = generate_cuda(pk.row_sums)
+    assert "row = CArray1D<double>{m.data + " in src
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.write_row)
+    assert (info.value.construct, info.value.array) == ("write through a view", "row")
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.shift_through_view)
+    assert (info.value.construct, info.value.array) == ("slice", "row")
+
+
+def test_offsets_computed_in_an_inner_loop_are_owned():
+    src = generate_cuda(pk.stencil_rows_2d)
+    assert src.writes == (("out", 205, "owned"),)
+    assert src.loop_var == "i1"
+
+
+@needs_compiler
+def test_missing_cuda_generate_translates_on_the_first_device_call(emulated):
+    rng = np.random.default_rng(5)
+    xs, ys, w = (rng.uniform(0.0, 1.0, 300) for _ in range(3))
+    expected = np.zeros((8, 6))
+    pk.deposit_2d(xs, ys, w, expected, 1.0 / 8, 1.0 / 6)
+    kernel = Kernel(pk.deposit_2d, missing_cuda="generate")
+    assert kernel.cuda_kernel is None and kernel.generated_cuda is None
+    with xp.use_backend("cupy"):
+        rho = xp.zeros((8, 6))
+        kernel(xp.asarray(xs), xp.asarray(ys), xp.asarray(w), rho, 1.0 / 8, 1.0 / 6)
+        got = xp.to_numpy(rho)
+    assert kernel.has_cuda and kernel.generated_cuda.atomics == ("rho",)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    with xp.use_backend("cupy"):  # a later call runs the kept version (the fast path)
+        rho2 = xp.zeros((8, 6))
+        kernel(xp.asarray(xs), xp.asarray(ys), xp.asarray(w), rho2, 1.0 / 8, 1.0 / 6)
+        np.testing.assert_allclose(xp.to_numpy(rho2), expected, rtol=1e-12, atol=1e-12)
+    # the parity test of kernel_testing runs on a kernel that generates its CUDA version too
+    other = Kernel(pk.stencil_rows_2d, missing_cuda="generate")
+    assert_kernels_agree(other, CASES["stencil_rows_2d"][1], rtol=1e-12, atol=1e-12)
+    assert other.generated_cuda.loop_var == "i1"
+
+
+def test_missing_cuda_generate_raises_the_refusal(emulated):
+    kernel = Kernel(pk.scatter_assign, missing_cuda="generate")
+    with xp.use_backend("cupy"), pytest.raises(CudaPortRaceError, match="scatter_assign, line 121"):
+        kernel.get_kernel()
+    assert kernel.cuda_kernel is None
 
 
 WALKTHROUGH = TESTS.parent / "examples" / "particle_pusher"
@@ -249,6 +355,30 @@ def test_port_command_writes_next_to_the_kernel_and_checks_parity(tmp_path):
 
 
 @needs_compiler
+def test_catalog_missing_cuda_generate_generates_unported_kernels(tmp_path, emulated, monkeypatch):
+    folder = tmp_path / "genpkg" / "dep"
+    folder.mkdir(parents=True)
+    (tmp_path / "genpkg" / "__init__.py").write_text("")
+    (folder / "__init__.py").write_text("")
+    (folder / "dep_kernels.py").write_text(KERNEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    catalog = KernelCatalog.from_package("genpkg", missing_cuda="generate")
+    kernel = catalog["dep"]
+    assert kernel.cuda_kernel is None  # nothing until the first device-side call
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.0, 2.0, 300)
+    expected = np.zeros(10)
+    with xp.use_backend("numpy"):
+        kernel(x, expected, 0.2)
+    with xp.use_backend("cupy"):
+        rho = xp.zeros(10)
+        kernel(xp.asarray(x), rho, 0.2)
+        got = xp.to_numpy(rho)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert kernel.generated_cuda.atomics == ("rho",)
+
+
+@needs_compiler
 def test_struct_class_named_in_annotation_is_laid_out_and_agrees(emulated):
     """``args: "GridArguments"`` names a Pyccel argument class: it becomes a struct argument
     laid out by ``CudaStruct.from_pyccel_class`` (the 2-D field a ``CArray2D`` view), and the
@@ -269,6 +399,40 @@ def test_struct_class_named_in_annotation_is_laid_out_and_agrees(emulated):
         kernel, grid_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
     )
     assert any(np.any(a != 0) for a in out.values())
+
+
+def test_helpers_of_other_modules_become_device_functions():
+    src = generate_cuda(pk.norms_other_module)
+    assert src.helpers == (
+        "port_helpers__cell_of",
+        "port_helpers__scaled_norm",
+        "port_helpers__square",
+    )
+    assert src.count("__device__ double port_helpers__square(") == 1
+    # comments of the helpers quote their own file and line
+    assert "// port_helpers.py:12: return x * x" in src
+
+
+@needs_compiler
+def test_struct_passed_to_a_helper_of_another_module_agrees(emulated):
+    from port_cases import grid_args_maker
+
+    src = generate_cuda(pk.grid_other_module)
+    assert "__device__ double port_helpers__read_coef(GridArguments args" in src
+    assert "port_helpers__coef_at(args.coef, i, 0)" in src
+    kernel = Kernel(pk.grid_other_module, src.cuda_kernel())
+    out = assert_kernels_agree(
+        kernel, grid_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert any(np.any(a != 0) for a in out.values())
+
+
+def test_helper_writing_a_struct_array_is_refused():
+    with pytest.raises(CudaPortRaceError) as info:
+        generate_cuda(pk.bump_other_module)
+    err = info.value
+    assert (err.line, err.array, err.construct) == (324, "args.coef", "helper writes array")
+    assert "port_helpers__bump()" in str(err)
 
 
 @needs_compiler

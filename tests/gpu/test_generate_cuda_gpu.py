@@ -51,3 +51,25 @@ def test_walkthrough_kernels_generated_agree_on_the_gpu(name, monkeypatch):
         atol=test_args.ATOL,
         outputs=test_args.OUTPUTS,
     )
+
+
+def test_missing_cuda_generate_on_the_gpu():
+    """``Kernel(host, missing_cuda="generate")``: the first device call generates, compiles
+    with NVRTC and runs the CUDA version (the deposit's += made atomic)."""
+    import port_kernels as pk
+
+    import cunumpy as xp
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    rng = np.random.default_rng(7)
+    xs, ys, w = (rng.uniform(0.0, 1.0, 5000) for _ in range(3))
+    expected = np.zeros((8, 6))
+    pk.deposit_2d(xs, ys, w, expected, 1.0 / 8, 1.0 / 6)
+    kernel = Kernel(pk.deposit_2d, missing_cuda="generate")
+    with xp.use_backend("cupy"):
+        rho = xp.zeros((8, 6))
+        kernel(xp.asarray(xs), xp.asarray(ys), xp.asarray(w), rho, 1.0 / 8, 1.0 / 6)
+        got = xp.to_numpy(rho)
+    assert kernel.generated_cuda.atomics == ("rho",)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

@@ -9,6 +9,7 @@
 mod error;
 mod json;
 mod parallel;
+mod slices;
 mod translate;
 mod types;
 

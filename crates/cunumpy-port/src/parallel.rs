@@ -80,6 +80,14 @@ impl<'a> Translator<'a> {
             if k == 0 && s.kind() == "Expr" && s.get("value").kind() == "Constant" {
                 continue;
             }
+            if s.kind() == "Assign" {
+                if let Some(n) = s.get("targets").as_list().first().and_then(name_of) {
+                    if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
+                        return Err(self.e(PortErrorKind::Unsupported, s.line(), "view before the parallel loop", Some(n),
+                            format!("makes the view '{n}' before the parallel loop (make it inside the loop, where the race proof sees which elements it reads)")));
+                    }
+                }
+            }
             let mut seen = Vec::new();
             self.accesses_stmt(&f, s, &mut seen);
             if let Some(w) = seen.iter().find(|w| w.access != Access::Read) {
@@ -95,19 +103,34 @@ impl<'a> Translator<'a> {
                 ));
             }
         }
-        let par = self.prove(&f, &preamble, lp)?;
+        let reductions = self.reductions(&f, &preamble, lp);
+        let par = self.prove(&f, &preamble, lp, &reductions)?;
+        // After the loop: nothing but `out[k] += s` of a reduction (an atomic add of each
+        // thread's partial sum).
+        let mut folds: Vec<(&Json, String)> = Vec::new();
+        let mut loop_seen = Vec::new();
+        for s in lp.get("body").as_list() {
+            self.accesses_stmt(&f, s, &mut loop_seen);
+        }
         for s in &body[at + 1..] {
             let docstring = s.kind() == "Expr" && s.get("value").kind() == "Constant";
             let bare_return = s.kind() == "Return" && s.get("value") == &Json::Null;
-            if !(docstring || bare_return || s.kind() == "Pass") {
-                return Err(self.e(
-                    PortErrorKind::Unsupported,
-                    s.line(),
-                    s.kind(),
-                    None,
-                    "a statement after the parallel loop (it would run once per thread, not once)"
-                        .into(),
-                ));
+            if docstring || bare_return || s.kind() == "Pass" {
+                continue;
+            }
+            match self.fold(&f, s, &reductions, &loop_seen) {
+                Some(Ok(r)) => folds.push((s, r)),
+                Some(Err(e)) => return Err(e),
+                None => {
+                    return Err(self.e(
+                        PortErrorKind::Unsupported,
+                        s.line(),
+                        s.kind(),
+                        None,
+                        "a statement after the parallel loop (it would run once per thread, not once; only `out[k] += s` of a sum `s` accumulated in the loop is translated, as an atomic add)"
+                            .into(),
+                    ))
+                }
             }
         }
         // The code.
@@ -127,6 +150,12 @@ impl<'a> Translator<'a> {
         let mut code = String::new();
         code.push_str(&self.decls(&f, "    "));
         code.push_str(&self.block(&mut f, &preamble, 1, None)?);
+        for r in &reductions {
+            let c = f.vars.get(r).map(|t| t.scalar().c()).unwrap_or("double");
+            code.push_str(&format!(
+                "    // '{r}' is a sum: each thread adds its iterations into its own partial, from 0\n    const {c} cunumpy_{r}_init = {r};\n    {r} = ({c})0;\n"
+            ));
+        }
         code.push_str(&self.comment(lp.line(), "    "));
         code.push_str("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n");
         code.push_str(&format!("    const long long cunumpy_n = {trip};\n"));
@@ -135,11 +164,39 @@ impl<'a> Translator<'a> {
         code.push_str(&format!("        {var} = {first};\n"));
         code.push_str(&self.block(&mut f, lp.get("body").as_list(), 2, Some(&par))?);
         code.push_str("    }\n");
+        for r in &reductions {
+            code.push_str(&format!(
+                "    // the value '{r}' had before the loop is added once, by the first thread\n    if (blockIdx.x == 0 && threadIdx.x == 0) {r} += cunumpy_{r}_init;\n"
+            ));
+        }
+        for (s, r) in &folds {
+            code.push_str(&self.comment(s.line(), "    "));
+            let (lhs, lt) = self.subscript(&f, s.get("target"))?;
+            let v = if s.get("op").kind() == "Sub" {
+                format!("-{r}")
+            } else {
+                r.clone()
+            };
+            self.atomic_used = true;
+            code.push_str(&format!(
+                "    cunumpy_atomic_add(&{lhs}, ({})({v}));\n",
+                lt.scalar().c()
+            ));
+        }
 
         let mut writes = Vec::new();
         let mut seen = Vec::new();
         for s in lp.get("body").as_list() {
             self.accesses_stmt(&f, s, &mut seen);
+        }
+        for (s, _) in &folds {
+            if let Some(a) = array_key(&f, s.get("target").get("value")) {
+                writes.push(WriteDecision {
+                    array: a,
+                    line: s.line(),
+                    how: "reduction",
+                });
+            }
         }
         for w in &seen {
             if w.access != Access::Read {
@@ -161,7 +218,12 @@ impl<'a> Translator<'a> {
             "// Parallel loop: line {}, `for {var} in range(...)`: one iteration per thread.\n",
             lp.line()
         ));
-        let atomics: BTreeSet<&str> = par.atomic.iter().map(String::as_str).collect();
+        let mut atomics: BTreeSet<&str> = par.atomic.iter().map(String::as_str).collect();
+        for w in &writes {
+            if w.how == "reduction" {
+                atomics.insert(w.array.as_str());
+            }
+        }
         if !atomics.is_empty() {
             src.push_str(&format!(
                 "// Atomic adds (+= into elements other iterations may hit): {}.\n",
@@ -222,8 +284,79 @@ impl<'a> Translator<'a> {
         })
     }
 
+    /// Scalars of the kernel set before the parallel loop that the loop only adds to
+    /// (`s += x`, `s -= x`, never read otherwise in it): sums whose order does not matter
+    /// (up to rounding), each thread keeping its own partial.
+    fn reductions(&self, f: &FnCx, preamble: &[Json], lp: &Json) -> BTreeSet<String> {
+        let body = lp.get("body").as_list();
+        let mut before = Vec::new();
+        collect_assigns(preamble, &mut before);
+        let outer: BTreeSet<&str> = before.iter().filter_map(|(t, _, _)| name_of(t)).collect();
+        let mut inner = Vec::new();
+        collect_updates(body, &mut inner);
+        let mut out = BTreeSet::new();
+        for (n, _) in &inner {
+            if !outer.contains(n.as_str())
+                || f.params.contains(n)
+                || f.vars.get(n).is_none_or(|t| t.rank() != 0)
+            {
+                continue;
+            }
+            let (mut adds, mut other) = (0usize, 0usize);
+            count_sum_uses(body, n, &mut adds, &mut other);
+            if adds > 0 && other == 0 {
+                out.insert(n.clone());
+            }
+        }
+        out
+    }
+
+    /// `out[k] += s` after the loop, `s` a reduction, `k` made of constants and parameters,
+    /// `out` an array the loop does not touch: Some(Ok(s)). Some(Err) when it is such a
+    /// statement that cannot be translated; None when it is not one.
+    fn fold(
+        &self,
+        f: &FnCx,
+        s: &Json,
+        reductions: &BTreeSet<String>,
+        loop_seen: &[Seen],
+    ) -> Option<R<String>> {
+        if s.kind() == "Assign" {
+            let r = name_of(s.get("value")).filter(|r| reductions.contains(*r))?;
+            return Some(Err(self.e(PortErrorKind::Unsupported, s.line(), "reduction", None,
+                format!("assigns the sum '{r}' after the parallel loop: a kernel can add it (`out[k] += {r}`, the caller zeroing out[k]), not assign it"))));
+        }
+        if s.kind() != "AugAssign" || !matches!(s.get("op").kind(), "Add" | "Sub") {
+            return None;
+        }
+        let r = name_of(s.get("value")).filter(|r| reductions.contains(*r))?;
+        let target = s.get("target");
+        if target.kind() != "Subscript" {
+            return None;
+        }
+        let a = array_key(f, target.get("value"))?;
+        let fixed = indices(target).iter().all(|i| {
+            const_int(i).is_some_and(|v| v >= 0) || name_of(i).is_some_and(|n| f.params.contains(n))
+        });
+        if !fixed {
+            return Some(Err(self.e(PortErrorKind::Unsupported, s.line(), "reduction", Some(&a),
+                format!("adds the sum '{r}' into '{a}' at an index that is not made of constants and parameters"))));
+        }
+        if loop_seen.iter().any(|w| w.array == a) {
+            return Some(Err(self.e(PortErrorKind::Race, s.line(), "reduction", Some(&a),
+                format!("adds the sum '{r}' into '{a}', which the parallel loop also reads or writes: the result would depend on the thread order"))));
+        }
+        Some(Ok(r.to_string()))
+    }
+
     /// The proof: classifies every array access and scalar update of the loop body.
-    fn prove(&mut self, f: &FnCx, preamble: &[Json], lp: &Json) -> R<Par> {
+    fn prove(
+        &mut self,
+        f: &FnCx,
+        preamble: &[Json],
+        lp: &Json,
+        reductions: &BTreeSet<String>,
+    ) -> R<Par> {
         let var = name_of(lp.get("target")).unwrap_or("").to_string();
         let body = lp.get("body").as_list();
         // Control flow that ties iterations together.
@@ -248,13 +381,20 @@ impl<'a> Translator<'a> {
                     format!("assigns the loop variable '{var}' inside the parallel loop"),
                 ));
             }
-            if outer.contains(n.as_str()) && f.vars.get(n).is_some_and(|t| t.rank() == 0) {
+            if outer.contains(n.as_str())
+                && !reductions.contains(n)
+                && f.vars.get(n).is_some_and(|t| t.rank() == 0)
+            {
                 return Err(self.e(PortErrorKind::Race, *line, "scalar update", None,
                     format!("updates '{n}', which is set before the parallel loop: each iteration would depend on the previous one (a scalar reduction; accumulate into an array element with += instead, which becomes an atomic add)")));
             }
         }
         // Body locals must be assigned before they are read in each iteration.
-        let locals: BTreeSet<String> = inner.iter().map(|(n, _)| n.clone()).collect();
+        let locals: BTreeSet<String> = inner
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| !reductions.contains(n))
+            .collect();
         let mut assigned: BTreeSet<String> = BTreeSet::new();
         assigned.insert(var.clone());
         if let Some((n, line)) = first_carried(body, &locals, &mut assigned) {
@@ -449,6 +589,41 @@ impl<'a> Translator<'a> {
                     if let Some(h) = name_of(e.get("func")).filter(|h| self.funcs.contains_key(*h))
                     {
                         for (k, a) in e.get("args").as_list().iter().enumerate() {
+                            // a struct passed whole: an access of each of its array fields,
+                            // at indices the proof cannot see
+                            if let Some((n, Ty::Struct(_, fields))) =
+                                name_of(a).and_then(|n| f.vars.get(n).map(|t| (n, t)))
+                            {
+                                let writes = self.helper_writes(h, k, &mut BTreeSet::new());
+                                for (field, ft) in fields {
+                                    if ft.rank() > 0 {
+                                        out.push(Seen {
+                                            array: format!("{n}.{field}"),
+                                            idx: None,
+                                            access: if writes {
+                                                Access::Store
+                                            } else {
+                                                Access::Read
+                                            },
+                                            line,
+                                            helper: Some(h.to_string()),
+                                        });
+                                    }
+                                }
+                                continue;
+                            }
+                            if let Some((key, Ty::View(..))) = crate::translate::struct_field(f, a)
+                            {
+                                let writes = self.helper_writes(h, k, &mut BTreeSet::new());
+                                out.push(Seen {
+                                    array: key,
+                                    idx: None,
+                                    access: if writes { Access::Store } else { Access::Read },
+                                    line,
+                                    helper: Some(h.to_string()),
+                                });
+                                continue;
+                            }
                             if let Some(n) =
                                 name_of(a).filter(|n| matches!(f.vars.get(*n), Some(Ty::Array(..))))
                             {
@@ -481,7 +656,12 @@ impl<'a> Translator<'a> {
     }
 
     /// Whether helper `h` writes (directly or through its own calls) its parameter number `k`.
-    fn helper_writes(&self, h: &str, k: usize, busy: &mut BTreeSet<(String, usize)>) -> bool {
+    pub(crate) fn helper_writes(
+        &self,
+        h: &str,
+        k: usize,
+        busy: &mut BTreeSet<(String, usize)>,
+    ) -> bool {
         if !busy.insert((h.to_string(), k)) {
             return false;
         }
@@ -503,17 +683,33 @@ impl<'a> Translator<'a> {
     /// The trip count as Python text (for `n_threads`), with locals set once before the loop
     /// replaced by their value.
     fn py_trip(&self, f: &FnCx, preamble: &[Json], lp: &Json) -> Option<String> {
-        let mut defs: BTreeMap<String, &Json> = BTreeMap::new();
+        let mut defs: BTreeMap<String, Json> = BTreeMap::new();
+        let mut twice: BTreeSet<String> = BTreeSet::new();
+        let mut define = |n: &str, v: Json| {
+            if defs.insert(n.to_string(), v).is_some() {
+                twice.insert(n.to_string());
+            }
+        };
         for s in preamble {
             if s.kind() == "Assign" {
                 if let [t] = s.get("targets").as_list() {
                     if let Some(n) = name_of(t) {
-                        if defs.insert(n.to_string(), s.get("value")).is_some() {
-                            defs.remove(n);
+                        define(n, s.get("value").clone());
+                    } else if t.kind() == "Tuple" {
+                        // `n0, n1 = x.shape` (or `shape(x)`): n0 is x.shape[0]
+                        if let Some(base) = self.shape_base(s.get("value")) {
+                            for (k, e) in t.get("elts").as_list().iter().enumerate() {
+                                if let Some(n) = name_of(e) {
+                                    define(n, shape_item(base, k));
+                                }
+                            }
                         }
                     }
                 }
             }
+        }
+        for n in &twice {
+            defs.remove(n);
         }
         let args = lp.get("iter").get("args").as_list();
         let stop = py_expr(f, &defs, args.get(if args.len() == 1 { 0 } else { 1 })?, 0)?;
@@ -541,10 +737,14 @@ fn writes_name(t: &Translator, node: &Json, p: &str, busy: &mut BTreeSet<(String
                 } else {
                     vec![node.get("target")]
                 };
-                if targets
-                    .iter()
-                    .any(|t| t.kind() == "Subscript" && name_of(t.get("value")) == Some(p))
-                {
+                // p[...] = or, for a struct p, p.field[...] = (and p.field = )
+                if targets.iter().any(|t| {
+                    let v = t.get("value");
+                    (t.kind() == "Subscript"
+                        && (name_of(v) == Some(p)
+                            || (v.kind() == "Attribute" && name_of(v.get("value")) == Some(p))))
+                        || (t.kind() == "Attribute" && name_of(v) == Some(p))
+                }) {
                     return true;
                 }
             }
@@ -681,25 +881,50 @@ fn first_carried(
                     return Some(r);
                 }
             }
+            // A loop body may run zero times: what it assigns is not assigned after it.
             "For" => {
                 if let Some(r) = reads(s.get("iter"), locals, assigned, line) {
                     return Some(r);
                 }
+                let mut inside = assigned.clone();
                 if let Some(n) = name_of(s.get("target")) {
-                    assigned.insert(n.to_string());
+                    inside.insert(n.to_string());
                 }
-                if let Some(r) = first_carried(s.get("body").as_list(), locals, assigned) {
+                if let Some(r) = first_carried(s.get("body").as_list(), locals, &mut inside) {
                     return Some(r);
                 }
             }
-            "If" | "While" => {
+            "While" => {
                 if let Some(r) = reads(s.get("test"), locals, assigned, line) {
                     return Some(r);
                 }
+                let mut inside = assigned.clone();
+                if let Some(r) = first_carried(s.get("body").as_list(), locals, &mut inside) {
+                    return Some(r);
+                }
+            }
+            // After an `if`, a name is assigned when both branches assign it (or a branch
+            // leaves the iteration with `continue`).
+            "If" => {
+                if let Some(r) = reads(s.get("test"), locals, assigned, line) {
+                    return Some(r);
+                }
+                let mut branches = Vec::new();
                 for key in ["body", "orelse"] {
-                    if let Some(r) = first_carried(s.get(key).as_list(), locals, assigned) {
+                    let mut inside = assigned.clone();
+                    let block = s.get(key).as_list();
+                    if let Some(r) = first_carried(block, locals, &mut inside) {
                         return Some(r);
                     }
+                    if !leaves(block) {
+                        branches.push(inside);
+                    }
+                }
+                match branches.as_slice() {
+                    [] => {}
+                    [one] => *assigned = one.clone(),
+                    [a, b] => *assigned = a.intersection(b).cloned().collect(),
+                    _ => {}
                 }
             }
             _ => {
@@ -712,8 +937,76 @@ fn first_carried(
     None
 }
 
+/// Counts, in a block, the statements `n += x` / `n -= x` (`x` not reading `n`) and every
+/// other use of the name `n`.
+fn count_sum_uses(body: &[Json], n: &str, adds: &mut usize, other: &mut usize) {
+    fn uses(e: &Json, n: &str) -> usize {
+        match e {
+            Json::Obj(m) => {
+                usize::from(name_of(e) == Some(n)) + m.values().map(|v| uses(v, n)).sum::<usize>()
+            }
+            Json::List(v) => v.iter().map(|x| uses(x, n)).sum(),
+            _ => 0,
+        }
+    }
+    for s in body {
+        if s.kind() == "AugAssign"
+            && name_of(s.get("target")) == Some(n)
+            && matches!(s.get("op").kind(), "Add" | "Sub")
+        {
+            *adds += 1;
+            *other += uses(s.get("value"), n);
+            continue;
+        }
+        for key in ["targets", "target", "value", "test", "iter"] {
+            *other += uses(s.get(key), n);
+        }
+        for key in ["body", "orelse"] {
+            count_sum_uses(s.get(key).as_list(), n, adds, other);
+        }
+    }
+}
+
+/// Whether a block always leaves the iteration (ends in `continue`, `break` or `return`).
+fn leaves(block: &[Json]) -> bool {
+    block
+        .last()
+        .is_some_and(|s| matches!(s.kind(), "Continue" | "Break" | "Return"))
+}
+
 /// A Python expression of the kernel's parameters (None when it uses anything else).
-fn py_expr(f: &FnCx, defs: &BTreeMap<String, &Json>, e: &Json, depth: usize) -> Option<String> {
+/// `base.shape[k]` as a syntax tree.
+fn shape_item(base: &str, k: usize) -> Json {
+    let obj = |pairs: Vec<(&str, Json)>| {
+        Json::Obj(pairs.into_iter().map(|(a, b)| (a.to_string(), b)).collect())
+    };
+    obj(vec![
+        ("_t", Json::Str("Subscript".into())),
+        (
+            "value",
+            obj(vec![
+                ("_t", Json::Str("Attribute".into())),
+                ("attr", Json::Str("shape".into())),
+                (
+                    "value",
+                    obj(vec![
+                        ("_t", Json::Str("Name".into())),
+                        ("id", Json::Str(base.into())),
+                    ]),
+                ),
+            ]),
+        ),
+        (
+            "slice",
+            obj(vec![
+                ("_t", Json::Str("Constant".into())),
+                ("value", Json::Num(k.to_string())),
+            ]),
+        ),
+    ])
+}
+
+fn py_expr(f: &FnCx, defs: &BTreeMap<String, Json>, e: &Json, depth: usize) -> Option<String> {
     if depth > 8 {
         return None;
     }
@@ -728,12 +1021,32 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, &Json>, e: &Json, depth: usize) -> 
             if f.params.contains(n) {
                 Some(n.to_string())
             } else {
-                defs.get(n).and_then(|v| sub(v)).map(|v| format!("({v})"))
+                defs.get(n).and_then(&sub).map(|v| format!("({v})"))
             }
         }
         "Subscript" => {
             let v = e.get("value");
-            if v.kind() == "Attribute" && v.get("attr").as_str() == Some("shape") {
+            let call_base = (v.kind() == "Call")
+                .then(|| {
+                    let func = v.get("func");
+                    let named = name_of(func) == Some("shape")
+                        || func.get("attr").as_str() == Some("shape");
+                    match v.get("args").as_list() {
+                        [x] if named => name_of(x),
+                        _ => None,
+                    }
+                })
+                .flatten();
+            if let Some(base) = call_base {
+                Some(format!("{base}.shape[{}]", const_int(e.get("slice"))?))
+            } else if let Some(a) = name_of(v).filter(|a| f.params.contains(*a)) {
+                // an element of an array argument at constant indices (`e_out[0]`)
+                let mut ix = Vec::new();
+                for i in indices(e) {
+                    ix.push(const_int(i).filter(|k| *k >= 0)?.to_string());
+                }
+                Some(format!("int({a}[{}])", ix.join(", ")))
+            } else if v.kind() == "Attribute" && v.get("attr").as_str() == Some("shape") {
                 Some(format!(
                     "{}.shape[{}]",
                     name_of(v.get("value"))?,
@@ -796,16 +1109,29 @@ impl<'j> Owner<'j> {
         for (n, _) in updates {
             *count.entry(n.as_str()).or_default() += 1;
         }
-        let mut defs = BTreeMap::new();
-        for s in body {
-            if s.kind() == "Assign" {
-                if let [t] = s.get("targets").as_list() {
-                    if let Some(n) = name_of(t).filter(|n| count.get(n) == Some(&1)) {
-                        defs.insert(n.to_string(), s.get("value"));
+        // A local assigned once, anywhere in the body (nested blocks too): every read of it sees
+        // that one assignment (a read before it in the iteration is refused as a carried
+        // value), so its value is its definition's.
+        fn single_defs<'j>(
+            body: &'j [Json],
+            count: &BTreeMap<&str, usize>,
+            defs: &mut BTreeMap<String, &'j Json>,
+        ) {
+            for s in body {
+                if s.kind() == "Assign" {
+                    if let [t] = s.get("targets").as_list() {
+                        if let Some(n) = name_of(t).filter(|n| count.get(n) == Some(&1)) {
+                            defs.insert(n.to_string(), s.get("value"));
+                        }
                     }
+                }
+                for key in ["body", "orelse"] {
+                    single_defs(s.get(key).as_list(), count, defs);
                 }
             }
         }
+        let mut defs = BTreeMap::new();
+        single_defs(body, &count, &mut defs);
         Owner {
             var: var.to_string(),
             updated: updates.iter().map(|(n, _)| n.clone()).collect(),

@@ -133,6 +133,12 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
          template <class T> __device__ __forceinline__ T cunumpy_port_max(T a, T b) { return a < b ? b : a; }\n",
     ),
     (
+        "localcap",
+        "// Local arrays whose size is known only at run time (np.zeros(p + 1)) reserve this many\n\
+         // elements per thread; a larger one stops the kernel with a message (raise it here).\n\
+         #ifndef CUNUMPY_PORT_LOCAL_CAP\n#define CUNUMPY_PORT_LOCAL_CAP 64\n#endif\n",
+    ),
+    (
         "ipow",
         "// Python's ** on integers (a non-negative exponent).\n\
          __device__ __forceinline__ long long cunumpy_port_ipow(long long a, long long b) {\n    \
@@ -426,14 +432,42 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// The array whose shape `e` is: `a` for `a.shape`, and for `shape(a)` / `np.shape(a)`
+    /// with NumPy's `shape`.
+    pub(crate) fn shape_base<'j>(&self, e: &'j Json) -> Option<&'j str> {
+        if e.kind() == "Attribute" && e.get("attr").as_str() == Some("shape") {
+            return name_of(e.get("value"));
+        }
+        if e.kind() != "Call" || !e.get("keywords").as_list().is_empty() {
+            return None;
+        }
+        let func = e.get("func");
+        let numpy_shape = match func.kind() {
+            "Name" => self
+                .from_imports
+                .get(name_of(func).unwrap_or(""))
+                .is_some_and(|(m, n)| *m == "numpy" && n == "shape"),
+            "Attribute" => {
+                func.get("attr").as_str() == Some("shape")
+                    && self.modules.get(name_of(func.get("value")).unwrap_or("")) == Some(&"numpy")
+            }
+            _ => false,
+        };
+        match e.get("args").as_list() {
+            [x] if numpy_shape => name_of(x),
+            _ => None,
+        }
+    }
+
     pub(crate) fn subscript(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
         let value = e.get("value");
-        // a.shape[k]
-        if value.kind() == "Attribute" && value.get("attr").as_str() == Some("shape") {
-            let base = name_of(value.get("value")).unwrap_or("");
+        // a.shape[k], shape(a)[k]
+        if let Some(base) = self.shape_base(value) {
             let rank = f.vars.get(base).map(Ty::rank).unwrap_or(0);
-            return match const_int(e.get("slice")) {
-                Some(k) if rank > 0 && (k as usize) < rank && k >= 0 => {
+            // a negative axis counts from the end, as in Python
+            let axis = const_int(e.get("slice")).map(|k| if k < 0 { k + rank as i64 } else { k });
+            return match axis {
+                Some(k) if rank > 0 && k >= 0 && (k as usize) < rank => {
                     Ok((format!("{base}.shape[{k}]"), Ty::Scalar(Scalar::I64)))
                 }
                 _ => Err(self.unsupported(
@@ -455,6 +489,15 @@ impl<'a> Translator<'a> {
                         "'{key}' is a 1-D pointer field but is indexed with {}",
                         idx.len()
                     ),
+                ));
+            }
+            if const_int(idx[0]).is_some_and(|v| v < 0) {
+                return Err(self.e(
+                    PortErrorKind::Unsupported,
+                    e.line(),
+                    "negative index",
+                    Some(&key),
+                    format!("negative index into the pointer field '{key}' (its length is not known in the kernel)"),
                 ));
             }
             let (x, ti) = self.expr(f, idx[0])?;
@@ -499,7 +542,7 @@ impl<'a> Translator<'a> {
                 format!("'{base}' has {} dimensions but is indexed with {} (array views and slices are not translated)", t.rank(), idx.len())));
         }
         let mut parts = Vec::new();
-        for i in idx {
+        for (axis, i) in idx.into_iter().enumerate() {
             if i.kind() == "Slice" {
                 return Err(self.e(
                     PortErrorKind::Unsupported,
@@ -509,14 +552,10 @@ impl<'a> Translator<'a> {
                     format!("slice of '{base}' (write the loop out)"),
                 ));
             }
-            if const_int(i).is_some_and(|v| v < 0) {
-                return Err(self.e(
-                    PortErrorKind::Unsupported,
-                    e.line(),
-                    "negative index",
-                    Some(base),
-                    format!("negative index into '{base}'"),
-                ));
+            if let Some(c) = const_int(i).filter(|v| *v < 0) {
+                // a[-1] is a[n - 1], as in Python (n the extent of that axis)
+                parts.push(format!("{base}.shape[{axis}] - {}", -c));
+                continue;
             }
             let (x, ti) = self.expr(f, i)?;
             if !ti.scalar().is_int() || ti.rank() > 0 {
@@ -627,25 +666,66 @@ impl<'a> Translator<'a> {
             }
             "Attribute" => {
                 let base = name_of(func.get("value")).unwrap_or("");
+                let method = func.get("attr").as_str().unwrap_or("");
+                if matches!(method, "conjugate" | "conj")
+                    && args.is_empty()
+                    && !self.modules.contains_key(base)
+                {
+                    // Complex kernels are refused by type, so this is the conjugate of a real.
+                    let (x, t) = self.expr(f, func.get("value"))?;
+                    if t.rank() == 0 {
+                        return Ok((x, t));
+                    }
+                }
                 match self.modules.get(base) {
                     Some(m) => (
                         Some(*m),
                         func.get("attr").as_str().unwrap_or("").to_string(),
                     ),
+                    None if !base.is_empty() && !f.vars.contains_key(base) => {
+                        return Err(self.unsupported(
+                            e,
+                            "helper from another module",
+                            format!("{base}.{method}(): functions of other modules are not translated yet (port that one by hand, or bring it into this module)"),
+                        ))
+                    }
                     None => {
                         return Err(self.unsupported(
                             e,
                             "call",
-                            format!("method call .{}()", func.get("attr").as_str().unwrap_or("")),
+                            format!("method call .{method}()"),
                         ))
                     }
                 }
             }
             _ => return Err(self.unsupported(e, "call", "this call".into())),
         };
+        let helper_call = module.is_none() && self.funcs.contains_key(&name);
+        if helper_call {
+            for (k, a) in args.iter().enumerate() {
+                if let Some(v) = name_of(a).filter(|v| {
+                    matches!(f.vars.get(*v), Some(Ty::View(..))) && !f.params.contains(*v)
+                }) {
+                    if self.helper_writes(&name, k, &mut BTreeSet::new()) {
+                        return Err(self.e(PortErrorKind::Unsupported, e.line(), "write through a view", Some(v),
+                            format!("passes '{v}', a view of another array's elements, to {name}(), which writes it")));
+                    }
+                }
+            }
+        }
         let mut xs = Vec::new();
         for a in args {
-            xs.push(self.expr(f, a)?);
+            // a struct argument passed on to a helper (by value: its arrays are the same)
+            match name_of(a).and_then(|n| f.vars.get(n)) {
+                Some(t @ Ty::Struct(..)) if helper_call => {
+                    xs.push((name_of(a).unwrap_or("").to_string(), t.clone()))
+                }
+                _ => match struct_field(f, a) {
+                    // an array-view field of a struct passed to a helper: the view itself
+                    Some((key, t @ Ty::View(..))) if helper_call => xs.push((key, t)),
+                    _ => xs.push(self.expr(f, a)?),
+                },
+            }
         }
         let scalar_args = |t: &Translator, xs: &[(String, Ty)]| -> R<()> {
             if xs.iter().any(|(_, t)| t.rank() > 0) {
@@ -681,6 +761,29 @@ impl<'a> Translator<'a> {
                 }
                 _ => return Err(self.unsupported(e, "call", format!("{name}() is not a function of this module nor a math/numpy scalar function"))),
             }
+        }
+        if module == Some("numpy")
+            && matches!(name.as_str(), "mod" | "remainder")
+            && args.len() == 2
+        {
+            // NumPy's mod is Python's %: the sign of the divisor
+            let fake = Json::Obj(BTreeMap::from([
+                ("_t".to_string(), Json::Str("BinOp".into())),
+                ("_line".to_string(), Json::Num(e.line().to_string())),
+                ("left".to_string(), args[0].clone()),
+                (
+                    "op".to_string(),
+                    Json::Obj(BTreeMap::from([(
+                        "_t".to_string(),
+                        Json::Str("Mod".into()),
+                    )])),
+                ),
+                ("right".to_string(), args[1].clone()),
+            ]));
+            return self.binop(f, &fake);
+        }
+        if module == Some("numpy") && name == "size" && xs.len() == 1 && xs[0].1.rank() > 0 {
+            return Ok((format!("{}.size()", xs[0].0), Ty::Scalar(Scalar::I64)));
         }
         if let Some(m) = module {
             scalar_args(self, &xs)?;
@@ -973,6 +1076,8 @@ impl<'a> Translator<'a> {
                 let n = name_of(target).unwrap_or("");
                 if let Some(t) = self.local_array(value)? {
                     bind(f, n, t);
+                } else if let Some((_, t, _)) = self.row_view(f, value) {
+                    bind(f, n, t);
                 } else if let Ok(t) = self.ty(f, value) {
                     bind(f, n, t);
                 }
@@ -985,8 +1090,7 @@ impl<'a> Translator<'a> {
                             bind(f, n, ty);
                         }
                     }
-                } else if value.kind() == "Attribute" && value.get("attr").as_str() == Some("shape")
-                {
+                } else if self.shape_base(value).is_some() {
                     for t in elts {
                         if let Some(n) = name_of(t) {
                             bind(f, n, Ty::Scalar(Scalar::I64));
@@ -1032,13 +1136,14 @@ impl<'a> Translator<'a> {
         } else {
             vec![const_int(shape)]
         };
-        if dims.iter().any(|d| d.is_none_or(|d| d <= 0)) {
+        if dims.iter().any(|d| d.is_some_and(|d| d <= 0)) {
             return Err(self.unsupported(
                 v,
                 "local array",
-                format!("np.{fname}() with a shape that is not made of positive integer constants"),
+                format!("np.{fname}() with a shape that is not positive"),
             ));
         }
+        let dynamic = dims.iter().any(Option::is_none);
         let mut s = Scalar::F64;
         let dtype_arg = args.get(1).or_else(|| {
             v.get("keywords")
@@ -1057,10 +1162,122 @@ impl<'a> Translator<'a> {
             s = scalar_named(&text)
                 .map_err(|m| self.unsupported(v, "local array", format!("dtype: {m}")))?;
         }
+        if dynamic {
+            return Ok(Some(Ty::LocalDyn(s, dims.len())));
+        }
         Ok(Some(Ty::Local(
             s,
             dims.into_iter().map(|d| d.unwrap_or(1) as usize).collect(),
         )))
+    }
+
+    /// `a[i, :]`, `a[i, j, :, :]` (leading indices, then whole trailing axes) of an array
+    /// argument or an array-view field: (the array's C name, the view's type, the leading
+    /// indices).
+    pub(crate) fn row_view(&self, f: &FnCx, e: &Json) -> Option<(String, Ty, Vec<Json>)> {
+        if e.kind() != "Subscript" {
+            return None;
+        }
+        let value = e.get("value");
+        let (base, t) = match struct_field(f, value) {
+            Some((k, t @ Ty::View(..))) => (k, t),
+            Some(_) => return None,
+            None => {
+                let n = name_of(value)?;
+                match f.vars.get(n) {
+                    Some(t @ (Ty::Array(..) | Ty::View(..))) => (n.to_string(), t.clone()),
+                    _ => return None,
+                }
+            }
+        };
+        let ix = indices(e);
+        let lead: Vec<Json> = ix
+            .iter()
+            .take_while(|i| i.kind() != "Slice")
+            .map(|i| (*i).clone())
+            .collect();
+        let full = |i: &&Json| {
+            i.kind() == "Slice"
+                && matches!(i.get("lower"), Json::Null)
+                && matches!(i.get("upper"), Json::Null)
+                && matches!(i.get("step"), Json::Null)
+        };
+        let rest = &ix[lead.len()..];
+        if lead.is_empty()
+            || rest.is_empty()
+            || !rest.iter().all(full)
+            || lead.len() + rest.len() > t.rank()
+        {
+            return None;
+        }
+        if lead.iter().any(|i| const_int(i).is_some_and(|v| v < 0)) {
+            return None;
+        }
+        let r = t.rank() - lead.len();
+        Some((base, Ty::View(t.scalar(), r), lead))
+    }
+
+    /// `x = np.zeros((p + 1, q))` with run-time extents: the local's view takes them, checked
+    /// against the per-thread reserve, then it is filled.
+    fn dynamic_local(
+        &mut self,
+        f: &FnCx,
+        s: &Json,
+        n: &str,
+        sc: Scalar,
+        rank: usize,
+        pad: &str,
+    ) -> R<String> {
+        let value = s.get("value");
+        let shape = value
+            .get("args")
+            .as_list()
+            .first()
+            .cloned()
+            .unwrap_or(Json::Null);
+        let dims: Vec<Json> = if shape.kind() == "Tuple" {
+            shape.get("elts").as_list().to_vec()
+        } else {
+            vec![shape]
+        };
+        let mut ext = Vec::new();
+        for d in &dims {
+            let (x, t) = self.expr(f, d)?;
+            if !t.scalar().is_int() || t.rank() > 0 {
+                return Err(self.unsupported(
+                    s,
+                    "local array",
+                    format!("an extent of '{n}' that is not an integer"),
+                ));
+            }
+            ext.push(format!("(long long)({})", strip_parens(&x)));
+        }
+        self.prelude.insert("localcap");
+        let func = value.get("func");
+        let fname = match func.kind() {
+            "Name" => self
+                .from_imports
+                .get(name_of(func).unwrap_or(""))
+                .map(|(_, real)| real.as_str())
+                .unwrap_or(""),
+            _ => func.get("attr").as_str().unwrap_or(""),
+        };
+        let c = sc.c();
+        let mut out = self.comment(s.line(), pad);
+        out.push_str(&format!(
+            "{pad}{n} = CArray{rank}D<{c}>{{{n}_data, {{{}}}}};\n",
+            ext.join(", ")
+        ));
+        out.push_str(&format!(
+            "{pad}if ({n}.size() < 0 || {n}.size() > CUNUMPY_PORT_LOCAL_CAP) {{\n{pad}    printf(\"cunumpy: {}: local array '{n}' (line {}) needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long){n}.size(), (int)CUNUMPY_PORT_LOCAL_CAP);\n{pad}    __trap();\n{pad}}}\n",
+            self.current,
+            s.line()
+        ));
+        if fname != "empty" {
+            let fill = if fname == "zeros" { "0" } else { "1" };
+            out.push_str(&format!("{pad}for (long long cunumpy_f = 0; cunumpy_f < {n}.size(); ++cunumpy_f) {n}_data[cunumpy_f] = ({c}){fill};\n"));
+        }
+        Ok(out)
     }
 
     /// Declarations of a function's locals (C needs them before any block uses them).
@@ -1069,6 +1286,16 @@ impl<'a> Translator<'a> {
         for n in &f.order {
             match &f.vars[n] {
                 Ty::Scalar(s) => out.push_str(&format!("{pad}{} {n};\n", s.c())),
+                Ty::View(s, rank) => {
+                    out.push_str(&format!("{pad}CArray{rank}D<{}> {n};\n", s.c()));
+                }
+                Ty::LocalDyn(s, rank) => {
+                    let zeros = vec!["0"; *rank].join(", ");
+                    out.push_str(&format!(
+                        "{pad}{} {n}_data[CUNUMPY_PORT_LOCAL_CAP];\n{pad}CArray{rank}D<{}> {n} = {{{n}_data, {{{zeros}}}}};\n",
+                        s.c(), s.c()
+                    ));
+                }
                 Ty::Local(s, dims) => {
                     let total: usize = dims.iter().product();
                     let ext: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
@@ -1077,7 +1304,7 @@ impl<'a> Translator<'a> {
                         s.c(), dims.len(), s.c(), ext.join(", ")
                     ));
                 }
-                Ty::Array(..) | Ty::Struct(..) | Ty::View(..) => {}
+                Ty::Array(..) | Ty::Struct(..) => {}
             }
         }
         out
@@ -1113,6 +1340,31 @@ impl<'a> Translator<'a> {
         if kind == "Pass" || (kind == "Expr" && s.get("value").kind() == "Constant") {
             return Ok(String::new());
         }
+        // A local view (`row = a[i, :]`) is read only: a write through it would escape the
+        // race proof, which sees the array only where the view is made.
+        let targets: Vec<&Json> = match kind {
+            "Assign" => s.get("targets").as_list().iter().collect(),
+            "AugAssign" => vec![s.get("target")],
+            _ => vec![],
+        };
+        for t in targets {
+            if let Some(v) = local_view_written(f, t) {
+                return Err(self.e(PortErrorKind::Unsupported, s.line(), "write through a view", Some(&v),
+                    format!("writes through '{v}', a view of another array's elements (write into that array instead)")));
+            }
+        }
+        let slice_target = match kind {
+            "Assign" => s
+                .get("targets")
+                .as_list()
+                .iter()
+                .any(crate::slices::has_slice),
+            "AugAssign" => crate::slices::has_slice(s.get("target")),
+            _ => false,
+        };
+        if slice_target {
+            return self.slice_assign(f, s, depth, par);
+        }
         let mut out = if matches!(kind, "If" | "For" | "While") {
             String::new()
         } else {
@@ -1132,6 +1384,9 @@ impl<'a> Translator<'a> {
                 match target.kind() {
                     "Name" => {
                         let n = name_of(target).unwrap_or("");
+                        if let Some(Ty::LocalDyn(sc, rank)) = self.local_array(value)?.as_ref() {
+                            return self.dynamic_local(f, s, n, *sc, *rank, &pad);
+                        }
                         if let Some(Ty::Local(sc, dims)) = self.local_array(value)?.as_ref() {
                             let total: usize = dims.iter().product();
                             let func = value.get("func");
@@ -1158,6 +1413,40 @@ impl<'a> Translator<'a> {
                                 format!("rebinding array parameter '{n}'"),
                             ));
                         }
+                        if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
+                            if let Some((base, Ty::View(sc, r), lead)) = self.row_view(f, value) {
+                                // a view of the trailing axes: the array's own elements
+                                let mut lead_c = Vec::new();
+                                for i in &lead {
+                                    let (x, ti) = self.expr(f, i)?;
+                                    if !ti.scalar().is_int() || ti.rank() > 0 {
+                                        return Err(self.unsupported(
+                                            s,
+                                            "index",
+                                            format!("index of '{base}' is not an integer"),
+                                        ));
+                                    }
+                                    lead_c.push(format!("(long long)({})", strip_parens(&x)));
+                                }
+                                let total = base_rank(f, &base);
+                                let mut off = String::from("0");
+                                for (d, i) in lead_c.iter().enumerate() {
+                                    off = format!("({off}) * {base}.shape[{d}] + {i}");
+                                }
+                                let tail: Vec<String> = (lead.len()..total)
+                                    .map(|d| format!("{base}.shape[{d}]"))
+                                    .collect();
+                                for d in lead.len()..total {
+                                    off = format!("({off}) * {base}.shape[{d}]");
+                                }
+                                out.push_str(&format!(
+                                    "{pad}{n} = CArray{r}D<{}>{{{base}.data + {off}, {{{}}}}};\n",
+                                    sc.c(),
+                                    tail.join(", ")
+                                ));
+                                return Ok(out);
+                            }
+                        }
                         let (x, t) = self.expr(f, value)?;
                         if t.rank() > 0 {
                             return Err(self.unsupported(
@@ -1175,10 +1464,7 @@ impl<'a> Translator<'a> {
                     }
                     "Tuple" => {
                         let elts = target.get("elts").as_list();
-                        if value.kind() == "Attribute"
-                            && value.get("attr").as_str() == Some("shape")
-                        {
-                            let base = name_of(value.get("value")).unwrap_or("");
+                        if let Some(base) = self.shape_base(value) {
                             for (k, t) in elts.iter().enumerate() {
                                 let n = name_of(t).unwrap_or("");
                                 out.push_str(&format!("{pad}{n} = {base}.shape[{k}];\n"));
@@ -1411,6 +1697,22 @@ impl<'a> Translator<'a> {
         };
         Ok((var, start, stop, step))
     }
+}
+
+/// The local view a subscript target writes through (`row[k] = ...`), if any.
+fn local_view_written(f: &FnCx, target: &Json) -> Option<String> {
+    if target.kind() != "Subscript" {
+        return None;
+    }
+    let n = name_of(target.get("value"))?;
+    (matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n)).then(|| n.to_string())
+}
+
+/// The rank of the array named by `key` (an argument, a local, `p.field`).
+fn base_rank(f: &FnCx, key: &str) -> usize {
+    key_type(f, key)
+        .0
+        .max(f.vars.get(key).map(Ty::rank).unwrap_or(0))
 }
 
 /// `(a < b)` -> `a < b` (the condition of an `if` has its own parentheses).

@@ -47,6 +47,9 @@ pub enum Ty {
     Array(Scalar, usize),
     /// A small fixed-size local array (`np.empty((3, 3))`): element type and extents.
     Local(Scalar, Vec<usize>),
+    /// A local array whose extents are known only at run time (`np.zeros(p + 1)`): element
+    /// type and rank; it reserves `CUNUMPY_PORT_LOCAL_CAP` elements per thread.
+    LocalDyn(Scalar, usize),
     /// A struct argument (a `CudaStructArguments` class): its C name and fields, arrays being
     /// 1-D pointers (`p.x[i]`) or array views.
     Struct(String, Vec<(String, Ty)>),
@@ -58,7 +61,11 @@ pub enum Ty {
 impl Ty {
     pub fn scalar(&self) -> Scalar {
         match self {
-            Ty::Scalar(s) | Ty::Array(s, _) | Ty::Local(s, _) | Ty::View(s, _) => *s,
+            Ty::Scalar(s)
+            | Ty::Array(s, _)
+            | Ty::Local(s, _)
+            | Ty::View(s, _)
+            | Ty::LocalDyn(s, _) => *s,
             Ty::Struct(..) => Scalar::I64,
         }
     }
@@ -66,7 +73,7 @@ impl Ty {
     pub fn rank(&self) -> usize {
         match self {
             Ty::Scalar(_) => 0,
-            Ty::Array(_, n) | Ty::View(_, n) => *n,
+            Ty::Array(_, n) | Ty::View(_, n) | Ty::LocalDyn(_, n) => *n,
             Ty::Local(_, d) => d.len(),
             Ty::Struct(..) => 0,
         }

@@ -65,7 +65,6 @@ fn refusals_name_line_construct_and_array() {
             "read of another iteration's element",
         ),
         ("scatter_assign", 121, Some("out"), "unprovable write"),
-        ("total_charge", 127, None, "scalar update"),
         (
             "deposit_then_read",
             134,
@@ -85,6 +84,12 @@ fn refusals_name_line_construct_and_array() {
             .to_string()
             .starts_with(&format!("{kernel}, line {line}: ")));
     }
+    // A sum assigned (not added) after the loop.
+    let e = run("total_charge").unwrap_err();
+    assert_eq!(
+        (e.kind, e.line, e.construct.as_str()),
+        (PortErrorKind::Unsupported, 128, "reduction")
+    );
     let e = run("cross").unwrap_err();
     assert_eq!(
         (e.kind, e.construct.as_str()),
@@ -123,4 +128,86 @@ fn an_offset_read_from_a_local_array_is_not_invariant() {
         (e.kind, e.line, e.array.as_deref()),
         (PortErrorKind::Race, 152, Some("out"))
     );
+}
+
+#[test]
+fn offsets_set_once_in_an_inner_loop_are_owned() {
+    let t = run("stencil_rows_2d").unwrap();
+    assert_eq!(t.loop_var, "i1");
+    assert!(t
+        .writes
+        .iter()
+        .all(|w| w.how == "owned" && w.array == "out"));
+    assert_eq!(
+        t.n_threads.as_deref(),
+        Some("max(0, ((int(e[0]) + 1)) - (int(s[0])))")
+    );
+}
+
+#[test]
+fn a_name_assigned_in_one_branch_only_is_carried() {
+    let e = run("conditional_index").unwrap_err();
+    assert_eq!(
+        (e.kind, e.line, e.construct.as_str()),
+        (PortErrorKind::Race, 213, "carried scalar")
+    );
+}
+
+#[test]
+fn a_sum_becomes_per_thread_partials_and_one_atomic_add() {
+    let t = run("dot_sum").unwrap();
+    assert_eq!(t.writes.len(), 1);
+    assert_eq!(
+        (t.writes[0].array.as_str(), t.writes[0].how),
+        ("res", "reduction")
+    );
+    assert!(t.source.contains("const double cunumpy_s_init = s;"));
+    assert!(t
+        .source
+        .contains("cunumpy_atomic_add(&res(0), (double)(s));"));
+    assert!(t.source.contains("#include <cunumpy/atomic.cuh>"));
+    assert_eq!(
+        t.n_threads.as_deref(),
+        Some("max(0, ((a.shape[0])) - (lo))")
+    );
+    let e = run("sum_into_written").unwrap_err();
+    assert_eq!(
+        (e.kind, e.line, e.array.as_deref()),
+        (PortErrorKind::Race, 249, Some("res"))
+    );
+    let e = run("running_sum").unwrap_err();
+    assert_eq!((e.kind, e.line), (PortErrorKind::Race, 231));
+}
+
+#[test]
+fn slice_assignments_become_element_loops() {
+    let t = run("push_slices").unwrap();
+    assert!(t
+        .source
+        .contains("markers((3 + cunumpy_k0), ip) += dt * v(cunumpy_k0);"));
+    let e = run("shift_slice").unwrap_err();
+    assert_eq!(
+        (e.construct.as_str(), e.array.as_deref()),
+        ("slice", Some("a"))
+    );
+}
+
+#[test]
+fn run_time_local_arrays_check_their_reserve() {
+    let t = run("window_sums").unwrap();
+    assert!(t
+        .source
+        .contains("double buf_data[CUNUMPY_PORT_LOCAL_CAP];"));
+    assert!(t
+        .source
+        .contains("if (buf.size() < 0 || buf.size() > CUNUMPY_PORT_LOCAL_CAP) {"));
+}
+
+#[test]
+fn views_are_read_only() {
+    let t = run("row_sums").unwrap();
+    assert!(t.source.contains("CArray1D<double> row;"));
+    assert!(t.source.contains("long long r;"));
+    let e = run("write_row").unwrap_err();
+    assert_eq!(e.construct, "write through a view");
 }

@@ -10,8 +10,10 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,13 @@ class GeneratedCuda(str):
     ``loop_var`` (the loop run in parallel, one iteration per thread), ``n_threads`` (the
     loop's trip count as a Python expression of the arguments, or ``None``), ``writes`` (one
     ``(array, line, how)`` per array write in the loop, ``how`` being ``"owned"``: indexed by
-    the loop variable, or ``"atomic"``: a ``+=``/``-=`` made an atomic add), ``atomics`` (the
-    arrays updated atomically) and ``helpers`` (functions of the module made ``__device__``).
+    the loop variable, ``"atomic"``: a ``+=``/``-=`` made an atomic add, or ``"reduction"``:
+    ``out[k] += s`` after the loop of a sum ``s`` the loop accumulates, each thread adding its
+    own partial sum atomically), ``atomics`` (the
+    arrays updated atomically), ``helpers`` (functions of the module made ``__device__``) and
+    ``typevars`` (``(name, type)`` for each module ``TypeVar`` of the annotations, instantiated
+    for its first constraint the translator knows: ``T = TypeVar('T', float, complex)`` gives a
+    ``double`` kernel).
     """
 
     kernel: str
@@ -40,6 +47,7 @@ class GeneratedCuda(str):
     writes: tuple[tuple[str, int, str], ...]
     helpers: tuple[str, ...]
     structs: tuple[Any, ...]
+    typevars: tuple[tuple[str, str], ...] = ()
 
     @property
     def atomics(self) -> tuple[str, ...]:
@@ -76,14 +84,17 @@ class GeneratedCuda(str):
         ]
         lines.append(f"  launch shape: n_threads = {self.n_threads or '(pass n_threads=)'}")
         for array, line, how in self.writes:
-            what = (
-                "atomic add (other iterations may hit the same element)"
-                if how == "atomic"
-                else f"indexed by {self.loop_var}: safe"
-            )
+            what = {
+                "atomic": "atomic add (other iterations may hit the same element)",
+                "reduction": "sum of every thread's partial, one atomic add per thread",
+            }.get(how, f"indexed by {self.loop_var}: safe")
             lines.append(f"  line {line}: write to {array}: {what}")
         if self.helpers:
             lines.append(f"  __device__ helpers: {', '.join(self.helpers)}")
+        for var, ty in self.typevars:
+            lines.append(
+                f"  generic {var}: instantiated for {ty} (its first constraint known here)"
+            )
         return "\n".join(lines)
 
 
@@ -485,6 +496,316 @@ def _annotations_as_text(tree: ast.Module) -> ast.Module:
     return tree
 
 
+# TypeVar constraints the translator instantiates a generic kernel for, in order of preference.
+_TYPEVAR_PICK = ("float", "float64", "int", "int64", "float32", "int32", "bool")
+
+
+def _typevars(tree: ast.Module) -> dict[str, str]:
+    """``T = TypeVar('T', float, complex)`` at the top of the module -> ``{"T": "float"}``: the
+    first constraint the translator knows (complex kernels are not translated). A TypeVar
+    without such a constraint is left alone (the annotation is then refused by name)."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
+            continue
+        func = node.value.func
+        fname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if fname != "TypeVar":
+            continue
+        names = [
+            c.id if isinstance(c, ast.Name) else c.value if isinstance(c, ast.Constant) else None
+            for c in node.value.args[1:]
+        ]
+        pick = next((t for t in _TYPEVAR_PICK if t in names), None)
+        if pick is not None:
+            out[node.targets[0].id] = pick
+    return out
+
+
+def _instantiate_typevars(tree: ast.Module) -> dict[str, str]:
+    """Rewrites the text annotations of every function (``'T[:,:]'``, ``'T'``) with the type
+    each module TypeVar is instantiated for (see ``_typevars``); returns that choice."""
+    tvars = _typevars(tree)
+    if not tvars:
+        return tvars
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, tvars)) + r")\b")
+    for node in ast.walk(tree):
+        ann = getattr(node, "annotation", None) if isinstance(node, ast.arg) else None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            ann.value = pattern.sub(lambda m: tvars[m.group(1)], ann.value)
+        elif isinstance(ann, ast.Name) and ann.id in tvars:
+            node.annotation = ast.copy_location(ast.Constant(tvars[ann.id]), ann)
+    return tvars
+
+
+def _hoist_local_imports(tree: ast.Module) -> None:
+    """``from numpy import size`` (or ``import math``) inside a function body moves to the top
+    of the module, where the translator reads the names of ``math`` and ``numpy``; imports of
+    anything else stay (and are refused where they are)."""
+    for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
+        keep = []
+        for stmt in fn.body:
+            names = (
+                [stmt.module or ""]
+                if isinstance(stmt, ast.ImportFrom)
+                else [a.name for a in stmt.names]
+                if isinstance(stmt, ast.Import)
+                else None
+            )
+            if names and all(n in ("math", "numpy") for n in names):
+                tree.body.insert(0, stmt)
+            else:
+                keep.append(stmt)
+        fn.body = keep or [ast.Pass()]
+
+
+def _is_shape_of(value: ast.expr) -> str | None:
+    """``x.shape``, ``shape(x)``, ``np.shape(x)``: the name ``x``."""
+    if isinstance(value, ast.Attribute) and value.attr == "shape":
+        inner = value.value
+        return inner.id if isinstance(inner, ast.Name) else None
+    if (
+        isinstance(value, ast.Call)
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+    ):
+        func = value.func
+        if (isinstance(func, ast.Name) and func.id == "shape") or (
+            isinstance(func, ast.Attribute) and func.attr == "shape"
+        ):
+            return value.args[0].id
+    return None
+
+
+class _ShapeInline(ast.NodeTransformer):
+    """``shp[k]`` -> ``x.shape[k]`` for ``aliases = {"shp": "x"}``."""
+
+    def __init__(self, aliases: dict[str, str]) -> None:
+        self.aliases = aliases
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id in self.aliases:
+            shape = ast.Attribute(
+                value=ast.Name(id=self.aliases[node.value.id], ctx=ast.Load()),
+                attr="shape",
+                ctx=ast.Load(),
+            )
+            return ast.copy_location(
+                ast.Subscript(value=shape, slice=node.slice, ctx=node.ctx), node
+            )
+        return node
+
+
+def _inline_shape_aliases(tree: ast.Module) -> None:
+    """``shp = shape(x)`` (a top-level statement of a function, the name assigned nowhere
+    else and only ever indexed by a constant) is dropped and ``shp[k]`` reads ``x.shape[k]``."""
+    for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
+        stores: dict[str, int] = {}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores[node.id] = stores.get(node.id, 0) + 1
+        aliases: dict[str, str] = {}
+        for stmt in fn.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stores.get(stmt.targets[0].id) == 1
+            ):
+                base = _is_shape_of(stmt.value)
+                if base is not None:
+                    aliases[stmt.targets[0].id] = base
+        if not aliases:
+            continue
+        indexed = {
+            id(node.value)
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and isinstance(node.slice, ast.Constant | ast.UnaryOp)
+        }
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and node.id in aliases
+                and id(node) not in indexed
+            ):
+                aliases.pop(node.id)  # used whole: left to the translator
+        if not aliases:
+            continue
+
+        fn.body = [
+            stmt
+            for stmt in fn.body
+            if not (
+                isinstance(stmt, ast.Assign)
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id in aliases
+                and _is_shape_of(stmt.value) is not None
+            )
+        ] or [ast.Pass()]
+        _ShapeInline(aliases).visit(fn)
+        ast.fix_missing_locations(fn)
+
+
+_MATH_NUMPY = ("math", "numpy")
+
+
+def _imports_of(tree: ast.Module) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """A module's imports of other modules than math/numpy: ``import a.b.c as m`` -> ``{"m":
+    "a.b.c"}``, ``from a.b.c import f as g`` -> ``{"g": ("a.b.c", "f")}``."""
+    mods: dict[str, str] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] not in _MATH_NUMPY and (a.asname or "." not in a.name):
+                    mods[a.asname or a.name] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] not in _MATH_NUMPY:
+                for a in node.names:
+                    names[a.asname or a.name] = (node.module, a.name)
+    return mods, names
+
+
+class _Helpers:
+    """Functions of other modules the kernel calls (``bsplines_kernels.find_span(...)``,
+    ``from pkg.mod import f``): each is read from its file (found under the search paths, never
+    imported), renamed ``<module>__<name>`` and added to the kernel's module, with the functions
+    it calls in turn; its file's lines are appended to the source after the module's own, so
+    the generated comments quote them (``origin`` maps those lines back)."""
+
+    def __init__(self, tree: ast.Module, source: str, search_paths: Sequence[Path]) -> None:
+        self.tree = tree
+        self.lines = source.splitlines()
+        self.main_len = len(self.lines)
+        self.search = search_paths
+        self.files: dict[Path, tuple[ast.Module, int]] = {}
+        self.done: dict[tuple[Path, str], str | None] = {}
+        self.spans: list[tuple[int, int, Path]] = []
+        self.bound: dict[str, tuple[str | None, str]] = {
+            a.asname or a.name: (n.module if isinstance(n, ast.ImportFrom) else None, a.name)
+            for n in tree.body
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in n.names
+        }
+
+    def _file(self, path: Path) -> tuple[ast.Module, int]:
+        if path not in self.files:
+            text = path.read_text()
+            offset = len(self.lines)
+            tree = _annotations_as_text(ast.parse(text))
+            _instantiate_typevars(tree)
+            _hoist_local_imports(tree)
+            _inline_shape_aliases(tree)
+            ast.increment_lineno(tree, offset)
+            self.lines.extend(text.splitlines())
+            self.spans.append((offset, len(self.lines), path))
+            self.files[path] = (tree, offset)
+            # its math/numpy names, where the kernel's module does not bind them otherwise
+            for node in tree.body:
+                if not isinstance(node, ast.Import | ast.ImportFrom):
+                    continue
+                mod = node.module if isinstance(node, ast.ImportFrom) else None
+                if (mod or node.names[0].name).split(".")[0] not in _MATH_NUMPY:
+                    continue
+                new = [
+                    a
+                    for a in node.names
+                    if self.bound.setdefault(a.asname or a.name, (mod, a.name)) == (mod, a.name)
+                ]
+                if new:
+                    moved = deepcopy(node)
+                    moved.names = new
+                    self.tree.body.insert(0, moved)
+        return self.files[path]
+
+    def pull(self, module: str, name: str) -> str | None:
+        path = _module_file(module, self.search)
+        if path is None:
+            return None
+        key = (path, name)
+        if key in self.done:
+            return self.done[key]
+        tree, _ = self._file(path)
+        fdef = next(
+            (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None
+        )
+        if fdef is None:
+            self.done[key] = None
+            return None
+        taken = {n.name for n in self.tree.body if isinstance(n, ast.FunctionDef)}
+        mangled = f"{module.rsplit('.', 1)[-1]}__{name}"
+        while mangled in taken:
+            mangled += "_"
+        self.done[key] = mangled
+        copy = deepcopy(fdef)
+        copy.name = mangled
+        mods, names = _imports_of(tree)
+        local = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.resolve(copy, mods, names, local, module)
+        self.tree.body.append(copy)
+        return mangled
+
+    def resolve(
+        self,
+        fn: ast.FunctionDef,
+        mods: dict[str, str],
+        names: dict[str, tuple[str, str]],
+        local: set[str],
+        module: str | None,
+    ) -> None:
+        """Points the calls of ``fn`` to other modules' functions (and, in a function read
+        from another module, to its own module's functions) at their renamed copies."""
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            func, target = node.func, None
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id in mods
+            ):
+                target = (mods[func.value.id], func.attr)
+            elif isinstance(func, ast.Name) and func.id in names:
+                target = names[func.id]
+            elif isinstance(func, ast.Name) and module is not None and func.id in local:
+                target = (module, func.id)
+            if target is not None:
+                mangled = self.pull(*target)
+                if mangled is not None:
+                    node.func = ast.copy_location(ast.Name(id=mangled, ctx=ast.Load()), func)
+
+    def origin(self, line: int) -> tuple[Path, int] | None:
+        """(file, line in it) of a line of an appended file; None for the module's own."""
+        for start, end, path in self.spans:
+            if start < line <= end:
+                return path, line - start
+        return None
+
+    def source(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+    def relabel(self, text: str) -> str:
+        """``// L<n>:`` comments of appended lines name their file and line instead."""
+
+        def sub(m: re.Match[str]) -> str:
+            where = self.origin(int(m.group(1)))
+            if where is None:
+                return m.group(0)
+            return f"// {where[0].name}:{where[1]}:"
+
+        return re.sub(r"// L(\d+):", sub, text)
+
+
 def translate_source(
     source: str,
     name: str,
@@ -505,6 +826,9 @@ def translate_source(
     imported) and laid out from its ``__init__`` annotations as
     :meth:`~cunumpy.arguments.CudaStruct.from_pyccel_class` does."""
     tree = _annotations_as_text(ast.parse(source))
+    typevars = _instantiate_typevars(tree)
+    _hoist_local_imports(tree)
+    _inline_shape_aliases(tree)
     struct_types, structs = _struct_arg_types(
         tree,
         source,
@@ -514,14 +838,35 @@ def translate_source(
         [Path(p) for p in search_paths],
     )
     _inline_field_aliases(tree, name, dict(struct_types))
-    info = _core._port_translate(
-        json.dumps(_dump(tree)),
-        source,
-        name,
-        arg_types=[*arg_types, *struct_types],
-        parallel_loop=parallel_loop,
-    )
-    out = GeneratedCuda(info["source"])
+    helpers = _Helpers(tree, source, [Path(p) for p in search_paths])
+    mods, names = _imports_of(tree)
+    for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
+        helpers.resolve(fn, mods, names, set(), None)
+    from ..exceptions import CudaPortError
+
+    try:
+        info = _core._port_translate(
+            json.dumps(_dump(tree)),
+            helpers.source(),
+            name,
+            arg_types=[*arg_types, *struct_types],
+            parallel_loop=parallel_loop,
+        )
+    except CudaPortError as exc:
+        where = helpers.origin(getattr(exc, "line", 0) or 0)
+        if where is None:
+            raise
+        text = str(exc).split(": ", 1)[-1]
+        moved = type(exc)(f"{exc.function}, line {where[1]} of {where[0]}: {text}")
+        moved.function, moved.line, moved.construct, moved.array = (
+            exc.function,
+            where[1],
+            exc.construct,
+            exc.array,
+        )
+        moved.file = str(where[0])
+        raise moved from None
+    out = GeneratedCuda(helpers.relabel(info["source"]))
     out.kernel = info["kernel"]
     out.params = tuple(info["params"])
     out.loop_line = info["loop_line"]
@@ -530,4 +875,5 @@ def translate_source(
     out.writes = tuple(tuple(w) for w in info["writes"])
     out.helpers = tuple(info["helpers"])
     out.structs = tuple(structs)
+    out.typevars = tuple(sorted(typevars.items()))
     return out
