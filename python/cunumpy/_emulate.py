@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._struct_value import CudaStructValue
 from .exceptions import InvalidArgumentTypeError
 
 __all__ = ["compile_for_emulation", "emulate_cuda_kernel", "emulation_options"]
@@ -110,13 +111,12 @@ def _is_fake(a: Any) -> bool:
 def _expand(args: tuple[Any, ...]) -> list[Any]:
     """Argument objects (``__cuda_args__``) expanded, as the launch does, so the NumPy arrays
     inside them can be presented too. A ``CudaStructArguments`` stays itself (one struct
-    argument): its fields may hold NumPy arrays, which only :func:`_struct_values` can pack."""
-    from .arguments import CudaStructArguments
-
+    argument): its fields may hold NumPy arrays, which only :func:`_struct_values` can pack.
+    A struct argument is any object whose type has ``__cuda_struct__``."""
     out: list[Any] = []
     for a in args:
         method = getattr(type(a), "__cuda_args__", None)
-        if isinstance(a, CudaStructArguments):
+        if hasattr(type(a), "__cuda_struct__"):
             out.append(a)
         elif method is not None and not isinstance(a, np.ndarray | int | float) and not _is_fake(a):
             out.extend(method(a))
@@ -140,7 +140,6 @@ def _struct_values(kernel: Any, args: list[Any]) -> list[Any]:
     fields hold NumPy arrays, a mapping of field values, or any object with one attribute per
     field; a packed ``CudaStructValue`` passes as it is. Other positions are left alone (the
     launch checks them)."""
-    from .arguments import CudaStructValue
     from .exceptions import KernelArgumentTypeError
 
     signature = getattr(kernel, "signature", None)

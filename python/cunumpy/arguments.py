@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _core
+from ._struct_value import CudaStructValue
 from .cuda._source import CudaParameter
 from .exceptions import (
     CudaStructError,
@@ -280,7 +281,7 @@ class CudaStruct:
             raise CupyUnavailableError(
                 f"verify_layout of struct {self.name} needs CuPy and a GPU"
             ) from exc
-        from .kernels import CudaKernel
+        from .kernels._cuda_kernel import CudaKernel  # the class, not the kernel layer
 
         kernel = CudaKernel(
             self.layout_source(include),
@@ -672,35 +673,6 @@ def write_cuda_header(
     text = _header(list(structs), guard or _guard_of(path.name), includes=includes)
     path.write_text(text)
     return text
-
-
-class CudaStructValue:
-    """A packed value of a :class:`CudaStruct`. Keeps the arrays it points at alive (``values``)
-    for as long as it lives. Kernels read ``__cuda_struct__()``."""
-
-    __slots__ = ("struct", "packed", "values")
-
-    def __init__(self, struct: CudaStruct, packed: bytes, values: dict[str, Any]) -> None:
-        self.struct = struct
-        self.packed = packed
-        self.values = values
-
-    def __cuda_struct__(self) -> tuple[str, bytes]:
-        """``(struct name, packed bytes)``: how kernels take the value."""
-        return self.struct.name, self.packed
-
-    def __cuda_args__(self) -> tuple[Any, ...]:
-        """The value itself, as one kernel argument."""
-        return (self,)
-
-    def __getitem__(self, field: str) -> Any:
-        return self.values[field]
-
-    def __bytes__(self) -> bytes:
-        return self.packed
-
-    def __repr__(self) -> str:
-        return f"<{self.struct.name} value, {len(self.packed)} bytes>"
 
 
 def _state_of(value: Any) -> Any:

@@ -189,25 +189,6 @@ fn error(kind: ArgErrorKind, message: String) -> ArgError {
     ArgError { kind, message }
 }
 
-/// Size in bytes of a parameter passed by value.
-pub fn param_size(kind: &ParamKind, struct_size: &dyn Fn(&str) -> Option<usize>) -> Option<usize> {
-    Some(match kind {
-        ParamKind::Scalar(d) => d.itemsize(),
-        ParamKind::Pointer { .. } => 8,
-        ParamKind::View {
-            ndim, contiguous, ..
-        } => {
-            let n = *ndim as usize;
-            if *contiguous {
-                8 * (1 + n)
-            } else {
-                8 * (1 + 2 * n)
-            }
-        }
-        ParamKind::Struct { name } => struct_size(name)?,
-    })
-}
-
 impl ArgPlan {
     /// Builds the plan; `struct_size` gives the byte size of each by-value struct type.
     pub fn new(
@@ -218,7 +199,7 @@ impl ArgPlan {
         let mut n_slots = 0;
         for (i, p) in signature.params.iter().enumerate() {
             let label = format!("{}(): argument {i} ({})", signature.kernel, p.decl);
-            let size = param_size(&p.kind, struct_size).ok_or_else(|| {
+            let size = p.kind.size(struct_size).ok_or_else(|| {
                 error(
                     ArgErrorKind::Type,
                     format!(

@@ -165,109 +165,15 @@ fn is_keyword(s: &str) -> bool {
     KEYWORDS.contains(&s)
 }
 
-/// What one element of a field is.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FieldType {
-    /// A scalar of the type map.
-    Scalar(DType),
-    /// `T*` (`dtype` is `None` for `void*`).
-    Pointer {
-        dtype: Option<DType>,
-        is_const: bool,
-    },
-    /// `ArrayND<T>` (`contiguous == false`) or `CArrayND<T>`.
-    View {
-        dtype: DType,
-        ndim: u8,
-        contiguous: bool,
-    },
-    /// A nested struct.
-    Struct(Box<StructLayout>),
-}
-
-impl FieldType {
-    /// Bytes of one element.
-    pub fn size(&self) -> usize {
-        match self {
-            FieldType::Scalar(d) => d.itemsize(),
-            FieldType::Pointer { .. } => 8,
-            FieldType::View {
-                ndim, contiguous, ..
-            } => {
-                let n = *ndim as usize;
-                if *contiguous {
-                    8 * (1 + n)
-                } else {
-                    8 * (1 + 2 * n)
-                }
-            }
-            FieldType::Struct(s) => s.size,
-        }
-    }
-
-    /// Alignment of one element on the device.
-    pub fn alignment(&self) -> usize {
-        match self {
-            FieldType::Scalar(d) => d.cuda_alignment(),
-            FieldType::Pointer { .. } | FieldType::View { .. } => 8,
-            FieldType::Struct(s) => s.alignment,
-        }
-    }
-
-    /// The C spelling of the type (without a name).
-    pub fn c_type(&self) -> String {
-        match self {
-            FieldType::Scalar(d) => d.c_name().to_string(),
-            FieldType::Pointer { dtype, is_const } => {
-                let base = dtype.map_or("void", |d| d.c_name());
-                if *is_const {
-                    format!("const {base}*")
-                } else {
-                    format!("{base}*")
-                }
-            }
-            FieldType::View {
-                dtype,
-                ndim,
-                contiguous,
-            } => format!(
-                "{}Array{ndim}D<{}>",
-                if *contiguous { "C" } else { "" },
-                dtype.c_name()
-            ),
-            FieldType::Struct(s) => s.name.clone(),
-        }
-    }
-
-    /// The kernel-parameter kind of one element (the argument checks use it).
-    pub fn param_kind(&self) -> ParamKind {
-        match self {
-            FieldType::Scalar(d) => ParamKind::Scalar(*d),
-            FieldType::Pointer { dtype, is_const } => ParamKind::Pointer {
-                dtype: *dtype,
-                is_const: *is_const,
-            },
-            FieldType::View {
-                dtype,
-                ndim,
-                contiguous,
-            } => ParamKind::View {
-                dtype: *dtype,
-                ndim: *ndim,
-                contiguous: *contiguous,
-            },
-            FieldType::Struct(s) => ParamKind::Struct {
-                name: s.name.clone(),
-            },
-        }
-    }
-}
-
 /// One laid-out field.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldLayout {
     pub name: String,
-    pub ty: FieldType,
+    /// What one element is: the kind a kernel parameter of that C type has (one size and
+    /// alignment rule for both, [`ParamKind::size`]).
+    pub kind: ParamKind,
+    /// The layout of a nested struct (`kind` is then [`ParamKind::Struct`] of its name).
+    pub nested: Option<Box<StructLayout>>,
     /// Array extents (`[3][2]` is `[3, 2]`); empty for a single element.
     pub extents: Vec<usize>,
     /// Byte offset from the start of the struct.
@@ -282,9 +188,23 @@ impl FieldLayout {
         self.extents.iter().product()
     }
 
+    /// Bytes of one element.
+    pub fn element_size(&self) -> usize {
+        self.kind
+            .size(&|_| self.nested.as_ref().map(|s| s.size))
+            .unwrap_or(0)
+    }
+
+    /// Alignment of one element on the device.
+    pub fn alignment(&self) -> usize {
+        self.kind
+            .alignment(&|_| self.nested.as_ref().map(|s| s.alignment))
+            .unwrap_or(1)
+    }
+
     /// The member declaration: `double pos[3]`.
     pub fn declaration(&self) -> String {
-        let mut s = format!("{} {}", self.ty.c_type(), self.name);
+        let mut s = format!("{} {}", self.kind.c_type(), self.name);
         for k in &self.extents {
             let _ = write!(s, "[{k}]");
         }
@@ -340,8 +260,12 @@ fn round_up(n: usize, align: usize) -> usize {
 }
 
 /// Parses a field type's text with the kernel-signature parser (so fields accept exactly the
-/// spellings parameters do). `known` are the structs a field may name.
-pub fn parse_field_type(text: &str, known: &[&StructLayout]) -> Result<FieldType, String> {
+/// spellings parameters do): the kind of one element and, for a struct, its layout among
+/// `known` (the structs a field may name).
+pub fn parse_field_type(
+    text: &str,
+    known: &[&StructLayout],
+) -> Result<(ParamKind, Option<Box<StructLayout>>), String> {
     let names: Vec<String> = known.iter().map(|s| s.name.clone()).collect();
     let source = format!("__global__ void cunumpy_field({text} cunumpy_value) {{}}");
     let signature = parse_signature(&source, "cunumpy_field", &names, None).map_err(|e| {
@@ -355,29 +279,17 @@ pub fn parse_field_type(text: &str, known: &[&StructLayout]) -> Result<FieldType
     let [param] = signature.params.as_slice() else {
         return Err("expected exactly one type".to_string());
     };
-    Ok(match &param.kind {
-        ParamKind::Scalar(d) => FieldType::Scalar(*d),
-        ParamKind::Pointer { dtype, is_const } => FieldType::Pointer {
-            dtype: *dtype,
-            is_const: *is_const,
-        },
-        ParamKind::View {
-            dtype,
-            ndim,
-            contiguous,
-        } => FieldType::View {
-            dtype: *dtype,
-            ndim: *ndim,
-            contiguous: *contiguous,
-        },
-        ParamKind::Struct { name } => {
-            let found = known
+    let nested = match &param.kind {
+        ParamKind::Struct { name } => Some(Box::new(
+            known
                 .iter()
                 .find(|s| &s.name == name)
-                .ok_or_else(|| format!("unknown struct {name}"))?;
-            FieldType::Struct(Box::new((*found).clone()))
-        }
-    })
+                .map(|s| (*s).clone())
+                .ok_or_else(|| format!("unknown struct {name}"))?,
+        )),
+        _ => None,
+    };
+    Ok((param.kind.clone(), nested))
 }
 
 impl StructLayout {
@@ -425,7 +337,7 @@ impl StructLayout {
                 ctype: ctype.to_string(),
                 reason,
             };
-            let ty = match spec {
+            let (kind, nested) = match spec {
                 FieldSpec::Text(text) => {
                     let (base, type_extents) = split_extents(text).ok_or_else(|| {
                         unsupported(text, "array extents must be positive integers".into())
@@ -441,21 +353,40 @@ impl StructLayout {
                             "array extents must be positive".into(),
                         ));
                     }
-                    FieldType::Struct(Box::new(s.clone()))
+                    (
+                        ParamKind::Struct {
+                            name: s.name.clone(),
+                        },
+                        Some(Box::new(s.clone())),
+                    )
                 }
             };
-            let align = ty.alignment();
+            let mut field = FieldLayout {
+                name: bare.to_string(),
+                kind,
+                nested,
+                extents,
+                offset: 0,
+                size: 0,
+            };
+            let align = field.alignment();
+            let element_size = field.element_size();
             let too_large = |detail: String| LayoutError::TooLarge {
                 struct_name: name.to_string(),
                 field: bare.to_string(),
                 detail,
             };
-            let shown = extents.iter().map(|e| format!("[{e}]")).collect::<String>();
-            let size = extents
+            let shown = field
+                .extents
                 .iter()
-                .try_fold(ty.size(), |acc, &e| acc.checked_mul(e))
+                .map(|e| format!("[{e}]"))
+                .collect::<String>();
+            let size = field
+                .extents
+                .iter()
+                .try_fold(element_size, |acc, &e| acc.checked_mul(e))
                 .filter(|&n| n <= isize::MAX as usize)
-                .ok_or_else(|| too_large(format!("{} bytes x {shown}", ty.size())))?;
+                .ok_or_else(|| too_large(format!("{element_size} bytes x {shown}")))?;
             offset = offset
                 .checked_next_multiple_of(align.max(1))
                 .filter(|o| {
@@ -464,13 +395,9 @@ impl StructLayout {
                 })
                 .ok_or_else(|| too_large(format!("offset {offset} + {size} bytes")))?;
             alignment = alignment.max(align);
-            out.push(FieldLayout {
-                name: bare.to_string(),
-                ty,
-                extents,
-                offset,
-                size,
-            });
+            field.offset = offset;
+            field.size = size;
+            out.push(field);
             offset += size;
         }
         let mut seen = std::collections::BTreeSet::new();
@@ -495,18 +422,18 @@ impl StructLayout {
 
     /// Whether any field (nested structs included) is an `ArrayND`/`CArrayND` view.
     pub fn has_views(&self) -> bool {
-        self.fields.iter().any(|f| match &f.ty {
-            FieldType::View { .. } => true,
-            FieldType::Struct(s) => s.has_views(),
+        self.fields.iter().any(|f| match (&f.kind, &f.nested) {
+            (ParamKind::View { .. }, _) => true,
+            (_, Some(s)) => s.has_views(),
             _ => false,
         })
     }
 
     /// Whether any field (nested structs included) is a complex scalar.
     pub fn has_complex(&self) -> bool {
-        self.fields.iter().any(|f| match &f.ty {
-            FieldType::Scalar(d) => matches!(d, DType::Complex64 | DType::Complex128),
-            FieldType::Struct(s) => s.has_complex(),
+        self.fields.iter().any(|f| match (&f.kind, &f.nested) {
+            (ParamKind::Scalar(d), _) => matches!(d, DType::Complex64 | DType::Complex128),
+            (_, Some(s)) => s.has_complex(),
             _ => false,
         })
     }
@@ -515,7 +442,7 @@ impl StructLayout {
     pub fn dependencies(&self) -> Vec<StructLayout> {
         let mut out: Vec<StructLayout> = Vec::new();
         for f in &self.fields {
-            if let FieldType::Struct(s) = &f.ty {
+            if let Some(s) = &f.nested {
                 for dep in s.dependencies().into_iter().chain([(**s).clone()]) {
                     if !out.iter().any(|o| o.name == dep.name) {
                         out.push(dep);
@@ -597,15 +524,15 @@ impl StructLayout {
                     ),
                 });
             }
-            let element_size = field.ty.size();
-            let kind = field.ty.param_kind();
+            let element_size = field.element_size();
+            let kind = &field.kind;
             for (k, arg) in elements.iter().enumerate() {
                 let element_label = if field.extents.is_empty() {
                     label.clone()
                 } else {
                     format!("{label}, element {k}")
                 };
-                let packed = pack_param_value(&element_label, &kind, element_size, arg, device)?;
+                let packed = pack_param_value(&element_label, kind, element_size, arg, device)?;
                 let start = field.offset + k * element_size;
                 if let Some(dst) = bytes.get_mut(start..start + element_size) {
                     dst.copy_from_slice(&packed[..element_size.min(packed.len())]);
@@ -619,7 +546,7 @@ impl StructLayout {
 /// The type of a field as compared with a source definition: `const` does not change the
 /// layout, so `const double*` and `double*` agree.
 fn compared_type(f: &FieldLayout) -> String {
-    let mut text = f.ty.c_type().replace("const ", "");
+    let mut text = f.kind.c_type().replace("const ", "");
     for k in &f.extents {
         let _ = write!(text, "[{k}]");
     }

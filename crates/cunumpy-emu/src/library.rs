@@ -62,7 +62,8 @@ impl EmuCompiler {
         let Some((first, also)) = expressions.split_first() else {
             return Ok(Vec::new());
         };
-        if cache_dir.is_none() || also.is_empty() {
+        // one kernel too: its launches use the checked build, so only that one is compiled
+        if cache_dir.is_none() {
             return expressions
                 .iter()
                 .map(|e| self.compile(source, e, options, include_dirs, cache_dir))

@@ -111,3 +111,36 @@ fn a_module_launches_each_kernel_from_one_library() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_module_of_one_kernel_compiles_only_the_checked_build() {
+    // a fused plan of one launch: its bounds-checked launches must not build a second library
+    let dir = std::env::temp_dir().join(format!("cunumpy-emu-module1-{}", std::process::id()));
+    let cxx = EmuCompiler::detect().expect("a host C++ compiler");
+    let libs = cxx
+        .compile_module(SRC, &["add_one".to_string()], &[], &[], Some(&dir))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(libs.len(), 1);
+    let mut x: Vec<f64> = vec![1.0; 8];
+    let (mut px, mut n) = (x.as_mut_ptr(), 8i32);
+    let mut params = [ptr(&mut px), ptr(&mut n)];
+    let options = LaunchOptions {
+        bounds: Some(vec![Some(8 * 8), None]),
+        ..LaunchOptions::default()
+    };
+    // SAFETY: params point at a double* of 8 elements and an int, as add_one declares.
+    unsafe { libs[0].launch(params.as_mut_ptr(), [1, 1, 1], [8, 1, 1], 0, &options) }.unwrap();
+    assert_eq!(x, vec![2.0; 8]);
+    let entries = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cnk"))
+        .count();
+    assert_eq!(
+        entries,
+        1,
+        "one library file (the checked build) in {}",
+        dir.display()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -48,7 +48,7 @@ mod plan;
 mod scalar;
 
 pub use codegen::cuda::param_c_type;
-pub use codegen::dialect::{COMPLEX_PREAMBLE, PREAMBLE};
+pub use codegen::dialect::{preamble_for, COMPLEX_PREAMBLE, PREAMBLE};
 pub use cpu::executor::{execute_cpu, execute_cpu_cached, ArrayMut, ArrayRef, HostLoopCache};
 pub use cpu::host_loops::{
     host_loop_settings, host_loop_status, set_host_loops, wait_for_host_loops, HostLoopMode,

@@ -95,7 +95,7 @@ fn sources() -> Vec<String> {
             .unwrap()
             .for_device(DeviceTarget::H200);
             let all = &p.source;
-            let kernels = &all[PREAMBLE.len()..];
+            let kernels = &all[p.preamble_len..];
             src.push_str(kernels.strip_prefix(COMPLEX_PREAMBLE).unwrap_or(kernels));
         }
     }

@@ -19,8 +19,8 @@ fn check(name: &str, graph: &Graph, shapes: &[Vec<usize>]) {
     text.push_str("/* plan:\n");
     text.push_str(&p.explain(&planned));
     text.push_str("*/\n");
-    // the preamble is shared by every file; keep only the kernels
-    text.push_str(&p.source[PREAMBLE.len()..]);
+    // the preamble (the helpers the kernels call) is not shown; keep only the kernels
+    text.push_str(&p.source[p.preamble_len..]);
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(format!("{name}.cu"));
@@ -54,6 +54,60 @@ fn golden_preamble() {
         return;
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), PREAMBLE);
+}
+
+/// The names `cn_*(` called in `text`.
+fn helpers_called(text: &str) -> std::collections::BTreeSet<String> {
+    text.split("cn_")
+        .skip(1)
+        .filter_map(|rest| {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest[name.len()..]
+                .starts_with('(')
+                .then(|| format!("cn_{name}"))
+        })
+        .collect()
+}
+
+#[test]
+fn source_keeps_only_the_helpers_its_kernels_call() {
+    // a plain elementwise plan (a * b + s) calls no helper: its source has none
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 1).unwrap();
+    let b = g.input(DType::Float64, 1).unwrap();
+    let one = g.scalar(DType::Float64, true).unwrap();
+    let ab = g.op(Op::Mul, &[a, b]).unwrap();
+    let r = g.op(Op::Add, &[ab, one]).unwrap();
+    g.output(r).unwrap();
+    let p = plan(&g.finish().unwrap(), &[vec![1000], vec![1000]])
+        .unwrap()
+        .for_device(DeviceTarget::H200);
+    let preamble = &p.source[..p.preamble_len];
+    assert!(helpers_called(&p.source[p.preamble_len..]).is_empty());
+    assert!(helpers_called(preamble).is_empty(), "{preamble}");
+    assert!(!preamble.contains("CN_INT_HELPERS") && !preamble.contains("CN_FLOAT_HELPERS"));
+    assert!(p.source.len() < PREAMBLE.len(), "{} bytes", p.source.len());
+    // floor division calls cn_floordiv: defined (for every C type of its family), and no
+    // other helper of the table is
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Int64, 1).unwrap();
+    let b = g.input(DType::Int64, 1).unwrap();
+    let q = g.op(Op::FloorDiv, &[a, b]).unwrap();
+    g.output(q).unwrap();
+    let p = plan(&g.finish().unwrap(), &[vec![1000], vec![1000]])
+        .unwrap()
+        .for_device(DeviceTarget::H200);
+    let preamble = &p.source[..p.preamble_len];
+    let defined = helpers_called(preamble);
+    assert_eq!(
+        defined.into_iter().collect::<Vec<_>>(),
+        ["cn_floordiv"],
+        "{preamble}"
+    );
+    assert!(preamble.contains("CN_INT_HELPERS(long long)"));
 }
 
 #[test]
@@ -173,7 +227,7 @@ fn golden_complex_rows() {
     let p = plan(&graph, &[vec![1000, 256], vec![256]])
         .unwrap()
         .for_device(DeviceTarget::H200);
-    assert!(p.source[PREAMBLE.len()..].starts_with(COMPLEX_PREAMBLE));
+    assert!(p.source[p.preamble_len..].starts_with(COMPLEX_PREAMBLE));
     assert!(p.source.contains("const cn_c128 s0"));
 }
 

@@ -13,8 +13,9 @@ use crate::kernel_config::Config;
 use cunumpy_core::args::LaunchBuffer;
 use cunumpy_core::launch::LaunchShape;
 use cunumpy_core::signature::ParamKind;
-use cunumpy_emu::{EmuLibrary, LaunchOptions};
-use cunumpy_runtime::{device, emulated};
+use cunumpy_emu::EmuLibrary;
+use cunumpy_runtime::kernel::EmulatedLaunch;
+use cunumpy_runtime::{device, emulated, RuntimeError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -86,33 +87,7 @@ fn pointer_extents(config: &Config, flat: &[Bound<'_, PyAny>]) -> PyResult<Vec<O
     Ok(out)
 }
 
-/// What an emulated launch checks, and in which order its threads run.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Checks {
-    /// Run each block's threads in an order drawn from this seed.
-    pub shuffle_seed: Option<u64>,
-    /// Check accesses through pointer parameters against the arrays' extents.
-    pub bounds: bool,
-    /// Report two threads writing one element with nothing ordering them.
-    pub detect_races: bool,
-}
-
-/// The thread order and race detection of emulated-device launches (`CudaKernel` on the fake
-/// CuPy), set by `kernel_testing.shuffled_threads()` / `assert_kernels_agree(shuffle_seed=)`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LaunchOrder {
-    pub shuffle_seed: Option<u64>,
-    pub detect_races: bool,
-}
-
-static LAUNCH_ORDER: std::sync::Mutex<LaunchOrder> = std::sync::Mutex::new(LaunchOrder {
-    shuffle_seed: None,
-    detect_races: true,
-});
-
-pub(crate) fn launch_order() -> LaunchOrder {
-    *cunumpy_core::sync::lock(&LAUNCH_ORDER)
-}
+pub(crate) use cunumpy_runtime::emulated::Checks;
 
 /// Sets the thread order and race detection of emulated-device launches; returns the previous
 /// setting (seed, detect_races).
@@ -122,19 +97,32 @@ fn _set_emulated_launch_order(
     shuffle_seed: Option<u64>,
     detect_races: bool,
 ) -> (Option<u64>, bool) {
-    let mut order = cunumpy_core::sync::lock(&LAUNCH_ORDER);
-    let before = (order.shuffle_seed, order.detect_races);
-    *order = LaunchOrder {
+    let before = emulated::set_launch_order(emulated::LaunchOrder {
         shuffle_seed,
         detect_races,
-    };
-    before
+    });
+    (before.shuffle_seed, before.detect_races)
 }
 
-/// What an emulated launch of `config` with these arguments runs: its library (built on
-/// first use) and options (bounds from the arguments' byte lengths). Checks the shape against
-/// the device's limits and the argument count against the compiled kernel.
-#[allow(clippy::too_many_arguments)]
+/// An error of an emulated launch's preparation as its Python exception: a build error
+/// carries the kernel's compile options, a shape error names the kernel.
+fn prepare_error(py: Python<'_>, config: &Config, err: RuntimeError) -> PyErr {
+    match err {
+        RuntimeError::Emu(e) => {
+            let err = errors::emu_error(py, e);
+            let _ = err
+                .value(py)
+                .setattr("options", config.kernel.source().options.clone());
+            err
+        }
+        RuntimeError::Launch(e) => errors::kernel_launch_error(py, config.name(), e),
+        other => errors::runtime_error(py, config.name(), other),
+    }
+}
+
+/// What an emulated launch of `config` with these arguments runs
+/// (`cunumpy_runtime::Kernel::prepare_emulated`, with the GIL released): the arguments'
+/// byte lengths are read here for the bounds checks.
 pub(crate) fn prepare(
     py: Python<'_>,
     config: &Config,
@@ -142,48 +130,28 @@ pub(crate) fn prepare(
     shape: &LaunchShape,
     shared: u32,
     checks: Checks,
-) -> PyResult<(Arc<EmuLibrary>, LaunchOptions)> {
-    let Checks {
-        shuffle_seed,
-        bounds,
-        detect_races,
-    } = checks;
-    let name = config.name();
-    emulated::validate(name, shape, shared)
-        .map_err(|e| errors::kernel_launch_error(py, name, e))?;
-    let (lib, _) = library_for(py, config)?;
-    let with_defaults = config
-        .plan
-        .as_ref()
-        .is_some_and(|p| p.len() == lib.param_count());
-    if lib.param_count() != flat.len() && !(with_defaults && flat.len() < lib.param_count()) {
-        return Err(errors::raise(
-            py,
-            "KernelArgumentTypeError",
-            format!(
-                "{}() takes {} arguments, got {}",
-                name,
-                lib.param_count(),
-                flat.len()
-            ),
-        ));
-    }
-    let bounds = py.detach(|| emulated::use_checked_build(&lib, bounds, shuffle_seed));
-    let options = LaunchOptions {
-        bounds: if bounds {
-            Some(pointer_extents(config, flat)?)
-        } else {
-            None
-        },
-        shuffle_seed,
-        detect_races: detect_races && bounds,
-        constants: Some(config.kernel.constant_values().clone()),
-        ..LaunchOptions::default()
+) -> PyResult<EmulatedLaunch> {
+    let extents = if checks.bounds {
+        pointer_extents(config, flat)?
+    } else {
+        Vec::new()
     };
-    Ok((lib, options))
+    let planned = config.plan.as_ref().map(|p| p.len());
+    let given = flat.len();
+    let kernel = &config.kernel;
+    let prepared =
+        py.detach(|| kernel.prepare_emulated(given, planned, extents, shape, shared, checks));
+    // the cache warnings, and the slow-compile line of a build that happened
+    after_build(
+        py,
+        config.name(),
+        prepared.as_ref().ok().map(|p| p.library.as_ref()),
+    )?;
+    prepared.map_err(|e| prepare_error(py, config, e))
 }
 
-/// Runs a packed launch in the emulator with the GIL released.
+/// Runs a packed launch in the emulator with the GIL released (prepare, run, and the ledger
+/// record when `record` asks: `cunumpy_runtime::EmulatedLaunch::run`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     py: Python<'_>,
@@ -193,16 +161,18 @@ pub(crate) fn run(
     shape: LaunchShape,
     shared: u32,
     checks: Checks,
+    record: bool,
 ) -> PyResult<()> {
     let name = config.name();
-    let (lib, options) = prepare(py, config, flat, &shape, shared, checks)?;
+    let launch = prepare(py, config, flat, &shape, shared, checks)?;
+    let site = record.then(|| crate::ledger::call_site(py));
     let result = py.detach(move || {
         // SAFETY: the buffer was packed by the kernel's ArgPlan (or, unchecked, as the caller
-        // asked) and holds one value per parameter of the compiled kernel (counted above).
-        // Pointer values are host addresses of live NumPy or fake-CuPy arrays that the caller
-        // keeps alive (`flat` holds them) for the launch; accesses outside their byte lengths
-        // are caught when `bounds` is on.
-        unsafe { emulated::run(name, &lib, buffer.params(), &shape, shared, &options) }
+        // asked) and holds one value per parameter of the compiled kernel (counted by
+        // `prepare_emulated`). Pointer values are host addresses of live NumPy or fake-CuPy
+        // arrays that the caller keeps alive (`flat` holds them) for the launch; accesses
+        // outside their byte lengths are caught when `bounds` is on.
+        unsafe { launch.run(name, buffer.params(), &shape, shared, site) }
     });
     result.map_err(|e| errors::runtime_error(py, name, e))
 }

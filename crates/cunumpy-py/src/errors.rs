@@ -8,6 +8,7 @@ use cunumpy_core::parser::SignatureError;
 use cunumpy_cuda::CudaError;
 use cunumpy_emu::{EmuError, Fault};
 use cunumpy_fusion::FusionError;
+use cunumpy_runtime::graph::GraphError;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -166,7 +167,7 @@ pub fn runtime_error(py: Python<'_>, kernel: &str, err: cunumpy_runtime::Runtime
         RuntimeError::Argument(e) => arg_error(py, e),
         RuntimeError::FusedCall(message) => raise(py, "FusionValueError", message),
         RuntimeError::Setting(message) => raise(py, "BackendError", message),
-        RuntimeError::Graph(g) => crate::graph::graph_error(py, g),
+        RuntimeError::Graph(g) => graph_error(py, g),
         RuntimeError::Internal(what) => raise(py, "InternalError", format!("internal: {what}")),
         RuntimeError::Constant(e) => constant_error(py, *e),
     }
@@ -203,5 +204,19 @@ pub fn host_pool_error(err: HostPoolError) -> PyErr {
             raise_here("HostMemoryError", err.to_string())
         }
         HostPoolError::InvalidLimit { .. } => raise_here("InvalidArgumentError", err.to_string()),
+    }
+}
+
+/// Maps a graph error to its Python exception.
+pub fn graph_error(py: Python<'_>, err: GraphError) -> PyErr {
+    match err {
+        GraphError::NotCapturable { .. } => raise(py, "GraphCaptureError", err.to_string()),
+        GraphError::Recapture { .. } => raise(py, "GraphRecaptureError", err.to_string()),
+        GraphError::Argument { ref error, .. } => {
+            let kind = error.kind;
+            let message = err.to_string();
+            arg_error(py, cunumpy_core::args::ArgError { kind, message })
+        }
+        GraphError::State(message) => raise(py, "GraphCaptureError", message),
     }
 }

@@ -15,7 +15,7 @@ use cunumpy_core::launch::LaunchShape;
 use cunumpy_cuda::{Function, StreamHandle};
 use cunumpy_emu::{EmuLibrary, LaunchOptions};
 pub(crate) use cunumpy_runtime::graph::Binding;
-use cunumpy_runtime::graph::{self, Graph, GraphError, LaunchRecord, ParamSpec};
+use cunumpy_runtime::graph::{self, Graph, LaunchRecord, ParamSpec};
 use cunumpy_runtime::Device;
 use pyo3::prelude::*;
 use std::cell::RefCell;
@@ -35,20 +35,6 @@ struct Held {
 
 thread_local! {
     static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
-}
-
-/// Maps a graph error to its Python exception.
-pub(crate) fn graph_error(py: Python<'_>, err: GraphError) -> PyErr {
-    match err {
-        GraphError::NotCapturable { .. } => errors::raise(py, "GraphCaptureError", err.to_string()),
-        GraphError::Recapture { .. } => errors::raise(py, "GraphRecaptureError", err.to_string()),
-        GraphError::Argument { ref error, .. } => {
-            let kind = error.kind;
-            let message = err.to_string();
-            errors::arg_error(py, cunumpy_core::args::ArgError { kind, message })
-        }
-        GraphError::State(message) => errors::raise(py, "GraphCaptureError", message),
-    }
 }
 
 /// Whether a capture is open on this thread.
@@ -99,7 +85,7 @@ pub(crate) fn refuse_params(
         })
     });
     match hit {
-        Some(param) => Err(graph_error(
+        Some(param) => Err(errors::graph_error(
             py,
             graph::refuse(
                 what,
@@ -268,7 +254,7 @@ fn _graph_begin(
         specs.push(ParamSpec::of(&object.as_arg(ordinal)));
         spans.push(span_of(&object));
     }
-    graph::begin(device, stream.unwrap_or(0)).map_err(|e| graph_error(py, e))?;
+    graph::begin(device, stream.unwrap_or(0)).map_err(|e| errors::graph_error(py, e))?;
     HELD.with(|h| {
         *h.borrow_mut() = Some(Held {
             params: params.iter().map(|p| p.clone().unbind()).collect(),
@@ -381,7 +367,7 @@ impl CapturedGraph {
             .zip(&objects)
             .map(|((i, label, _), o)| (*i, label.as_str(), o.as_arg(ordinal)))
             .collect();
-        g.update(&args).map_err(|e| graph_error(py, e))?;
+        g.update(&args).map_err(|e| errors::graph_error(py, e))?;
         drop(g);
         let mut params = cunumpy_core::sync::lock(&self.params);
         for (i, _, value) in updates {

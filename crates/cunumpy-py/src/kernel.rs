@@ -386,7 +386,7 @@ impl KernelLauncher {
         if device::emulated() {
             if crate::graph::capturing() && stream.is_some_and(|s| !s.is_none()) {
                 // as on a GPU, where only the stream being captured is recorded
-                return Err(crate::graph::graph_error(
+                return Err(errors::graph_error(
                     py,
                     cunumpy_runtime::graph::refuse(
                         &format!("kernel '{}'", config.name()),
@@ -528,15 +528,9 @@ impl KernelLauncher {
         if shape.is_empty() {
             return Ok(());
         }
-        let order = crate::emulate::launch_order();
-        let checks = crate::emulate::Checks {
-            shuffle_seed: order.shuffle_seed,
-            bounds: true,
-            detect_races: order.detect_races,
-        };
+        let checks = emulated::kernel_checks();
         if crate::graph::capturing() {
-            let (library, options) =
-                crate::emulate::prepare(py, config, flat, &shape, shared, checks)?;
+            let prepared = crate::emulate::prepare(py, config, flat, &shape, shared, checks)?;
             let captured = crate::graph::Launch {
                 name: config.name(),
                 shape,
@@ -546,12 +540,10 @@ impl KernelLauncher {
                 plan: config.plan.clone(),
             };
             crate::graph::keep(flat.iter());
-            return crate::graph::record_emulated(py, captured, library, options);
+            return crate::graph::record_emulated(py, captured, prepared.library, prepared.options);
         }
-        crate::emulate::run(py, config, flat, buffer, shape, shared, checks)?;
-        if record::recording() {
-            Self::record_launch(py, config.name(), &shape);
-        }
+        let recording = record::recording();
+        crate::emulate::run(py, config, flat, buffer, shape, shared, checks, recording)?;
         if this.check_finite_enabled() {
             slf.call_method1(
                 intern!(py, "_check_finite_outputs"),
@@ -1371,6 +1363,7 @@ fn _emulate_launch(
             bounds,
             detect_races,
         },
+        false,
     )
 }
 

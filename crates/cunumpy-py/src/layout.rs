@@ -1,7 +1,8 @@
 //! `_core.StructLayout`: the core's C struct layout and value packing, for `cunumpy.arguments`.
 
 use cunumpy_core::args::Arg;
-use cunumpy_core::layout::{FieldSpec, FieldType, FieldValue, StructLayout as CoreLayout};
+use cunumpy_core::layout::{FieldSpec, FieldValue, StructLayout as CoreLayout};
+use cunumpy_core::signature::ParamKind;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -26,12 +27,12 @@ fn field_spec(item: &Bound<'_, PyAny>) -> PyResult<(String, FieldSpec)> {
     Ok((name, FieldSpec::Text(spec.extract()?)))
 }
 
-fn kind_name(ty: &FieldType) -> &'static str {
-    match ty {
-        FieldType::Scalar(_) => "scalar",
-        FieldType::Pointer { .. } => "pointer",
-        FieldType::View { .. } => "view",
-        FieldType::Struct(_) => "struct",
+fn kind_name(kind: &ParamKind) -> &'static str {
+    match kind {
+        ParamKind::Scalar(_) => "scalar",
+        ParamKind::Pointer { .. } => "pointer",
+        ParamKind::View { .. } => "view",
+        ParamKind::Struct { .. } => "struct",
     }
 }
 
@@ -97,17 +98,17 @@ impl StructLayout {
         for f in &self.inner.fields {
             let d = pyo3::types::PyDict::new(py);
             d.set_item("name", &f.name)?;
-            d.set_item("ctype", f.ty.c_type())?;
-            d.set_item("kind", kind_name(&f.ty))?;
-            let (dtype, ndim, contiguous) = match &f.ty {
-                FieldType::Scalar(t) => (Some(t.name()), 0, false),
-                FieldType::Pointer { dtype, .. } => (dtype.map(|t| t.name()), 0, false),
-                FieldType::View {
+            d.set_item("ctype", f.kind.c_type())?;
+            d.set_item("kind", kind_name(&f.kind))?;
+            let (dtype, ndim, contiguous) = match &f.kind {
+                ParamKind::Scalar(t) => (Some(t.name()), 0, false),
+                ParamKind::Pointer { dtype, .. } => (dtype.map(|t| t.name()), 0, false),
+                ParamKind::View {
                     dtype,
                     ndim,
                     contiguous,
                 } => (Some(dtype.name()), *ndim, *contiguous),
-                FieldType::Struct(_) => (None, 0, false),
+                ParamKind::Struct { .. } => (None, 0, false),
             };
             d.set_item("dtype", dtype)?;
             d.set_item("ndim", ndim)?;
@@ -115,11 +116,11 @@ impl StructLayout {
             d.set_item("extents", PyTuple::new(py, &f.extents)?)?;
             d.set_item("offset", f.offset)?;
             d.set_item("size", f.size)?;
-            d.set_item("element_size", f.ty.size())?;
-            d.set_item("alignment", f.ty.alignment())?;
+            d.set_item("element_size", f.element_size())?;
+            d.set_item("alignment", f.alignment())?;
             d.set_item("declaration", f.declaration())?;
-            match &f.ty {
-                FieldType::Struct(s) => d.set_item(
+            match &f.nested {
+                Some(s) => d.set_item(
                     "struct",
                     Py::new(
                         py,
@@ -128,7 +129,7 @@ impl StructLayout {
                         },
                     )?,
                 )?,
-                _ => d.set_item("struct", py.None())?,
+                None => d.set_item("struct", py.None())?,
             }
             out.append(d)?;
         }
@@ -161,7 +162,7 @@ impl StructLayout {
     ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
         let mut objects: Vec<Vec<Object>> = Vec::with_capacity(values.len());
         for (index, (field, value)) in self.inner.fields.iter().zip(&values).enumerate() {
-            let full = matches!(field.ty, FieldType::View { .. });
+            let full = matches!(field.kind, ParamKind::View { .. });
             let label = self.inner.field_label(index);
             let named = |e: PyErr| crate::kernel::relabel(py, e, &label);
             if field.extents.is_empty() {

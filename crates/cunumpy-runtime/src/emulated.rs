@@ -42,6 +42,52 @@ pub fn sm_count() -> Result<u32, crate::RuntimeError> {
     })
 }
 
+/// What an emulated launch checks, and in which order its threads run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Checks {
+    /// Run each block's threads in an order drawn from this seed.
+    pub shuffle_seed: Option<u64>,
+    /// Check accesses through pointer parameters against the arguments' byte lengths.
+    pub bounds: bool,
+    /// Report two threads writing one element with nothing ordering them.
+    pub detect_races: bool,
+}
+
+/// The thread order and race detection of `CudaKernel` launches on the emulated device (set
+/// by `kernel_testing.shuffled_threads()` / `assert_kernels_agree(shuffle_seed=)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchOrder {
+    pub shuffle_seed: Option<u64>,
+    pub detect_races: bool,
+}
+
+static LAUNCH_ORDER: Mutex<LaunchOrder> = Mutex::new(LaunchOrder {
+    shuffle_seed: None,
+    detect_races: true,
+});
+
+/// The current thread order and race detection of emulated `CudaKernel` launches.
+pub fn launch_order() -> LaunchOrder {
+    *lock(&LAUNCH_ORDER)
+}
+
+/// Sets the thread order and race detection of emulated `CudaKernel` launches; returns the
+/// previous setting.
+pub fn set_launch_order(order: LaunchOrder) -> LaunchOrder {
+    std::mem::replace(&mut *lock(&LAUNCH_ORDER), order)
+}
+
+/// The checks of a `CudaKernel` launch on the emulated device: bounds always, the thread
+/// order and race detection as set ([`set_launch_order`]).
+pub fn kernel_checks() -> Checks {
+    let order = launch_order();
+    Checks {
+        shuffle_seed: order.shuffle_seed,
+        bounds: true,
+        detect_races: order.detect_races,
+    }
+}
+
 /// What identifies a build: equal keys share one loaded library in this process.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct LibraryKey {

@@ -3,6 +3,7 @@
 
 use crate::emulated::{self, LibraryKey};
 use crate::RuntimeError;
+use cunumpy_core::args::{ArgError, ArgErrorKind};
 use cunumpy_core::constants::{self, ConstantDecl, ConstantError, ConstantLayout};
 use cunumpy_core::includes::resolve_includes;
 use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
@@ -11,7 +12,7 @@ use cunumpy_cuda::{
     compile_cached, CachedCompile, CompileRequest, CudaError, Driver, Function, KernelCache,
     Module, Nvrtc, StreamHandle,
 };
-use cunumpy_emu::{ConstantValues, EmuError, EmuLibrary};
+use cunumpy_emu::{ConstantValues, EmuError, EmuLibrary, LaunchOptions};
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -289,6 +290,81 @@ impl Kernel {
             s.options.clone(),
             dirs,
         )
+    }
+}
+
+/// A kernel's launch on the emulated device, prepared by [`Kernel::prepare_emulated`]: the
+/// library it runs (the bounds-checked build when the checks ask for it and it compiles) and
+/// the emulator's options.
+pub struct EmulatedLaunch {
+    pub library: Arc<EmuLibrary>,
+    pub options: LaunchOptions,
+}
+
+impl Kernel {
+    /// The steps of an emulated launch before it runs, in order: the shape and dynamic shared
+    /// memory against the emulated device's limits; the emulation library (built, or found in
+    /// the disk cache, on first use); the `given` argument count against the compiled kernel's
+    /// parameters (fewer pass when the signature has `planned` parameters, the rest taking
+    /// their C defaults); the build (bounds-checked when `checks.bounds` asks and it
+    /// compiles); the options, with `extents` (each argument's byte length, for pointer
+    /// parameters) as the bounds. Blocks for the build: call it without any interpreter lock.
+    pub fn prepare_emulated(
+        &self,
+        given: usize,
+        planned: Option<usize>,
+        extents: Vec<Option<usize>>,
+        shape: &LaunchShape,
+        shared: u32,
+        checks: emulated::Checks,
+    ) -> Result<EmulatedLaunch, RuntimeError> {
+        let name = &self.source.name;
+        emulated::validate(name, shape, shared)?;
+        let (library, _) = self.emulation_library()?;
+        let expected = library.param_count();
+        let with_defaults = planned == Some(expected) && given < expected;
+        if given != expected && !with_defaults {
+            return Err(RuntimeError::Argument(ArgError {
+                kind: ArgErrorKind::Type,
+                message: format!("{name}() takes {expected} arguments, got {given}"),
+            }));
+        }
+        let checked = emulated::use_checked_build(&library, checks.bounds, checks.shuffle_seed);
+        let options = LaunchOptions {
+            bounds: checked.then_some(extents),
+            shuffle_seed: checks.shuffle_seed,
+            detect_races: checks.detect_races && checked,
+            constants: Some(self.constants.clone()),
+            ..LaunchOptions::default()
+        };
+        Ok(EmulatedLaunch { library, options })
+    }
+}
+
+impl EmulatedLaunch {
+    /// Runs the launch of kernel `name` in the emulator (validated against the device's
+    /// limits, then run to completion) and, when `site` is given, records it in the ledger.
+    /// Blocks: call it without any interpreter lock.
+    ///
+    /// # Safety
+    /// As [`emulated::run`]: `params` holds one value per parameter of the compiled kernel,
+    /// of its C type, alive for the call; pointer values are host addresses of memory alive
+    /// and untouched by others for the call, large enough for every access unless the options
+    /// carry each pointer parameter's byte length.
+    pub unsafe fn run(
+        &self,
+        name: &str,
+        params: *mut *mut c_void,
+        shape: &LaunchShape,
+        shared: u32,
+        site: Option<String>,
+    ) -> Result<(), RuntimeError> {
+        // SAFETY: the caller upholds `emulated::run`'s contract (above).
+        unsafe { emulated::run(name, &self.library, params, shape, shared, &self.options) }?;
+        if let Some(site) = site {
+            crate::record::launch(name, shape, site);
+        }
+        Ok(())
     }
 }
 

@@ -105,6 +105,185 @@ CN_D bool cn_fmin(bool a, bool b) { return a && b; }
 CN_D bool cn_signbit(bool) { return false; }
 "#;
 
+/// [`PREAMBLE`] cut to the helpers that `code` (the kernels, and the complex preamble when
+/// the source has it) names: its opening lines, then of each helper family only the helpers
+/// called (a helper that calls another brings that one too). A plain elementwise kernel gets
+/// none. NVRTC parses every line it is given, so a first call compiles less.
+pub fn preamble_for(code: &str) -> String {
+    let pieces = preamble_pieces();
+    let mut used = std::collections::BTreeSet::new();
+    let mut pending = helper_names(code);
+    // a chosen helper may call another helper: add names until none is new
+    while !pending.is_empty() {
+        let mut next = Vec::new();
+        for name in pending {
+            if used.insert(name.clone()) {
+                for piece in pieces {
+                    for (helper, lines) in piece.helpers() {
+                        if helper == name {
+                            next.extend(helper_names(&lines.join("\n")));
+                        }
+                    }
+                }
+            }
+        }
+        pending = next;
+    }
+    let mut out = String::with_capacity(PREAMBLE.len());
+    for piece in pieces {
+        match piece {
+            PreamblePiece::Fixed(line) => {
+                out.push_str(line);
+                out.push('\n');
+            }
+            PreamblePiece::Helper { name, line } => {
+                if used.contains(name.as_str()) {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+            PreamblePiece::Family {
+                header,
+                helpers,
+                instances,
+            } => {
+                let chosen: Vec<&str> = helpers
+                    .iter()
+                    .filter(|(n, _)| used.contains(n.as_str()))
+                    .flat_map(|(_, lines)| lines.iter().map(String::as_str))
+                    .collect();
+                if chosen.is_empty() {
+                    continue;
+                }
+                out.push_str(header);
+                for line in chosen {
+                    out.push_str(" \\\n");
+                    out.push_str(line);
+                }
+                out.push('\n');
+                for line in instances {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `cn_` names in `code`.
+fn helper_names(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let bytes = code.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while let Some(at) = code.get(i..).and_then(|rest| rest.find("cn_")) {
+        let start = i + at;
+        let mut end = start + 3;
+        while end < bytes.len() && word(bytes[end]) {
+            end += 1;
+        }
+        if start == 0 || !word(bytes[start - 1]) {
+            names.push(code[start..end].to_string());
+        }
+        i = end;
+    }
+    names
+}
+
+/// One part of [`PREAMBLE`], as [`preamble_for`] chooses from it.
+enum PreamblePiece {
+    /// A line every source keeps (includes, `CN_D`, comments, blank lines).
+    Fixed(String),
+    /// One helper defined on one line outside a family.
+    Helper { name: String, line: String },
+    /// A macro defining helpers per C type (`#define CN_INT_HELPERS(T)`), each helper's
+    /// lines without their continuation backslashes, then the lines instantiating it.
+    Family {
+        header: String,
+        helpers: Vec<(String, Vec<String>)>,
+        instances: Vec<String>,
+    },
+}
+
+impl PreamblePiece {
+    fn helpers(&self) -> Vec<(&str, Vec<&str>)> {
+        match self {
+            PreamblePiece::Fixed(_) => Vec::new(),
+            PreamblePiece::Helper { name, line } => vec![(name.as_str(), vec![line.as_str()])],
+            PreamblePiece::Family { helpers, .. } => helpers
+                .iter()
+                .map(|(n, l)| (n.as_str(), l.iter().map(String::as_str).collect()))
+                .collect(),
+        }
+    }
+}
+
+/// [`PREAMBLE`] split into its pieces, once per process (it does not depend on the plan).
+fn preamble_pieces() -> &'static [PreamblePiece] {
+    static PIECES: std::sync::OnceLock<Vec<PreamblePiece>> = std::sync::OnceLock::new();
+    PIECES.get_or_init(|| split_preamble(PREAMBLE))
+}
+
+fn split_preamble(text: &str) -> Vec<PreamblePiece> {
+    let first_name = |line: &str| helper_names(line).into_iter().next().unwrap_or_default();
+    let mut pieces: Vec<PreamblePiece> = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let continued = line.trim_end().ends_with('\\');
+        if line.starts_with("#define CN_") && line.contains("_HELPERS(") && continued {
+            let header = line
+                .trim_end()
+                .trim_end_matches('\\')
+                .trim_end()
+                .to_string();
+            let macro_name = header
+                .trim_start_matches("#define ")
+                .split('(')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let mut helpers: Vec<(String, Vec<String>)> = Vec::new();
+            for body in lines.by_ref() {
+                let more = body.trim_end().ends_with('\\');
+                let clean = body
+                    .trim_end()
+                    .trim_end_matches('\\')
+                    .trim_end()
+                    .to_string();
+                match helpers.last_mut() {
+                    Some((_, l)) if !clean.starts_with("CN_D ") => l.push(clean),
+                    _ => helpers.push((first_name(&clean), vec![clean])),
+                }
+                if !more {
+                    break;
+                }
+            }
+            let mut instances = Vec::new();
+            while let Some(next) = lines.peek() {
+                if !next.starts_with(&format!("{macro_name}(")) {
+                    break;
+                }
+                instances.push(next.to_string());
+                lines.next();
+            }
+            pieces.push(PreamblePiece::Family {
+                header,
+                helpers,
+                instances,
+            });
+        } else if line.starts_with("CN_D ") && !continued {
+            pieces.push(PreamblePiece::Helper {
+                name: first_name(line),
+                line: line.to_string(),
+            });
+        } else {
+            pieces.push(PreamblePiece::Fixed(line.to_string()));
+        }
+    }
+    pieces
+}
+
 /// Helpers for complex64 (`cn_c64`) and complex128 (`cn_c128`), appended after [`PREAMBLE`]
 /// only in sources that use a complex value or `imag`: POD structs laid out like NumPy's
 /// complex types (real part first; aligned to their size, as CuPy's complex arrays are), the

@@ -50,6 +50,9 @@ pub struct DevicePlan {
     /// The CUDA C of every kernel, after one shared preamble of helpers. Each kernel is a
     /// plain `extern "C" __global__` function named as in [`Launch::name`].
     pub source: String,
+    /// Bytes of `source` before the complex preamble (if any) and the kernels: the helpers
+    /// of [`crate::PREAMBLE`] that they call.
+    pub preamble_len: usize,
     /// One per kernel of the plan, in order.
     pub kernels: Vec<DeviceKernel>,
     /// The declared dtype of each scalar parameter (to convert a call's values).
@@ -61,15 +64,17 @@ impl Plan {
     /// workspace layout from the device's SM count.
     pub fn for_device(&self, target: DeviceTarget) -> DevicePlan {
         let geometry = Geometry::new(self, target.sm_count);
-        let mut source = String::from(dialect::PREAMBLE);
+        // the kernels first: the preamble keeps only the helpers they (and the complex
+        // preamble) call
+        let mut body = String::new();
         if dialect::uses_complex(self) {
-            source.push_str(dialect::COMPLEX_PREAMBLE);
+            body.push_str(dialect::COMPLEX_PREAMBLE);
         }
         let mut kernels = Vec::with_capacity(self.kernels.len());
         for (ki, k) in self.kernels.iter().enumerate() {
             let (text, launches) = cuda::generate(self, &geometry, ki);
-            source.push('\n');
-            source.push_str(&text);
+            body.push('\n');
+            body.push_str(&text);
             let partial = geometry.partial_bytes(ki);
             kernels.push(DeviceKernel {
                 launches,
@@ -77,10 +82,14 @@ impl Plan {
                 bytes_written: k.bytes_written + partial,
             });
         }
+        let mut source = dialect::preamble_for(&body);
+        let preamble_len = source.len();
+        source.push_str(&body);
         DevicePlan {
             target,
             geometry,
             source,
+            preamble_len,
             kernels,
             scalars: self.scalars.iter().map(|(d, _)| *d).collect(),
         }
