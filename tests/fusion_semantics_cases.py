@@ -91,6 +91,15 @@ def _cupy_positional(x):
 
 # (name, function, arguments): every case must give NumPy's values and leave the arguments
 # as NumPy leaves them
+def _inplace_twice(x, y):
+    x += y
+    x += y
+
+
+def _empty_tuple(x):
+    return ()
+
+
 def _complex_order(a, b):
     return a < b, a <= b, a > b, a >= b
 
@@ -173,6 +182,9 @@ CASES: list[tuple[str, Any, tuple[Any, ...]]] = [
     ("reduction_out", _reduce_out, (F64, np.zeros(5))),
     ("cupy_positional_sum", _cupy_positional, (F64,)),
     ("float16_inplace", _inplace_add, (F16.copy(), F16B)),
+    # one traced value updated twice through two names: the second update reads the first
+    ("inplace_aliased_argument", lambda x: _inplace_twice(x, x), (I64.copy(),)),
+    ("return_empty_tuple", _empty_tuple, (F64,)),
     ("complex_order", _complex_order, (CX, CXB)),
     ("complex_order_nan", _complex_order, (CXN, CXNB)),
     ("complex_order_scalar", lambda a: (a < 0.5j, 1 >= a), (CX,)),
