@@ -9,7 +9,7 @@ GPU_PYTHON_VERSION ?= 3.12
 PROFILE ?= release
 export CARGO_TERM_COLOR := never
 
-.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench cupy-fusion-suite real-users clean
+.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench cupy-fusion-suite cuda-samples real-users clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,11 @@ bench: develop
 # CUPY_FUSION_TESTS=<cupy checkout>/tests/cupy_tests/core_tests/fusion_tests (skips without)
 cupy-fusion-suite: develop
 	$(BIN)/python scripts/cupy_fusion_suite.py $(CUPY_FUSION_TESTS) $(CUPY_FUSION_ARGS)
+
+# Kernels of NVIDIA's CUDA samples through CudaKernel, against NumPy, on the emulated device and
+# (with a GPU) on CuPy; prints a JSON summary: CUDA_SAMPLES=<clone of NVIDIA/cuda-samples>
+cuda-samples: develop
+	$(BIN)/python scripts/cuda_samples.py $(CUDA_SAMPLES) $(CUDA_SAMPLES_ARGS)
 
 # The four published packages built on cunumpy 0.7 (struphy, feectools, mpiarray, plasmacoll):
 # their own test suites on cunumpy 0.7.1 and on this checkout, side by side. Hours on two cores;

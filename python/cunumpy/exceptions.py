@@ -29,6 +29,10 @@ __all__ = [
     "KernelArgumentTypeError",
     "KernelArgumentValueError",
     "KernelArgumentOverflowError",
+    "CudaConstantError",
+    "CudaConstantNotFoundError",
+    "CudaConstantTypeError",
+    "CudaConstantSizeError",
     "LaunchShapeError",
     "LaunchShapeTypeError",
     "CudaCompileError",
@@ -212,6 +216,29 @@ class KernelArgumentValueError(CunumpyError, ValueError):
 
 class KernelArgumentOverflowError(CunumpyError, OverflowError):
     """A scalar kernel argument is out of the range of its C type."""
+
+
+class CudaConstantError(CunumpyError):
+    """A value for a kernel's ``__constant__`` variable (``CudaKernel.set_constant`` /
+    ``get_constant``) was refused; the message names the kernel and the variable."""
+
+
+class CudaConstantNotFoundError(CudaConstantError, KeyError):
+    """The name is not a ``__constant__`` variable declared at global scope in the kernel's
+    source (the message lists those it declares), or the compiled module lacks it."""
+
+    def __str__(self) -> str:  # a KeyError would show its message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class CudaConstantTypeError(CudaConstantError, TypeError):
+    """The value is not a NumPy scalar or array of the variable's declared C type (nothing is
+    cast), or the variable cannot be set (a struct type, or declared ``const``)."""
+
+
+class CudaConstantSizeError(CudaConstantError, ValueError):
+    """The value has not exactly as many elements as the ``__constant__`` variable (nothing is
+    truncated or padded)."""
 
 
 class LaunchShapeError(CunumpyError, ValueError):

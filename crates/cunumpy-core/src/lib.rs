@@ -7,6 +7,7 @@
 pub mod args;
 pub mod cache_key;
 pub mod config;
+pub mod constants;
 pub mod ctypes;
 pub mod disk;
 pub mod dtype;

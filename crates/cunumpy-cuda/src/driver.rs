@@ -18,8 +18,9 @@ use crate::loader::open_driver;
 use crate::sys::{
     device_attr, func_attr, jit_option, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction,
     CUfunction_attribute, CUgraphNode, CUmodule, CUresult, CUstream, CUstreamCaptureStatus,
-    DriverFns, DriverOptionalFns, CUDA_ERROR_NOT_READY, CUDA_KERNEL_NODE_PARAMS, CUDA_SUCCESS,
-    CU_STREAM_CAPTURE_STATUS_ACTIVE, CU_STREAM_CAPTURE_STATUS_NONE,
+    DriverFns, DriverOptionalFns, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_READY,
+    CUDA_KERNEL_NODE_PARAMS, CUDA_SUCCESS, CU_STREAM_CAPTURE_STATUS_ACTIVE,
+    CU_STREAM_CAPTURE_STATUS_NONE,
 };
 
 /// What [`Driver::capture_info`] found of a stream.
@@ -732,6 +733,94 @@ impl Module {
             _module: Arc::clone(&self.inner),
             driver,
         })
+    }
+
+    /// A global variable of the module (`__constant__` or `__device__`) by its symbol name;
+    /// `Ok(None)` when the module has no such symbol (`CUDA_ERROR_NOT_FOUND`).
+    pub fn global(&self, name: &str) -> Result<Option<Global>, CudaError> {
+        let c_name = CString::new(name).map_err(|_| {
+            CudaError::InvalidArgument(format!("symbol name {name:?} contains a NUL byte"))
+        })?;
+        let driver = self.inner.driver;
+        let mut ptr: CUdeviceptr = 0;
+        let mut bytes: usize = 0;
+        // SAFETY: both out pointers are valid, the module is loaded (kept alive by `self`),
+        // and `c_name` is NUL-terminated.
+        let code = unsafe {
+            (driver.fns.cuModuleGetGlobal_v2)(
+                &mut ptr,
+                &mut bytes,
+                self.inner.raw as CUmodule,
+                c_name.as_ptr(),
+            )
+        };
+        if code == CUDA_ERROR_NOT_FOUND {
+            return Ok(None);
+        }
+        driver.check(code, "cuModuleGetGlobal_v2")?;
+        Ok(Some(Global {
+            ptr,
+            bytes,
+            _module: Arc::clone(&self.inner),
+            driver,
+        }))
+    }
+}
+
+/// A global variable of a loaded module (`__constant__` or `__device__`): its device address
+/// and size, from `cuModuleGetGlobal`. Keeps its module loaded.
+#[derive(Clone)]
+pub struct Global {
+    ptr: CUdeviceptr,
+    bytes: usize,
+    _module: Arc<ModuleInner>,
+    driver: &'static Driver,
+}
+
+impl Global {
+    /// The device address.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Size in bytes.
+    pub fn len_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Copies `src` (exactly the variable's size) into the variable: synchronous, ordered after
+    /// all work queued in the module's context (the context is synchronised first and after,
+    /// so that no kernel of any stream reads the variable while it changes).
+    pub fn write(&self, src: &[u8]) -> Result<(), CudaError> {
+        if src.len() != self.bytes {
+            return Err(CudaError::InvalidArgument(format!(
+                "copying {} bytes into a module variable of {} bytes",
+                src.len(),
+                self.bytes
+            )));
+        }
+        self.driver.synchronize_context()?;
+        // SAFETY: `src` is readable for `bytes` bytes; the variable is `bytes` bytes at `ptr` in
+        // a module kept loaded by `_module`, in the context current on this thread (the caller
+        // made it current before taking the variable).
+        let code =
+            unsafe { (self.driver.fns.cuMemcpyHtoD_v2)(self.ptr, src.as_ptr().cast(), self.bytes) };
+        self.driver.check(code, "cuMemcpyHtoD_v2")?;
+        self.driver.synchronize_context()
+    }
+
+    /// The variable's bytes, copied to the host (synchronous, after the context's queued
+    /// work).
+    pub fn read(&self) -> Result<Vec<u8>, CudaError> {
+        let mut out = vec![0u8; self.bytes];
+        self.driver.synchronize_context()?;
+        // SAFETY: `out` is writable for `bytes` bytes; the variable is `bytes` bytes at `ptr`
+        // in a module kept loaded by `_module`.
+        let code = unsafe {
+            (self.driver.fns.cuMemcpyDtoH_v2)(out.as_mut_ptr().cast(), self.ptr, self.bytes)
+        };
+        self.driver.check(code, "cuMemcpyDtoH_v2")?;
+        Ok(out)
     }
 }
 

@@ -24,7 +24,8 @@ pub use cache::{
 };
 pub use driver::{
     ensure_context, synchronize_context, synchronize_stream, CaptureInfo, Context, DeviceBuffer,
-    DeviceInfo, DeviceRepr, Driver, Event, Function, FunctionAttributes, Module, StreamHandle,
+    DeviceInfo, DeviceRepr, Driver, Event, Function, FunctionAttributes, Global, Module,
+    StreamHandle,
 };
 pub use error::{CompileError, CudaError};
 pub use nvrtc::{compile, Compiled, ImageKind, Nvrtc, Target};

@@ -98,6 +98,8 @@ pub type nvrtcProgram = *mut c_void;
 pub const CUDA_SUCCESS: CUresult = 0;
 /// `CUDA_ERROR_NOT_READY`: returned by `cuStreamQuery` while work is pending.
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
+/// `CUDA_ERROR_NOT_FOUND`: a named symbol (`cuModuleGetGlobal`) is not in the module.
+pub const CUDA_ERROR_NOT_FOUND: CUresult = 500;
 /// `NVRTC_SUCCESS`.
 pub const NVRTC_SUCCESS: nvrtcResult = 0;
 /// `NVRTC_ERROR_COMPILATION`.
@@ -225,6 +227,7 @@ fn_table! {
         ) -> CUresult;
         cuModuleUnload: fn(CUmodule) -> CUresult;
         cuModuleGetFunction: fn(*mut CUfunction, CUmodule, *const c_char) -> CUresult;
+        cuModuleGetGlobal_v2: fn(*mut CUdeviceptr, *mut usize, CUmodule, *const c_char) -> CUresult;
         cuFuncGetAttribute: fn(*mut c_int, CUfunction_attribute, CUfunction) -> CUresult;
         cuFuncSetAttribute: fn(CUfunction, CUfunction_attribute, c_int) -> CUresult;
         cuLaunchKernel: fn(

@@ -265,7 +265,7 @@ extern \"C\" __attribute__((visibility(\"default\"))) unsigned cunumpy_emu_param
 return (unsigned)::cunumpy_emu::launcher< &{expr} >::N; }}\n{more}",
         src = rewritten.source,
         sync = if uses_sync { "true" } else { "false" },
-        more = module_launchers(inputs, uses_sync),
+        more = module_launchers(inputs, uses_sync) + &constant_accessors(&inputs.source),
     );
     (
         tu,
@@ -309,6 +309,32 @@ return (unsigned)::cunumpy_emu::launcher< &{expr} >::N; }}\n",
         ));
     }
     out
+}
+
+/// The accessors of the source's `__constant__` variables (those at global scope,
+/// `cunumpy_core::constants::constant_declarations`): `cunumpy_emu_constant_count()` and
+/// `cunumpy_emu_constant(i, &name, &size, &writable)`, which returns the address of variable
+/// `i` (its name, byte size and whether it may be written, i.e. is not `const`, through the
+/// out pointers), or null past the end.
+fn constant_accessors(source: &str) -> String {
+    let decls = cunumpy_core::constants::constant_declarations(source);
+    let mut cases = String::new();
+    for (i, d) in decls.iter().enumerate() {
+        let name = c_string_literal(&d.name);
+        cases.push_str(&format!(
+            "    case {i}: *name = {name}; *size = sizeof(::{var}); *writable = {w}; \
+return const_cast<void*>(static_cast<const volatile void*>(&::{var}));\n",
+            var = d.name,
+            w = i32::from(!d.is_const),
+        ));
+    }
+    format!(
+        "extern \"C\" __attribute__((visibility(\"default\"))) unsigned cunumpy_emu_constant_count() \
+{{ return {n}u; }}\n\
+extern \"C\" __attribute__((visibility(\"default\"))) void* cunumpy_emu_constant(unsigned i, \
+const char** name, size_t* size, int* writable) {{\n  switch (i) {{\n{cases}    default: return nullptr;\n  }}\n}}\n",
+        n = decls.len()
+    )
 }
 
 fn unique_dir(parent: &Path, tag: &str) -> Result<PathBuf, EmuError> {

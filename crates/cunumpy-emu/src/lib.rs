@@ -53,7 +53,7 @@ pub use cache_dir::{default_cache_dir, resolve_cache_dir, take_cache_warnings};
 pub use compiler::{EmuCompiler, PRELUDE};
 pub use error::{EmuError, Fault};
 pub use host_library::HostLibrary;
-pub use library::{CacheOutcome, EmuLibrary, LaunchOptions};
+pub use library::{CacheOutcome, ConstantValues, EmuLibrary, LaunchOptions};
 pub use metal::{
     MetalBuffer, MetalInput, MetalKernelSource, MetalLaunchOptions, MetalOutput, MetalParam,
     MetalTranslation, TemplateArg, METAL_OPTIONS, METAL_PRELUDE,

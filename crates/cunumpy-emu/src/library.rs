@@ -1,8 +1,11 @@
 //! A loaded emulation library and the launch.
 
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cunumpy_core::sync::lock;
 
 use crate::compiler::{build, BuildInputs, EmuCompiler, KernelInfo, Variant};
 use crate::error::{EmuError, Fault};
@@ -141,6 +144,38 @@ pub struct LaunchOptions {
     /// `a[i] += v` does ([`Fault::Race`], naming the kernel, the parameter, the index and both
     /// threads). Atomics are not writes here. Uses the checked build, like `bounds`.
     pub detect_races: bool,
+    /// The values of the kernel's `__constant__` variables for this launch (those not set hold
+    /// their initialisers). Launches of one library with constants run one at a time, each
+    /// seeing its own kernel's values, as each CUDA module has its own constant memory.
+    pub constants: Option<Arc<ConstantValues>>,
+}
+
+/// The values set into a kernel's `__constant__` variables (by name, their bytes): the
+/// emulated device's constant memory of one kernel, copied into the library before each of
+/// its launches.
+#[derive(Debug, Default)]
+pub struct ConstantValues {
+    values: Mutex<BTreeMap<String, Vec<u8>>>,
+}
+
+impl ConstantValues {
+    /// Sets variable `name` (its bytes are checked against the library's symbol at launch).
+    pub fn set(&self, name: &str, bytes: Vec<u8>) {
+        lock(&self.values).insert(name.to_string(), bytes);
+    }
+
+    /// The bytes set for `name`, if any.
+    pub fn get(&self, name: &str) -> Option<Vec<u8>> {
+        lock(&self.values).get(name).cloned()
+    }
+
+    /// Every value set, by name.
+    pub fn all(&self) -> Vec<(String, Vec<u8>)> {
+        lock(&self.values)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
 }
 
 /// A kernel compiled for the CPU, ready to launch.
@@ -154,6 +189,9 @@ pub struct EmuLibrary {
     plain: Loaded,
     checked: OnceLock<Result<Loaded, EmuError>>,
     reported: std::sync::atomic::AtomicBool,
+    /// Held for a whole launch of a library with `__constant__` variables (their values are
+    /// the launching kernel's).
+    constant_memory: Mutex<()>,
 }
 
 impl std::fmt::Debug for EmuLibrary {
@@ -174,7 +212,27 @@ impl EmuLibrary {
             plain,
             checked: OnceLock::new(),
             reported: std::sync::atomic::AtomicBool::new(false),
+            constant_memory: Mutex::new(()),
         }
+    }
+
+    /// The source's `__constant__` variables (at global scope): name and byte size, in source
+    /// order.
+    pub fn constants(&self) -> Vec<(String, usize)> {
+        self.plain
+            .constants
+            .iter()
+            .map(|c| (c.name.clone(), c.initial.len()))
+            .collect()
+    }
+
+    /// The initial bytes (the initialiser's) of `__constant__` variable `name`.
+    pub fn constant_initial(&self, name: &str) -> Option<&[u8]> {
+        self.plain
+            .constants
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.initial.as_slice())
     }
 
     /// The kernel expression this library launches.
@@ -331,6 +389,39 @@ impl EmuLibrary {
             workers: options.workers.min(1024) as c_uint,
             stack_size: options.stack_size,
             detect_races: c_int::from(options.detect_races),
+        };
+        let _constant_memory = if !loaded.constants.iter().any(|c| c.writable) {
+            None
+        } else {
+            let guard = lock(&self.constant_memory);
+            let values = options.constants.as_deref();
+            for symbol in loaded.constants.iter().filter(|c| c.writable) {
+                let set = values.and_then(|v| v.get(&symbol.name));
+                let bytes = match &set {
+                    Some(b) if b.len() == symbol.initial.len() => b.as_slice(),
+                    Some(b) => {
+                        return Err(self.invalid(format!(
+                            "__constant__ '{}' has {} bytes, the value set has {}",
+                            symbol.name,
+                            symbol.initial.len(),
+                            b.len()
+                        )))
+                    }
+                    None => symbol.initial.as_slice(),
+                };
+                // SAFETY: `addr` is the address of this variable, `initial.len()` bytes long,
+                // in the loaded library (open while `self` lives); `bytes` has that length. No
+                // launch of this library runs meanwhile (`constant_memory` is held until this
+                // launch returns), and only this launch's kernel reads it.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        symbol.addr as *mut u8,
+                        bytes.len(),
+                    );
+                }
+            }
+            Some(guard)
         };
         let mut err = vec![0u8; 4096];
         // SAFETY: the caller upholds the contract on `params` (see `# Safety`); the grid, block

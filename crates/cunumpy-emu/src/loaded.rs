@@ -37,6 +37,20 @@ pub(crate) type LaunchFn = unsafe extern "C" fn(
 ) -> c_int;
 type AbiFn = unsafe extern "C" fn() -> u64;
 type CountFn = unsafe extern "C" fn() -> c_uint;
+type ConstantFn =
+    unsafe extern "C" fn(c_uint, *mut *const c_char, *mut usize, *mut c_int) -> *mut c_void;
+
+/// One `__constant__` variable of a loaded library: where it is, its size, and the bytes it
+/// held when the library was opened (its initialiser).
+#[derive(Debug)]
+pub(crate) struct ConstantSymbol {
+    pub(crate) name: String,
+    /// Its host address in the loaded library (valid while the library is open).
+    pub(crate) addr: usize,
+    pub(crate) initial: Vec<u8>,
+    /// Not declared `const` (a `const` one may sit in read-only memory: never written).
+    pub(crate) writable: bool,
+}
 
 /// Where a library came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +67,8 @@ pub(crate) struct Loaded {
     pub(crate) n_params: u32,
     pub(crate) path: PathBuf,
     pub(crate) outcome: CacheOutcome,
+    /// The source's `__constant__` variables (none for a library built without accessors).
+    pub(crate) constants: Vec<ConstantSymbol>,
     _lib: Library,
 }
 
@@ -102,11 +118,53 @@ impl Loaded {
                 "launcher ABI {abi}, this crate speaks {ABI}"
             )));
         }
+        // SAFETY: when present, the generated accessor has exactly this C signature.
+        let accessors = unsafe {
+            match (
+                lib.get::<CountFn>(b"cunumpy_emu_constant_count\0"),
+                lib.get::<ConstantFn>(b"cunumpy_emu_constant\0"),
+            ) {
+                (Ok(count), Ok(get)) => Some((*count, *get)),
+                _ => None,
+            }
+        };
+        let mut constants = Vec::new();
+        if let Some((count, get)) = accessors {
+            // SAFETY: takes no arguments and returns a constant.
+            let n = unsafe { count() };
+            for i in 0..n {
+                let mut name: *const c_char = std::ptr::null();
+                let mut size: usize = 0;
+                let mut writable: c_int = 0;
+                // SAFETY: `i` is below the count; the out pointers are valid.
+                let addr = unsafe { get(i, &mut name, &mut size, &mut writable) };
+                if addr.is_null() || name.is_null() {
+                    continue;
+                }
+                // SAFETY: the accessor returns a NUL-terminated string literal of the library
+                // and the address of a variable of `size` bytes in it (alive while it is open).
+                let (name, initial) = unsafe {
+                    (
+                        std::ffi::CStr::from_ptr(name)
+                            .to_string_lossy()
+                            .into_owned(),
+                        std::slice::from_raw_parts(addr.cast::<u8>(), size).to_vec(),
+                    )
+                };
+                constants.push(ConstantSymbol {
+                    name,
+                    addr: addr as usize,
+                    initial,
+                    writable: writable != 0,
+                });
+            }
+        }
         Ok(Loaded {
             launch,
             n_params,
             path: path.to_path_buf(),
             outcome,
+            constants,
             _lib: lib,
         })
     }

@@ -259,6 +259,7 @@ impl MetalTranslation {
             force_fibers: self.needs_fibers,
             stack_size: 0,
             detect_races: false,
+            constants: None,
         };
         // SAFETY: `slots[i]` points at parameter i's value, of the C type the translation
         // declares (a pointer, or the `int` ndim); `pointers`, `ndims`, `shapes`, `strides` and

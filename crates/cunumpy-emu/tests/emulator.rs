@@ -988,3 +988,61 @@ fn race_detection_names_kernel_array_index_and_threads() {
     run(&flag, &mut args, 1, 32, 0, &detect).expect("same-value stores are not reported");
     assert_eq!(found[0], 1);
 }
+
+#[test]
+fn constant_memory_is_per_launch_and_starts_at_the_initialiser() {
+    use cunumpy_emu::ConstantValues;
+    use std::sync::Arc;
+    let src = r#"
+typedef unsigned int uint;
+__constant__ float scale = 2.0f;
+__constant__ uint offsets[3] = {1, 2, 3};
+__constant__ const int folded = 1; // read-only memory on the host: never written
+extern "C" __global__ void apply(float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = scale * (float)offsets[i % 3] * folded;
+}
+"#;
+    let lib = compile(src, "apply");
+    assert_eq!(
+        lib.constants(),
+        vec![
+            ("scale".to_string(), 4),
+            ("offsets".to_string(), 12),
+            ("folded".to_string(), 4)
+        ]
+    );
+    assert_eq!(
+        lib.constant_initial("scale"),
+        Some(&2.0f32.to_ne_bytes()[..])
+    );
+    let mut out = vec![0.0f32; 6];
+    let n = 6i32;
+    let mut args = Args::default().buf(&mut out).val(n);
+    run(&lib, &mut args, 1, 8, 0, &LaunchOptions::default()).expect("accepted");
+    assert_eq!(out, vec![2.0, 4.0, 6.0, 2.0, 4.0, 6.0]);
+
+    let values = Arc::new(ConstantValues::default());
+    values.set("scale", 0.5f32.to_ne_bytes().to_vec());
+    let offsets: Vec<u8> = [10u32, 20, 30]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    values.set("offsets", offsets);
+    let with = LaunchOptions {
+        constants: Some(values.clone()),
+        ..LaunchOptions::default()
+    };
+    let mut args = Args::default().buf(&mut out).val(n);
+    run(&lib, &mut args, 1, 8, 0, &with).expect("accepted");
+    assert_eq!(out, vec![5.0, 10.0, 15.0, 5.0, 10.0, 15.0]);
+    // another kernel of the same library that set nothing sees the initialisers again
+    let mut args = Args::default().buf(&mut out).val(n);
+    run(&lib, &mut args, 1, 8, 0, &LaunchOptions::default()).expect("accepted");
+    assert_eq!(out, vec![2.0, 4.0, 6.0, 2.0, 4.0, 6.0]);
+    // a value of the wrong size is refused, not truncated
+    values.set("scale", vec![0u8; 8]);
+    let mut args = Args::default().buf(&mut out).val(n);
+    let err = run(&lib, &mut args, 1, 8, 0, &with).expect_err("refused");
+    assert!(err.to_string().contains("'scale' has 4 bytes"), "{err}");
+}

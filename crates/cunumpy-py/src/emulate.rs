@@ -177,6 +177,7 @@ pub(crate) fn prepare(
         },
         shuffle_seed,
         detect_races: detect_races && bounds,
+        constants: Some(config.kernel.constant_values().clone()),
         ..LaunchOptions::default()
     };
     Ok((lib, options))

@@ -168,7 +168,20 @@ pub fn runtime_error(py: Python<'_>, kernel: &str, err: cunumpy_runtime::Runtime
         RuntimeError::Setting(message) => raise(py, "BackendError", message),
         RuntimeError::Graph(g) => crate::graph::graph_error(py, g),
         RuntimeError::Internal(what) => raise(py, "InternalError", format!("internal: {what}")),
+        RuntimeError::Constant(e) => constant_error(py, *e),
     }
+}
+
+/// A `__constant__` value refused: `CudaConstantNotFoundError` (a `KeyError`) for a name that
+/// is not one, `CudaConstantTypeError` (a `TypeError`) for a wrong dtype or a type that cannot
+/// be set, `CudaConstantSizeError` (a `ValueError`) for a wrong element count.
+pub fn constant_error(py: Python<'_>, err: cunumpy_core::constants::ConstantError) -> PyErr {
+    let class = match err.kind() {
+        "not_found" => "CudaConstantNotFoundError",
+        "type" => "CudaConstantTypeError",
+        _ => "CudaConstantSizeError",
+    };
+    raise(py, class, err.to_string())
 }
 
 pub fn fusion_error(py: Python<'_>, err: FusionError) -> PyErr {

@@ -1061,6 +1061,82 @@ impl KernelLauncher {
         }
     }
 
+    /// Copies a value (dtype name, element count, bytes: converted by
+    /// `CudaKernel.set_constant`) into `__constant__` variable `name` on the current device
+    /// (the emulated one under emulation), checked against its declaration; one `to_device`
+    /// event in the ledger. Returns the variable's shape.
+    fn _set_constant(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        dtype: &str,
+        count: usize,
+        data: &[u8],
+    ) -> PyResult<Vec<usize>> {
+        let config = self.config()?;
+        let kernel = config.name();
+        let device = constant_device(py, kernel)?;
+        let paths = python_paths(py);
+        let layout = py
+            .detach(|| {
+                config
+                    .kernel
+                    .set_constant(device, name, dtype, count, data, &paths)
+            })
+            .map_err(|e| errors::runtime_error(py, kernel, e))?;
+        if record::recording() {
+            record::constant_copy(
+                kernel,
+                name,
+                layout.bytes,
+                true,
+                crate::ledger::call_site(py),
+            );
+        }
+        Ok(layout.shape)
+    }
+
+    /// The value of `__constant__` variable `name` on the current device: (dtype name, shape,
+    /// bytes); one `to_host` event in the ledger.
+    fn _get_constant<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+    ) -> PyResult<(&'static str, Vec<usize>, Bound<'py, pyo3::types::PyBytes>)> {
+        let config = self.config()?;
+        let kernel = config.name();
+        let device = constant_device(py, kernel)?;
+        let paths = python_paths(py);
+        let (layout, bytes) = py
+            .detach(|| config.kernel.get_constant(device, name, &paths))
+            .map_err(|e| errors::runtime_error(py, kernel, e))?;
+        if record::recording() {
+            record::constant_copy(
+                kernel,
+                name,
+                bytes.len(),
+                false,
+                crate::ledger::call_site(py),
+            );
+        }
+        Ok((
+            layout.dtype.name(),
+            layout.shape,
+            pyo3::types::PyBytes::new(py, &bytes),
+        ))
+    }
+
+    /// The names of the `__constant__` variables the source declares at global scope.
+    fn _constant_names(&self) -> PyResult<Vec<String>> {
+        Ok(self
+            .config()?
+            .kernel
+            .constant_decls()
+            .iter()
+            .map(|d| d.name.clone())
+            .collect())
+    }
+
     /// Drops the current device's compiled kernel.
     fn _forget_compiled(&self) {
         // the last call's repeat holds the compiled function
@@ -1318,6 +1394,15 @@ fn _compile_for_emulation<'py>(
     out.set_item("param_names", lib.param_names().to_vec())?;
     out.set_item("cache_dir", emulated::cache_dir())?;
     Ok(out)
+}
+
+/// The device a `__constant__` copy goes to: the emulated one under either kind of
+/// emulation, else the calling thread's CUDA device.
+fn constant_device(py: Python<'_>, kernel: &str) -> PyResult<Device> {
+    if device::any_emulation() {
+        return Ok(Device::Emulated);
+    }
+    Device::current().map_err(|e| errors::cuda_error(py, kernel, e))
 }
 
 /// Registers `KernelLauncher` (with vectorcall) and its emulator entry points.

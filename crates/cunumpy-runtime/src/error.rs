@@ -31,6 +31,10 @@ pub enum RuntimeError {
     /// overlapping outputs); the message says which.
     #[error("{0}")]
     FusedCall(String),
+    /// A value for a `__constant__` variable that does not match its declaration (or a name
+    /// that is not one).
+    #[error(transparent)]
+    Constant(Box<cunumpy_core::constants::ConstantError>),
     /// What a graph capture or replay refuses.
     #[error(transparent)]
     Graph(#[from] crate::graph::GraphError),
@@ -50,5 +54,11 @@ impl RuntimeError {
             kernel: kernel.to_string(),
             error: Box::new(error),
         }
+    }
+}
+
+impl From<cunumpy_core::constants::ConstantError> for RuntimeError {
+    fn from(e: cunumpy_core::constants::ConstantError) -> Self {
+        RuntimeError::Constant(Box::new(e))
     }
 }

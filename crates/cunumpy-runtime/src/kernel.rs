@@ -3,6 +3,7 @@
 
 use crate::emulated::{self, LibraryKey};
 use crate::RuntimeError;
+use cunumpy_core::constants::{self, ConstantDecl, ConstantError, ConstantLayout};
 use cunumpy_core::includes::resolve_includes;
 use cunumpy_core::launch::{self, DeviceLimits, KernelLimits, LaunchShape};
 use cunumpy_core::sync::lock;
@@ -10,11 +11,11 @@ use cunumpy_cuda::{
     compile_cached, CachedCompile, CompileRequest, CudaError, Driver, Function, KernelCache,
     Module, Nvrtc, StreamHandle,
 };
-use cunumpy_emu::{EmuError, EmuLibrary};
+use cunumpy_emu::{ConstantValues, EmuError, EmuLibrary};
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What a kernel is compiled from.
 #[derive(Debug, Clone)]
@@ -39,11 +40,17 @@ pub struct KernelSource {
 pub struct Kernel {
     source: KernelSource,
     loaded: Mutex<Vec<Arc<LoadedKernel>>>,
+    /// The values set into its `__constant__` variables: copied into each device's module
+    /// when it is loaded (on the emulated device: into the library before each launch).
+    constants: Arc<ConstantValues>,
+    /// The `__constant__` variables its source declares (scanned on first use).
+    constant_decls: OnceLock<Vec<ConstantDecl>>,
 }
 
 /// A kernel compiled and loaded for one CUDA device.
 pub struct LoadedKernel {
     device: i32,
+    module: Module,
     function: Function,
     kernel_limits: KernelLimits,
     device_limits: DeviceLimits,
@@ -57,6 +64,8 @@ impl Kernel {
         Kernel {
             source,
             loaded: Mutex::new(Vec::new()),
+            constants: Arc::new(ConstantValues::default()),
+            constant_decls: OnceLock::new(),
         }
     }
 
@@ -86,6 +95,12 @@ impl Kernel {
             return Ok(l);
         }
         let loaded = Arc::new(compile_and_load(&self.source, device, python_paths)?);
+        // the values set before (on other devices): this module's constant memory gets them too
+        for (name, bytes) in self.constants.all() {
+            if let Some(global) = loaded.module.global(&name)? {
+                global.write(&bytes)?;
+            }
+        }
         let mut all = lock(&self.loaded);
         if let Some(l) = all.iter().find(|l| l.device == device) {
             return Ok(l.clone());
@@ -121,6 +136,144 @@ impl Kernel {
     /// whether it came from the disk cache. Blocks like [`Kernel::load`].
     pub fn emulation_library(&self) -> Result<(Arc<EmuLibrary>, bool), EmuError> {
         emulated::library(self.library_key())
+    }
+
+    /// The `__constant__` variables the kernel's source declares at global scope.
+    pub fn constant_decls(&self) -> &[ConstantDecl] {
+        self.constant_decls
+            .get_or_init(|| constants::constant_declarations(&self.source.source))
+    }
+
+    /// The values set into the kernel's `__constant__` variables (what an emulated launch
+    /// copies into the library first).
+    pub fn constant_values(&self) -> &Arc<ConstantValues> {
+        &self.constants
+    }
+
+    /// Copies `bytes`, a value of dtype `dtype` (its NumPy name) with `count` elements, into
+    /// the kernel's `__constant__` variable `name` on `device` (compiled and loaded first if
+    /// needed), after checking it against the declaration: the declared C type's dtype and
+    /// exactly the variable's element count. On a GPU the copy is made now (the context is
+    /// synchronised around it); on the emulated device the value is kept and copied into the
+    /// library before each launch of this kernel. Returns the variable's layout. Blocks like
+    /// [`Kernel::load`].
+    pub fn set_constant(
+        &self,
+        device: crate::Device,
+        name: &str,
+        dtype: &str,
+        count: usize,
+        bytes: &[u8],
+        python_paths: &[PathBuf],
+    ) -> Result<ConstantLayout, RuntimeError> {
+        let kernel = &self.source.name;
+        let decl = constants::find(kernel, self.constant_decls(), name)?;
+        constants::check_settable(kernel, decl)?;
+        match device {
+            crate::Device::Cuda(d) => {
+                let global = self.global(d, decl, python_paths)?;
+                let layout =
+                    constants::check_value(kernel, decl, global.len_bytes(), dtype, count)?;
+                self.check_bytes(&layout, bytes)?;
+                global
+                    .write(bytes)
+                    .map_err(|e| RuntimeError::cuda(kernel, e))?;
+                self.constants.set(name, bytes.to_vec());
+                Ok(layout)
+            }
+            crate::Device::Emulated => {
+                let size = self.emulated_size(decl)?;
+                let layout = constants::check_value(kernel, decl, size, dtype, count)?;
+                self.check_bytes(&layout, bytes)?;
+                self.constants.set(name, bytes.to_vec());
+                Ok(layout)
+            }
+        }
+    }
+
+    /// The bytes of the kernel's `__constant__` variable `name` on `device` and its layout:
+    /// read from the GPU's module (a copy to the host), or on the emulated device the value
+    /// set, else the initialiser's.
+    pub fn get_constant(
+        &self,
+        device: crate::Device,
+        name: &str,
+        python_paths: &[PathBuf],
+    ) -> Result<(ConstantLayout, Vec<u8>), RuntimeError> {
+        let kernel = &self.source.name;
+        let decl = constants::find(kernel, self.constant_decls(), name)?;
+        if decl.dtype.is_none() {
+            constants::check_settable(kernel, decl)?; // names the unsupported type
+        }
+        match device {
+            crate::Device::Cuda(d) => {
+                let global = self.global(d, decl, python_paths)?;
+                let layout = constants::layout(kernel, decl, global.len_bytes())?;
+                let bytes = global.read().map_err(|e| RuntimeError::cuda(kernel, e))?;
+                Ok((layout, bytes))
+            }
+            crate::Device::Emulated => {
+                let (lib, _) = self.emulation_library()?;
+                let initial = lib
+                    .constant_initial(&decl.name)
+                    .ok_or_else(|| ConstantError::Missing {
+                        kernel: kernel.clone(),
+                        name: decl.name.clone(),
+                    })?
+                    .to_vec();
+                let layout = constants::layout(kernel, decl, initial.len())?;
+                Ok((layout, self.constants.get(&decl.name).unwrap_or(initial)))
+            }
+        }
+    }
+
+    fn check_bytes(&self, layout: &ConstantLayout, bytes: &[u8]) -> Result<(), RuntimeError> {
+        if bytes.len() == layout.bytes {
+            Ok(())
+        } else {
+            Err(RuntimeError::Internal(
+                "a __constant__ value's bytes do not match its checked element count",
+            ))
+        }
+    }
+
+    fn global(
+        &self,
+        device: i32,
+        decl: &ConstantDecl,
+        python_paths: &[PathBuf],
+    ) -> Result<cunumpy_cuda::Global, RuntimeError> {
+        let kernel = &self.source.name;
+        let loaded = self
+            .load(device, python_paths)
+            .map_err(|e| RuntimeError::cuda(kernel, e))?;
+        Driver::get()
+            .and_then(|d| d.ensure_context(device))
+            .map_err(|e| RuntimeError::cuda(kernel, e))?;
+        loaded
+            .module
+            .global(&decl.name)
+            .map_err(|e| RuntimeError::cuda(kernel, e))?
+            .ok_or_else(|| {
+                ConstantError::Missing {
+                    kernel: kernel.clone(),
+                    name: decl.name.clone(),
+                }
+                .into()
+            })
+    }
+
+    fn emulated_size(&self, decl: &ConstantDecl) -> Result<usize, RuntimeError> {
+        let (lib, _) = self.emulation_library()?;
+        lib.constant_initial(&decl.name)
+            .map(<[u8]>::len)
+            .ok_or_else(|| {
+                ConstantError::Missing {
+                    kernel: self.source.name.clone(),
+                    name: decl.name.clone(),
+                }
+                .into()
+            })
     }
 
     /// The emulation build's key: the kernel's include folders, then the shipped one.
@@ -288,6 +441,7 @@ fn compile_and_load(
     let attributes = function.attributes()?;
     Ok(LoadedKernel {
         device,
+        module,
         kernel_limits: KernelLimits {
             max_threads_per_block: attributes.max_threads_per_block,
             static_shared: attributes.static_shared_bytes,

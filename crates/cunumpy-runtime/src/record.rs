@@ -29,3 +29,24 @@ pub fn launch(name: &str, shape: &LaunchShape, site: String) {
         kernels: 0,
     });
 }
+
+/// Records one copy of `nbytes` bytes into (`to_device`) or out of a kernel's `__constant__`
+/// variable `symbol`, made from `site`: a host-to-device or device-to-host copy like any other.
+pub fn constant_copy(kernel: &str, symbol: &str, nbytes: usize, to_device: bool, site: String) {
+    let (kind, what) = if to_device {
+        (EventKind::ToDevice, "set_constant")
+    } else {
+        (EventKind::ToHost, "get_constant")
+    };
+    Ledger::global().record(Event {
+        kind,
+        description: format!("{what}: kernel '{kernel}' __constant__ '{symbol}'"),
+        site,
+        nbytes: Some(nbytes as u64),
+        blocking: true,
+        implicit: false,
+        time_ns: 0, // stamped by `Ledger::record`
+        thread: 0,
+        kernels: 0,
+    });
+}

@@ -30,6 +30,7 @@ from ..cuda._source import (
     template_arg_texts,
 )
 from ..exceptions import (
+    CudaConstantTypeError,
     CudaSignatureError,
     CudaSourceEncodingError,
     CudaStructTypeError,
@@ -382,6 +383,72 @@ class CudaKernel(_core.KernelLauncher):
             shared_mem=shared_mem,
             options=emulation_options() or (),
         )
+
+    # -- __constant__ memory -------------------------------------------------------------------
+    @property
+    def constant_names(self) -> tuple[str, ...]:
+        """The ``__constant__`` variables the source declares at global scope, in order."""
+        return tuple(self._constant_names())
+
+    def set_constant(self, name: str, value: Any) -> None:
+        """Copies ``value`` into the kernel's ``__constant__`` variable ``name`` on the current
+        device (the emulated one under ``CUNUMPY_FAKE_CUPY=1`` or
+        ``kernel_testing.emulated_launches()``), compiling the kernel first if needed.
+
+        ``value`` is a NumPy scalar or array of exactly the declared C type (``float`` takes
+        ``float32``; nothing is cast) with exactly the variable's element count (a
+        ``float c[16]`` takes 16 elements in any shape; nothing is truncated or padded). The
+        copy is one host-to-device transfer, counted by
+        :func:`~cunumpy.profiling.count_transfers`; on a GPU the device is synchronised before
+        and after it, so launches queued before it read the old value and later ones the new.
+
+        Raises :class:`~cunumpy.exceptions.CudaConstantNotFoundError` (a ``KeyError``) when
+        ``name`` is not a ``__constant__`` variable of the source,
+        :class:`~cunumpy.exceptions.CudaConstantTypeError` (a ``TypeError``) for another
+        dtype, a value that is not a NumPy one, or a variable of a struct type or declared
+        ``const``, and :class:`~cunumpy.exceptions.CudaConstantSizeError` (a ``ValueError``)
+        for another element count.
+
+        >>> k = CudaKernel('__constant__ float a[2]; '
+        ...                'extern "C" __global__ void f(float* x) { x[0] = a[1]; }', "f")
+        >>> k.constant_names
+        ('a',)
+        """
+        if not isinstance(name, str):
+            raise CudaConstantTypeError(
+                f"CudaKernel {self._name!r}: set_constant(name, value) takes the variable's name "
+                f"as a str, got {type(name).__name__}"
+            )
+        if not isinstance(value, np.ndarray | np.generic):
+            raise CudaConstantTypeError(
+                f"CudaKernel {self._name!r}: set_constant({name!r}, value) takes a NumPy scalar "
+                f"or array of the declared C type (for example np.float32(2.0) for a float), got "
+                f"{type(value).__name__}; nothing is converted implicitly"
+            )
+        array = np.ascontiguousarray(value)
+        if not array.dtype.isnative:
+            raise CudaConstantTypeError(
+                f"CudaKernel {self._name!r}: set_constant({name!r}, value) got a value in "
+                f"non-native byte order ({array.dtype.str}); convert it with "
+                f"value.astype(value.dtype.newbyteorder('='))"
+            )
+        self._set_constant(name, array.dtype.name, int(array.size), array.tobytes())
+
+    def get_constant(self, name: str) -> Any:
+        """The value of the kernel's ``__constant__`` variable ``name`` on the current device:
+        a NumPy scalar for a scalar variable, else an array of the declared shape (one axis
+        when an extent is not a literal). Before any :meth:`set_constant` it is the
+        initialiser's value (zeros without one). One device-to-host transfer, counted. Raises
+        the errors of :meth:`set_constant` for a name that is not a variable or a type that
+        cannot be read."""
+        if not isinstance(name, str):
+            raise CudaConstantTypeError(
+                f"CudaKernel {self._name!r}: get_constant(name) takes the variable's name as a "
+                f"str, got {type(name).__name__}"
+            )
+        dtype, shape, data = self._get_constant(name)
+        array = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
+        return array[()] if array.ndim == 0 else array
 
     # -- properties --------------------------------------------------------------------------
     @property

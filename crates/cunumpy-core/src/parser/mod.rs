@@ -313,6 +313,11 @@ fn check_template_arg(kernel: &str, index: usize, arg: &str) -> Result<Vec<Token
 /// The type aliases of a source: `typedef T name;` and `using name = T;` (at any depth, the last
 /// one of a name wins). Aliases of struct bodies, function pointers and arrays are left out
 /// (their names stay what they are: a listed struct, or an unknown type).
+/// The `typedef`s and `using` aliases of a token list (for the `__constant__` scan).
+pub(crate) fn type_aliases_of(tokens: &[Token]) -> HashMap<String, Vec<Token>> {
+    type_aliases(tokens)
+}
+
 fn type_aliases(tokens: &[Token]) -> HashMap<String, Vec<Token>> {
     let mut out = HashMap::new();
     let mut i = 0;
