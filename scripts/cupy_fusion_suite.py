@@ -436,7 +436,11 @@ def _install(mode: str) -> None:
         from cunumpy._fake_cupy import install
 
         cupy = install()
-        submodules = {}
+        # (the fake CuPy has no `cupy.exceptions`; the suite imports AxisError from it, and
+        # fuse's FusionAxisError is NumPy's AxisError)
+        if not hasattr(cupy, "exceptions"):
+            cupy.exceptions = np.exceptions
+        submodules = {"cupy.exceptions": cupy.exceptions}
     elif mode == "cupy":
         import importlib
 

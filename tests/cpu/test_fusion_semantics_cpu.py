@@ -32,7 +32,7 @@ def test_out_of_range_axis_is_numpy_axis_error():
 
 
 def test_broadcast_mismatch_is_a_value_error():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="could not be broadcast together with shapes"):
         xp.fuse(lambda a, b: a + b)(np.ones(3), np.ones(2))
 
 
@@ -109,3 +109,38 @@ def test_float16_symbols_report_float16():
         F64.astype(np.float16)
     )
     assert seen == [(np.float16, np.float16, np.float16)]
+
+
+def _add_twice(x, y):
+    x += y
+    x += y
+
+
+@pytest.mark.parametrize(
+    "second", [lambda x: x, lambda x: x.T, lambda x: x[::-1]], ids=["same", "transpose", "reversed"]
+)
+def test_argument_updated_in_place_that_shares_memory_with_another_sees_its_updates(second):
+    # NumPy's order: the second update reads the first one's result through the other argument
+    want = np.arange(16.0).reshape(4, 4)
+    _add_twice(want, second(want))
+    got = np.arange(16.0).reshape(4, 4)
+    assert xp.fuse(_add_twice)(got, second(got)) is None
+    np.testing.assert_array_equal(got, want)
+    # arguments that do not overlap still run fused, in one pass
+    x, y = np.ones(4), np.ones(4)
+    xp.fuse(_add_twice)(x, y)
+    np.testing.assert_array_equal(x, 3.0)
+
+
+def test_returning_an_empty_tuple_gives_an_empty_tuple():
+    assert xp.fuse(lambda a: ())(F64) == ()
+
+
+def test_python_branch_on_a_traced_value_says_it_needs_a_python_scalar():
+    def f(a):
+        if a > 0:
+            return a
+        return -a
+
+    with pytest.raises(TypeError, match="Python scalar"):
+        xp.fuse(f)(F64)

@@ -18,3 +18,22 @@ from fusion_semantics_cases import CASES, check_case  # noqa: E402
 def test_numpy_semantics_on_gpu(name, func, args):
     # (the GPU's math library may differ from NumPy's by an ulp or two)
     check_case(func, args, cupy.asarray, rtol=1e-6)
+
+
+def test_argument_updated_in_place_that_aliases_another_on_gpu():
+    import numpy as np
+
+    import cunumpy as xp
+
+    def add_twice(x, y):
+        x += y
+        x += y
+
+    want = np.arange(16.0).reshape(4, 4)
+    add_twice(want, want.T)
+    a = cupy.asarray(np.arange(16.0).reshape(4, 4))
+    xp.fuse(add_twice)(a, a.T)
+    np.testing.assert_array_equal(cupy.asnumpy(a), want)
+    b = cupy.ones(4)
+    xp.fuse(add_twice)(b, b)
+    np.testing.assert_array_equal(cupy.asnumpy(b), 4.0)

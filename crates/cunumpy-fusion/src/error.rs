@@ -27,7 +27,7 @@ pub enum FusionError {
     DuplicateAxis { op: String, axis: isize },
     #[error("fuse: the function returns no output")]
     NoOutputs,
-    #[error("fuse: `{op}`: shapes {a:?} and {b:?} cannot be broadcast together")]
+    #[error("fuse: `{op}`: operands could not be broadcast together with shapes {a:?} and {b:?}")]
     Broadcast {
         op: String,
         a: Vec<usize>,

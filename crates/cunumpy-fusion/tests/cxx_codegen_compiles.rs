@@ -76,7 +76,7 @@ fn sources() -> Vec<String> {
                     Ok(r) => {
                         g.output(r).unwrap();
                     }
-                    // min, max, any and all are refused for complex
+                    // any and all are refused for complex
                     Err(e) => assert!(t.kind() == DTypeKind::Complex, "{e}"),
                 }
             }
@@ -114,7 +114,14 @@ fn generated_cuda_type_checks_with_host_compiler() {
         return;
     }
     let all = sources().concat();
-    for needle in ["const cn_c64 r", "cn_c128 acc0", "exp(r", "cn_abs(r"] {
+    for needle in [
+        "const cn_c64 r",
+        "cn_c128 acc0",
+        "exp(r",
+        "cn_abs(r",
+        "asinh(r",
+        "cn_c64(INFINITY, INFINITY)",
+    ] {
         assert!(all.contains(needle), "no complex kernel code {needle}");
     }
     for strategy in ["_partial(", "for (int k = 0; k < K; ++k)", "k += 32)"] {

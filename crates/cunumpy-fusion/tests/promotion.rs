@@ -155,8 +155,14 @@ fn op_dtype_rules() {
     // complex inputs are supported; the operations without a complex loop are refused
     let mut g = GraphBuilder::new();
     let z = g.input(Complex64, 1).unwrap();
-    let e = g.reduce(ReduceKind::Min, z, &Axis::All, false).unwrap_err();
+    let e = g.reduce(ReduceKind::Any, z, &Axis::All, false).unwrap_err();
     assert!(e.to_string().contains("complex64"), "{e}");
+    // numpy.i0 (not a ufunc) keeps a float dtype and computes integers and bool in float64
+    assert_eq!(result(Op::I0, &[a(Float32)]).unwrap(), (Float32, false));
+    assert_eq!(result(Op::I0, &[a(Int8)]).unwrap(), (Float64, false));
+    assert_eq!(result(Op::I0, &[a(Bool)]).unwrap(), (Float64, false));
+    let e = result(Op::I0, &[a(Complex128)]).unwrap_err();
+    assert!(e.contains("i0") && e.contains("complex"), "{e}");
 }
 
 #[test]

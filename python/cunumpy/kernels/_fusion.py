@@ -388,7 +388,10 @@ class Symbol:
         return _NAMESPACE.divmod(other, self)
 
     __matmul__ = __rmatmul__ = _refuse("the `@` operator")
-    __bool__ = _refuse("using a traced value as a Python bool (`if`, `and`, `or`, `not`)")
+    __bool__ = _refuse(
+        "using a traced value as a Python bool (`if`, `and`, `or`, `not`: a Python scalar "
+        "that tracing cannot know)"
+    )
     __float__ = _refuse("`float()` of a traced value")
     __int__ = _refuse("`int()` of a traced value")
     __index__ = _refuse("using a traced value as an index")
@@ -1048,8 +1051,8 @@ class FusedFunction(_core.FusedDispatcher):
                 updates.append(index)
                 values.append(sym._id)
         self.trace_count += 1
-        if not values:  # nothing returned, nothing updated: the call does nothing
-            return _Trace(None, False, tracer.constants, returns_none=True)
+        if not values:  # nothing returned (or `()`), nothing updated: the call does nothing
+            return _Trace(None, tuple_out, tracer.constants, returns_none=not tuple_out)
         half = []
         for i, v in enumerate(values):
             if tracer.builder.info(v)[0] == "float16":
@@ -1119,7 +1122,17 @@ class FusedFunction(_core.FusedDispatcher):
         if plan is None:  # a function that neither returns nor updates anything
             if out is not None:
                 raise FusionTypeError(f"fuse: '{self.kernel_name}' returns nothing; out= given")
-            return None
+            return () if trace.tuple_out else None
+        if trace.updates and self._updates_alias(trace, arrays, backend):
+            # an argument updated in place shares memory with another argument (`f(x, x)`,
+            # `f(x, x.T)`): NumPy's later reads see the earlier updates, which one fused pass
+            # cannot do, so the function runs unfused, operation by operation, as NumPy runs it
+            if out is not None:
+                raise FusionValueError(
+                    f"fuse: '{self.kernel_name}': out= with arguments that share memory with "
+                    "an argument the function updates in place"
+                )
+            return self._function(*args)
         targets = self._out_targets(out, trace.n_returned)
         specs = plan.outputs
         for j, index in enumerate(trace.updates):  # NumPy checks every shape before writing
@@ -1151,6 +1164,19 @@ class FusedFunction(_core.FusedDispatcher):
         if trace.tuple_out:
             return tuple(outs)
         return outs[0]
+
+    @staticmethod
+    def _updates_alias(trace: _Trace, arrays: list[Any], backend: str) -> bool:
+        """Whether an argument the function updates in place shares memory with another."""
+        if backend == "numpy":
+            may_share = np.may_share_memory
+        else:
+            import cupy
+
+            may_share = cupy.may_share_memory
+        return any(
+            j != i and may_share(arrays[i], b) for i in trace.updates for j, b in enumerate(arrays)
+        )
 
     def _run(
         self,

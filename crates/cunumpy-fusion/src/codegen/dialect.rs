@@ -82,6 +82,13 @@ CN_D T cn_frexp_m(T a) { if (a != a || isinf(a) || a == 0) return a;            
     int e; return frexp##F(a, &e); }                                                  \
 CN_D T cn_frexp_e(T a) { if (a != a || isinf(a) || a == 0) return 0;                 \
     int e; frexp##F(a, &e); return (T)e; }                                            \
+CN_D T cn_i0(T x) { double a = fabs((double)x);                                      \
+    if (!(a - a == 0)) return (T)(a - a);                                             \
+    if (a > (sizeof(T) == 4 ? 88.72283905206835 : 709.782712893384)) return (T)INFINITY; \
+    double q = 0.25 * a * a, term = 1, sum = 1;                                       \
+    for (double k = 1; k < 4096; k += 1) { term *= q / (k * k); sum += term;         \
+        if (term <= sum * 1e-17) break; }                                             \
+    return (T)sum; }                                                                  \
 CN_D T cn_round_half(T a) { if (a != a || isinf(a)) return a;                        \
     T m = fabs##F(a); if (m >= (T)65520) return copysign##F((T)INFINITY, a);        \
     int e = 0; if (m < (T)6.103515625e-05) e = -13; else frexp##F(m, &e);           \
@@ -363,10 +370,55 @@ CN_D C cn_pow(C a, C b) { if (b.re == 0 && b.im == 0) return C((T)1);           
         while (m > 0) { if (m & 1) acc = acc * p; m >>= 1; if (m > 0) p = p * p; }   \
         return n < 0 ? C((T)1) / acc : acc; }                                        \
     return exp(b * log(a)); }                                                        \
+CN_D bool operator<(C a, C b) { return (a.re < b.re && a.im == a.im && b.im == b.im)  \
+    || (a.re == b.re && a.im < b.im); }                                              \
+CN_D bool operator<=(C a, C b) { return (a.re < b.re && a.im == a.im && b.im == b.im) \
+    || (a.re == b.re && a.im <= b.im); }                                             \
+CN_D bool operator>(C a, C b) { return b < a; }                                     \
+CN_D bool operator>=(C a, C b) { return b <= a; }                                   \
+CN_D C cn_min(C a, C b) { return (cn_isnan(a) || a <= b) ? a : b; }                 \
+CN_D C cn_max(C a, C b) { return (cn_isnan(a) || a >= b) ? a : b; }                 \
+CN_D C cn_fmin(C a, C b) { return (cn_isnan(b) || a <= b) ? a : b; }                \
+CN_D C cn_fmax(C a, C b) { return (cn_isnan(b) || a >= b) ? a : b; }                \
 CN_D C cn_shfl_down(unsigned mask, C v, int o) {                                     \
     return C(__shfl_down_sync(mask, v.re, o), __shfl_down_sync(mask, v.im, o)); }
 CN_COMPLEX_HELPERS(cn_c64, float, f, 9)
 CN_COMPLEX_HELPERS(cn_c128, double, , 22)
+
+// the inverse trigonometric and hyperbolic functions and the exp/log variants, in double
+// precision; complex64 computes them in complex128 and rounds (as the CPU executor does)
+CN_D cn_c128 tan(cn_c128 z) { cn_c128 t = tanh(cn_c128(-z.im, z.re)); return cn_c128(t.im, -t.re); }
+CN_D cn_c128 asinh(cn_c128 z) { double x = fabs(z.re), y = fabs(z.im);
+    cn_c128 w = sqrt(cn_c128((1 - y) * (1 + y) + x * x, 2 * x * y));
+    cn_c128 r = log(cn_c128(x + w.re, y + w.im));
+    return cn_c128(copysign(r.re, z.re), copysign(r.im, z.im)); }
+CN_D cn_c128 asin(cn_c128 z) { cn_c128 t = asinh(cn_c128(-z.im, z.re)); return cn_c128(t.im, -t.re); }
+CN_D cn_c128 acos(cn_c128 z) { cn_c128 s = asin(z); return cn_c128((double)1.5707963267948966 - s.re, -s.im); }
+CN_D cn_c128 acosh(cn_c128 z) { return log(z + sqrt(z + cn_c128((double)1)) * sqrt(z - cn_c128((double)1))); }
+CN_D cn_c128 atanh(cn_c128 z) { double x = z.re, y = z.im, d = (1 - x) * (1 - x) + y * y;
+    return cn_c128((double)0.25 * log1p(4 * x / d),
+             (double)0.5 * atan2(2 * y, (1 - x) * (1 + x) - y * y)); }
+CN_D cn_c128 atan(cn_c128 z) { cn_c128 t = atanh(cn_c128(-z.im, z.re)); return cn_c128(t.im, -t.re); }
+CN_D cn_c128 expm1(cn_c128 z) { double h = sin((double)0.5 * z.im);
+    return cn_c128(expm1(z.re) * cos(z.im) - 2 * h * h, exp(z.re) * sin(z.im)); }
+CN_D cn_c128 log1p(cn_c128 z) { double a = z.re + 1; return cn_c128(log(hypot(a, z.im)), atan2(z.im, a)); }
+CN_D cn_c128 log2(cn_c128 z) { cn_c128 l = log(z);
+    return cn_c128(l.re * (double)1.4426950408889634, l.im * (double)1.4426950408889634); }
+CN_D cn_c128 log10(cn_c128 z) { cn_c128 l = log(z);
+    return cn_c128(l.re * (double)0.4342944819032518, l.im * (double)0.4342944819032518); }
+CN_D cn_c128 exp2(cn_c128 z) { return exp(cn_c128(z.re * (double)0.6931471805599453, z.im * (double)0.6931471805599453)); }
+CN_D cn_c64 tan(cn_c64 z) { return cn_c64(tan(cn_c128(z))); }
+CN_D cn_c64 asinh(cn_c64 z) { return cn_c64(asinh(cn_c128(z))); }
+CN_D cn_c64 asin(cn_c64 z) { return cn_c64(asin(cn_c128(z))); }
+CN_D cn_c64 acos(cn_c64 z) { return cn_c64(acos(cn_c128(z))); }
+CN_D cn_c64 acosh(cn_c64 z) { return cn_c64(acosh(cn_c128(z))); }
+CN_D cn_c64 atanh(cn_c64 z) { return cn_c64(atanh(cn_c128(z))); }
+CN_D cn_c64 atan(cn_c64 z) { return cn_c64(atan(cn_c128(z))); }
+CN_D cn_c64 expm1(cn_c64 z) { return cn_c64(expm1(cn_c128(z))); }
+CN_D cn_c64 log1p(cn_c64 z) { return cn_c64(log1p(cn_c128(z))); }
+CN_D cn_c64 log2(cn_c64 z) { return cn_c64(log2(cn_c128(z))); }
+CN_D cn_c64 log10(cn_c64 z) { return cn_c64(log10(cn_c128(z))); }
+CN_D cn_c64 exp2(cn_c64 z) { return cn_c64(exp2(cn_c128(z))); }
 
 // imag of a real value is zero (real and conjugate of a real value are the value itself)
 #define CN_IMAG_OF_REAL(T) CN_D T cn_imag(T) { return (T)0; }
@@ -437,6 +489,9 @@ pub(crate) fn init_value(kind: ReduceKind, acc: DType) -> String {
         ReduceKind::Prod | ReduceKind::All => "1".into(),
         ReduceKind::Min if float => "INFINITY".into(),
         ReduceKind::Max if float => "-INFINITY".into(),
+        // complex: the largest (smallest) value in NumPy's lexicographic order
+        ReduceKind::Min if is_complex(acc) => format!("{}(INFINITY, INFINITY)", c_type(acc)),
+        ReduceKind::Max if is_complex(acc) => format!("{}(-INFINITY, -INFINITY)", c_type(acc)),
         ReduceKind::Min | ReduceKind::Max => {
             let (lo, hi) = acc.int_range().unwrap_or((0, 1));
             let v = if kind == ReduceKind::Min { hi } else { lo };

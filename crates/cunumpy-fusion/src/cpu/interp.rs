@@ -700,6 +700,9 @@ fn identity<T: Elem>(kind: ReduceKind) -> T {
         ReduceKind::Min | ReduceKind::Max => {
             let min = kind == ReduceKind::Min;
             match T::DT.kind() {
+                // the largest (smallest) value in NumPy's lexicographic order
+                DTypeKind::Complex if min => T::from_c(f64::INFINITY, f64::INFINITY),
+                DTypeKind::Complex => T::from_c(f64::NEG_INFINITY, f64::NEG_INFINITY),
                 DTypeKind::Float => T::from_f64(if min {
                     f64::INFINITY
                 } else {

@@ -504,12 +504,7 @@ impl GraphBuilder {
         keepdims: bool,
     ) -> Result<Value> {
         let n = self.get(v, kind.name())?.clone();
-        if is_complex(n.dtype)
-            && matches!(
-                kind,
-                ReduceKind::Min | ReduceKind::Max | ReduceKind::Any | ReduceKind::All
-            )
-        {
+        if is_complex(n.dtype) && matches!(kind, ReduceKind::Any | ReduceKind::All) {
             return Err(FusionError::UnsupportedDType {
                 op: kind.name().to_string(),
                 dtype: n.dtype,

@@ -88,6 +88,7 @@ pub enum Op {
     FrexpMantissa,
     FrexpExponent,
     RoundHalf,
+    I0,
 }
 
 /// How an operation types its arguments: given the argument dtypes (and weak flags), the
@@ -386,7 +387,7 @@ macro_rules! row {
 /// The op table, indexed by `Op as usize`.
 // The comparison rows are instantiated for bool too, where `a < b` is what NumPy means.
 #[allow(clippy::bool_comparison)]
-pub static OPS: [OpDef; 75] = [
+pub static OPS: [OpDef; 76] = [
     row!(
         Add,
         "add",
@@ -512,7 +513,8 @@ pub static OPS: [OpDef; 75] = [
         Compare,
         true,
         "({0} < {1})",
-        cmp2!(|a, b| a < b)
+        cmp2!(|a, b| a < b),
+        Some(cx_cmp2!(|a, b| a.lt(b)))
     ),
     row!(
         Le,
@@ -521,7 +523,8 @@ pub static OPS: [OpDef; 75] = [
         Compare,
         true,
         "({0} <= {1})",
-        cmp2!(|a, b| a <= b)
+        cmp2!(|a, b| a <= b),
+        Some(cx_cmp2!(|a, b| a.le(b)))
     ),
     row!(
         Gt,
@@ -530,7 +533,8 @@ pub static OPS: [OpDef; 75] = [
         Compare,
         true,
         "({0} > {1})",
-        cmp2!(|a, b| a > b)
+        cmp2!(|a, b| a > b),
+        Some(cx_cmp2!(|a, b| a.gt(b)))
     ),
     row!(
         Ge,
@@ -539,7 +543,8 @@ pub static OPS: [OpDef; 75] = [
         Compare,
         true,
         "({0} >= {1})",
-        cmp2!(|a, b| a >= b)
+        cmp2!(|a, b| a >= b),
+        Some(cx_cmp2!(|a, b| a.ge(b)))
     ),
     row!(
         LogicalAnd,
@@ -661,7 +666,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "log2({0})",
-        float1!(|a| a.log2_())
+        float1!(|a| a.log2_()),
+        Some(cx1!(|a| a.log2()))
     ),
     row!(
         Log10,
@@ -670,7 +676,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "log10({0})",
-        float1!(|a| a.log10_())
+        float1!(|a| a.log10_()),
+        Some(cx1!(|a| a.log10()))
     ),
     row!(
         Expm1,
@@ -679,7 +686,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "expm1({0})",
-        float1!(|a| a.expm1_())
+        float1!(|a| a.expm1_()),
+        Some(cx1!(|a| a.expm1()))
     ),
     row!(
         Log1p,
@@ -688,7 +696,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "log1p({0})",
-        float1!(|a| a.ln1p_())
+        float1!(|a| a.ln1p_()),
+        Some(cx1!(|a| a.ln_1p()))
     ),
     row!(
         Sqrt,
@@ -733,7 +742,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "tan({0})",
-        float1!(|a| a.tan_())
+        float1!(|a| a.tan_()),
+        Some(cx1!(|a| a.tan()))
     ),
     row!(
         Arcsin,
@@ -742,7 +752,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "asin({0})",
-        float1!(|a| a.asin_())
+        float1!(|a| a.asin_()),
+        Some(cx1!(|a| a.asin()))
     ),
     row!(
         Arccos,
@@ -751,7 +762,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "acos({0})",
-        float1!(|a| a.acos_())
+        float1!(|a| a.acos_()),
+        Some(cx1!(|a| a.acos()))
     ),
     row!(
         Arctan,
@@ -760,7 +772,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "atan({0})",
-        float1!(|a| a.atan_())
+        float1!(|a| a.atan_()),
+        Some(cx1!(|a| a.atan()))
     ),
     row!(
         Arctan2,
@@ -873,7 +886,8 @@ pub static OPS: [OpDef; 75] = [
         Arith,
         false,
         "cn_min({0}, {1})",
-        all2!(|a, b| a.min_(b))
+        all2!(|a, b| a.min_(b)),
+        Some(cx2!(|a, b| a.minimum(b)))
     ),
     row!(
         Maximum,
@@ -882,7 +896,8 @@ pub static OPS: [OpDef; 75] = [
         Arith,
         false,
         "cn_max({0}, {1})",
-        all2!(|a, b| a.max_(b))
+        all2!(|a, b| a.max_(b)),
+        Some(cx2!(|a, b| a.maximum(b)))
     ),
     row!(
         Clip,
@@ -975,7 +990,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "asinh({0})",
-        float1!(|a| a.asinh())
+        float1!(|a| a.asinh()),
+        Some(cx1!(|a| a.asinh()))
     ),
     row!(
         Arccosh,
@@ -984,7 +1000,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "acosh({0})",
-        float1!(|a| a.acosh())
+        float1!(|a| a.acosh()),
+        Some(cx1!(|a| a.acosh()))
     ),
     row!(
         Arctanh,
@@ -993,7 +1010,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "atanh({0})",
-        float1!(|a| a.atanh())
+        float1!(|a| a.atanh()),
+        Some(cx1!(|a| a.atanh()))
     ),
     row!(
         Hypot,
@@ -1011,7 +1029,8 @@ pub static OPS: [OpDef; 75] = [
         FloatMath,
         false,
         "exp2({0})",
-        float1!(|a| a.exp2())
+        float1!(|a| a.exp2()),
+        Some(cx1!(|a| a.exp2()))
     ),
     row!(
         Cbrt,
@@ -1029,7 +1048,8 @@ pub static OPS: [OpDef; 75] = [
         Arith,
         false,
         "cn_fmax({0}, {1})",
-        all2!(|a, b| a.fmax_(b))
+        all2!(|a, b| a.fmax_(b)),
+        Some(cx2!(|a, b| a.fmax(b)))
     ),
     row!(
         Fmin,
@@ -1038,7 +1058,8 @@ pub static OPS: [OpDef; 75] = [
         Arith,
         false,
         "cn_fmin({0}, {1})",
-        all2!(|a, b| a.fmin_(b))
+        all2!(|a, b| a.fmin_(b)),
+        Some(cx2!(|a, b| a.fmin(b)))
     ),
     row!(
         Copysign,
@@ -1106,6 +1127,16 @@ pub static OPS: [OpDef; 75] = [
         "cn_round_half({0})",
         float1!(|a| a.round_half_())
     ),
+    // the modified Bessel function of the first kind, order 0 (`numpy.i0`, not a ufunc there)
+    row!(
+        I0,
+        "i0",
+        1,
+        FloatMath,
+        false,
+        "cn_i0({0})",
+        float1!(|a| a.i0_())
+    ),
 ];
 
 /// The NumPy and array-API spellings of table ops that a fused function may call as
@@ -1171,6 +1202,7 @@ impl Op {
                 | Op::Hypot
                 | Op::Exp2
                 | Op::Cbrt
+                | Op::I0
         )
     }
 
@@ -1249,6 +1281,10 @@ impl Op {
                     _ => Err(format!("is only defined for integers and bool, not {t}")),
                 }
             }
+            // numpy.i0 computes integers and bool in float64 (it is not a ufunc)
+            Rule::FloatMath if self == Op::I0 && common().kind() != DTypeKind::Float => {
+                Ok(all_same(DType::Float64))
+            }
             Rule::FloatMath => Ok(all_same(float_for(common()))),
             Rule::Keep => Ok(all_same(common())),
             Rule::Predicate => {
@@ -1290,7 +1326,15 @@ impl Op {
             ));
         }
         Ok(match self {
-            Op::Eq | Op::Ne | Op::IsNan | Op::IsInf | Op::IsFinite => (vec![t; n], DType::Bool),
+            Op::Eq
+            | Op::Ne
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::IsNan
+            | Op::IsInf
+            | Op::IsFinite => (vec![t; n], DType::Bool),
             Op::Abs | Op::Real | Op::Imag => (vec![t; n], real_of(t)),
             _ => (vec![t; n], t),
         })

@@ -193,11 +193,207 @@ macro_rules! complex_math {
                 }
                 b.mul(self.ln()).exp()
             }
+            /// NumPy's `a < b`: lexicographic, and a real-part decision needs both imaginary
+            /// parts non-NaN (so any NaN makes the comparison false).
+            #[inline(always)]
+            pub(crate) fn lt(self, o: Self) -> bool {
+                (self.re < o.re && !self.im.is_nan() && !o.im.is_nan())
+                    || (self.re == o.re && self.im < o.im)
+            }
+            #[inline(always)]
+            pub(crate) fn le(self, o: Self) -> bool {
+                (self.re < o.re && !self.im.is_nan() && !o.im.is_nan())
+                    || (self.re == o.re && self.im <= o.im)
+            }
+            #[inline(always)]
+            pub(crate) fn gt(self, o: Self) -> bool {
+                o.lt(self)
+            }
+            #[inline(always)]
+            pub(crate) fn ge(self, o: Self) -> bool {
+                o.le(self)
+            }
+            /// `minimum`: a NaN in either argument propagates (the first one if both).
+            #[inline(always)]
+            pub(crate) fn minimum(self, o: Self) -> Self {
+                if self.is_nan() || self.le(o) {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            pub(crate) fn maximum(self, o: Self) -> Self {
+                if self.is_nan() || self.ge(o) {
+                    self
+                } else {
+                    o
+                }
+            }
+            /// `fmin`: a NaN loses to a number (NaN only when both are NaN).
+            #[inline(always)]
+            pub(crate) fn fmin(self, o: Self) -> Self {
+                if o.is_nan() || self.le(o) {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            pub(crate) fn fmax(self, o: Self) -> Self {
+                if o.is_nan() || self.ge(o) {
+                    self
+                } else {
+                    o
+                }
+            }
         }
     };
 }
 complex_math!(f32, 9.0);
 complex_math!(f64, 22.0);
+
+// The inverse trigonometric and hyperbolic functions and the exp/log variants, in double
+// precision (complex64 computes them in complex128 and rounds, as accurate as NumPy's
+// single-precision C library calls without a second set of formulas).
+impl Complex<f64> {
+    /// `i * self`.
+    #[inline(always)]
+    fn times_i(self) -> Self {
+        Complex::new(-self.im, self.re)
+    }
+    /// `-i * self`.
+    #[inline(always)]
+    fn times_minus_i(self) -> Self {
+        Complex::new(self.im, -self.re)
+    }
+    /// `tan(z) = -i tanh(i z)`.
+    pub(crate) fn tan(self) -> Self {
+        self.times_i().tanh().times_minus_i()
+    }
+    /// `asinh(z) = log(z + sqrt(z^2 + 1))`, computed in the first quadrant (where it
+    /// has no cancellation) and carried to the others by its odd and conjugate
+    /// symmetries; `z^2 + 1` as `(1 - y)(1 + y) + x^2 + 2xy i`.
+    pub(crate) fn asinh(self) -> Self {
+        let (x, y) = (self.re.abs(), self.im.abs());
+        let w = Complex::new((1.0 - y) * (1.0 + y) + x * x, 2.0 * x * y).sqrt();
+        let r = Complex::new(x + w.re, y + w.im).ln();
+        Complex::new(r.re.copysign(self.re), r.im.copysign(self.im))
+    }
+    /// `asin(z) = -i asinh(i z)`.
+    pub(crate) fn asin(self) -> Self {
+        self.times_i().asinh().times_minus_i()
+    }
+    /// `acos(z) = pi/2 - asin(z)`.
+    pub(crate) fn acos(self) -> Self {
+        let s = self.asin();
+        Complex::new(core::f64::consts::FRAC_PI_2 - s.re, -s.im)
+    }
+    /// `acosh(z) = log(z + sqrt(z + 1) sqrt(z - 1))` (Kahan's form, with the branch
+    /// cuts NumPy has).
+    pub(crate) fn acosh(self) -> Self {
+        let one = Complex::new(1.0, 0.0);
+        let w = self.add(one).sqrt().mul(self.sub(one).sqrt());
+        self.add(w).ln()
+    }
+    /// `atanh(z) = (log(1 + z) - log(1 - z)) / 2`: real part
+    /// `log1p(4x / ((1 - x)^2 + y^2)) / 4`, imaginary part
+    /// `atan2(2y, (1 - x)(1 + x) - y^2) / 2`.
+    pub(crate) fn atanh(self) -> Self {
+        let (x, y) = (self.re, self.im);
+        let d = (1.0 - x) * (1.0 - x) + y * y;
+        let re = 0.25 * (4.0 * x / d).ln_1p();
+        let im = 0.5 * (2.0 * y).atan2((1.0 - x) * (1.0 + x) - y * y);
+        Complex::new(re, im)
+    }
+    /// `atan(z) = -i atanh(i z)`.
+    pub(crate) fn atan(self) -> Self {
+        self.times_i().atanh().times_minus_i()
+    }
+    /// `exp(z) - 1` without the cancellation near 0: real part
+    /// `expm1(x) cos(y) - 2 sin(y/2)^2`.
+    pub(crate) fn expm1(self) -> Self {
+        let (x, y) = (self.re, self.im);
+        let h = (0.5 * y).sin();
+        Complex::new(x.exp_m1() * y.cos() - 2.0 * h * h, x.exp() * y.sin())
+    }
+    /// `log(1 + z)`.
+    pub(crate) fn ln_1p(self) -> Self {
+        let a = self.re + 1.0;
+        Complex::new(a.hypot(self.im).ln(), self.im.atan2(a))
+    }
+    pub(crate) fn log2(self) -> Self {
+        let l = self.ln();
+        Complex::new(
+            l.re * core::f64::consts::LOG2_E,
+            l.im * core::f64::consts::LOG2_E,
+        )
+    }
+    pub(crate) fn log10(self) -> Self {
+        let l = self.ln();
+        Complex::new(
+            l.re * core::f64::consts::LOG10_E,
+            l.im * core::f64::consts::LOG10_E,
+        )
+    }
+    /// `2^z = exp(z ln 2)`.
+    pub(crate) fn exp2(self) -> Self {
+        let k = core::f64::consts::LN_2;
+        Complex::new(self.re * k, self.im * k).exp()
+    }
+}
+
+impl Complex<f32> {
+    fn widen(self) -> Complex<f64> {
+        Complex::new(self.re as f64, self.im as f64)
+    }
+}
+
+impl Complex<f64> {
+    fn narrow(self) -> Complex<f32> {
+        Complex::new(self.re as f32, self.im as f32)
+    }
+}
+
+/// complex64: computed in complex128 and rounded.
+impl Complex<f32> {
+    pub(crate) fn tan(self) -> Self {
+        self.widen().tan().narrow()
+    }
+    pub(crate) fn asinh(self) -> Self {
+        self.widen().asinh().narrow()
+    }
+    pub(crate) fn asin(self) -> Self {
+        self.widen().asin().narrow()
+    }
+    pub(crate) fn acos(self) -> Self {
+        self.widen().acos().narrow()
+    }
+    pub(crate) fn acosh(self) -> Self {
+        self.widen().acosh().narrow()
+    }
+    pub(crate) fn atanh(self) -> Self {
+        self.widen().atanh().narrow()
+    }
+    pub(crate) fn atan(self) -> Self {
+        self.widen().atan().narrow()
+    }
+    pub(crate) fn expm1(self) -> Self {
+        self.widen().expm1().narrow()
+    }
+    pub(crate) fn ln_1p(self) -> Self {
+        self.widen().ln_1p().narrow()
+    }
+    pub(crate) fn log2(self) -> Self {
+        self.widen().log2().narrow()
+    }
+    pub(crate) fn log10(self) -> Self {
+        self.widen().log10().narrow()
+    }
+    pub(crate) fn exp2(self) -> Self {
+        self.widen().exp2().narrow()
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1036,19 +1036,11 @@ macro_rules! complex_elem {
             }
             #[inline(always)]
             fn min_(self, o: Self) -> Self {
-                if self.is_nan() || self <= o {
-                    self
-                } else {
-                    o
-                }
+                self.minimum(o)
             }
             #[inline(always)]
             fn max_(self, o: Self) -> Self {
-                if self.is_nan() || self >= o {
-                    self
-                } else {
-                    o
-                }
+                self.maximum(o)
             }
             #[inline(always)]
             fn neg_(self) -> Self {

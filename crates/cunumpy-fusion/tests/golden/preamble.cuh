@@ -70,6 +70,13 @@ CN_D T cn_frexp_m(T a) { if (a != a || isinf(a) || a == 0) return a;            
     int e; return frexp##F(a, &e); }                                                  \
 CN_D T cn_frexp_e(T a) { if (a != a || isinf(a) || a == 0) return 0;                 \
     int e; frexp##F(a, &e); return (T)e; }                                            \
+CN_D T cn_i0(T x) { double a = fabs((double)x);                                      \
+    if (!(a - a == 0)) return (T)(a - a);                                             \
+    if (a > (sizeof(T) == 4 ? 88.72283905206835 : 709.782712893384)) return (T)INFINITY; \
+    double q = 0.25 * a * a, term = 1, sum = 1;                                       \
+    for (double k = 1; k < 4096; k += 1) { term *= q / (k * k); sum += term;         \
+        if (term <= sum * 1e-17) break; }                                             \
+    return (T)sum; }                                                                  \
 CN_D T cn_round_half(T a) { if (a != a || isinf(a)) return a;                        \
     T m = fabs##F(a); if (m >= (T)65520) return copysign##F((T)INFINITY, a);        \
     int e = 0; if (m < (T)6.103515625e-05) e = -13; else frexp##F(m, &e);           \
