@@ -489,3 +489,16 @@ def test_local_arrays_from_numpy_names_keep_dtype_and_fill():
     src = translate_source(source, "k")
     assert "double v_data[3];" in src and "long long w_data[4];" in src
     assert "v_data[k] = (double)0;" in src and "w_data[k] =" not in src
+
+
+@needs_compiler
+def test_a_trip_count_read_from_device_arrays_is_one_counted_copy_each(emulated):
+    # stencil_rows_2d loops over range(s[0], e[0] + 1): the launch shape needs s and e on the host
+    host, make_args, _ = CASES["stencil_rows_2d"]
+    src = generate_cuda(host)
+    with xp.use_backend("cupy"):
+        args = make_args("cupy", 1)
+    assert type(args[3]).__module__.startswith("cupy"), type(args[3])
+    with xp.profiling.count_transfers() as c:
+        assert src.n_threads_of(args) == 8  # rows 2..9
+    assert c.to_host == 2 and c.to_device == 0, (c.to_host, c.to_device)

@@ -17,7 +17,10 @@ from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import _core
+from .._conversions import to_numpy
 from ..exceptions import CudaPortInputError
 
 __all__ = ["GeneratedCuda", "generate_cuda", "translate_source"]
@@ -58,6 +61,12 @@ class GeneratedCuda(str):
         if self.n_threads is None:
             return None
         names = dict(zip(self.params, args, strict=False))
+        for name, arg in names.items():
+            # a trip count read from a device array's values (`range(s[0], e[0] + 1)`) is a
+            # copy to the host: made here, counted, not left to CuPy's __int__ inside eval
+            if not isinstance(arg, np.ndarray) and hasattr(arg, "__cuda_array_interface__"):
+                if re.search(rf"\b{re.escape(name)}\s*\[", self.n_threads):
+                    names[name] = to_numpy(arg)
         value = eval(
             self.n_threads,
             {"__builtins__": {}, "len": len, "max": max, "range": range, "int": int},
