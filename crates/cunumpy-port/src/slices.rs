@@ -76,10 +76,6 @@ fn full_slice() -> Json {
     ])
 }
 
-pub(crate) fn has_slice(target: &Json) -> bool {
-    target.kind() == "Subscript" && indices(target).iter().any(|i| i.kind() == "Slice")
-}
-
 impl<'a> Translator<'a> {
     /// The rank of the array a subscript's base names (argument, local, struct field).
     fn base_rank(&self, f: &FnCx, base: &Json) -> Option<usize> {

@@ -180,6 +180,12 @@ pub(crate) fn const_int(e: &Json) -> Option<i64> {
     }
 }
 
+/// Whether an assignment target is a subscript with a slice (`out[a:b] = ...`), which the
+/// slice translation (`slices.rs`) turns into an element loop.
+pub(crate) fn has_slice(target: &Json) -> bool {
+    target.kind() == "Subscript" && indices(target).iter().any(|i| i.kind() == "Slice")
+}
+
 /// The index expressions of a subscript (`a[i, j]` -> [i, j]).
 pub(crate) fn indices(e: &Json) -> Vec<&Json> {
     let s = e.get("slice");
@@ -1354,12 +1360,8 @@ impl<'a> Translator<'a> {
             }
         }
         let slice_target = match kind {
-            "Assign" => s
-                .get("targets")
-                .as_list()
-                .iter()
-                .any(crate::slices::has_slice),
-            "AugAssign" => crate::slices::has_slice(s.get("target")),
+            "Assign" => s.get("targets").as_list().iter().any(has_slice),
+            "AugAssign" => has_slice(s.get("target")),
             _ => false,
         };
         if slice_target {
