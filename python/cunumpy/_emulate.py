@@ -148,8 +148,9 @@ def _struct_values(kernel: Any, args: list[Any]) -> list[Any]:
     structs = {s.name: s for s in getattr(kernel, "structs", ()) if hasattr(s, "field_names")}
     out = list(args)
     for i, (param, a) in enumerate(zip(signature, args, strict=True)):
-        struct = structs.get(getattr(param, "struct", None) or "")
-        if struct is None or isinstance(a, CudaStructValue):
+        struct = getattr(param, "struct", None)
+        struct = structs.get(struct) if isinstance(struct, str) else struct
+        if not hasattr(struct, "field_names") or isinstance(a, CudaStructValue):
             continue
         if isinstance(a, np.ndarray | np.generic | int | float | complex | str | bytes):
             continue  # not a struct at all: the launch's check names the problem

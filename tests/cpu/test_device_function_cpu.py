@@ -62,7 +62,10 @@ def test_pointers_pass_through_structs_by_value_void_has_no_out():
         "double norm1(Vec2 v, double s)",
         structs=[VEC],
     )
-    assert [p.struct for p in kernel.signature][:2] == ["Vec2", None]
+    # (the struct parameter carries the CudaStruct and its dtype, as in cunumpy 0.7)
+    assert [p.struct for p in kernel.signature][:2] == [VEC, None]
+    assert kernel.signature[0].dtype == VEC.dtype
+    assert [f.name for f in kernel.signature[0].struct.fields] == [f.name for f in VEC.fields]
 
 
 def test_names_includes_and_cudakernel_keywords():

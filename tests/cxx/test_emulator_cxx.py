@@ -445,3 +445,19 @@ def test_pointer_handed_to_a_template_runs_without_the_checked_build():
     np.testing.assert_array_equal(out, 2.0 * np.arange(100))
     with pytest.raises(EmulationCompileError, match="store_at"):
         emulate(kernel, out, 100, shuffle_seed=1)
+
+
+def test_a_users_asm_macro_does_not_reach_the_emulators_own_code():
+    # struphy 3.5 builds its kernels for the emulator with -Dasm(x)=__trap() (its asm("trap;")
+    # lines); the emulator's own assembly must not be rewritten by that macro
+    from cunumpy.kernel_testing import emulate_cuda_kernel
+    from cunumpy.kernels import CudaKernel
+
+    src = (
+        'extern "C" __global__ void fill(float* x, int n) {'
+        ' if ((int)threadIdx.x >= n) asm("trap;"); x[threadIdx.x] = 1.0f; }'
+    )
+    k = CudaKernel(src, "fill", options=("-Dasm(x)=__trap()",))
+    x = np.zeros(4, np.float32)
+    emulate_cuda_kernel(k, x, np.int32(4), grid=1, block=4)
+    assert x.tolist() == [1.0] * 4

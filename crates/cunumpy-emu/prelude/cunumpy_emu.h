@@ -277,7 +277,7 @@ inline void race_settle();  // see "races" below
 #if defined(__x86_64__)
 extern "C" CUNUMPY_EMU_HIDDEN void cunumpy_emu_switch(void** save_sp, void* to_sp);
 extern "C" CUNUMPY_EMU_HIDDEN void cunumpy_emu_fiber_start();
-asm(R"(
+__asm__(R"(
 .text
 .p2align 4
 .globl cunumpy_emu_switch

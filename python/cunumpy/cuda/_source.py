@@ -21,7 +21,7 @@ class CudaParameter(NamedTuple):
     ctype: str
     dtype: np.dtype | None
     pointer: bool
-    struct: str | None = None
+    struct: Any = None
     view_ndim: int | None = None
     contiguous: bool = False
     declaration: str = ""
@@ -48,15 +48,23 @@ def parse_cuda_signature(
         structs=[struct_name(s) for s in structs],
         template_args=template_arg_texts(template_args),
     )
-    return parameters_of(params)
+    return parameters_of(params, structs)
 
 
-def parameters_of(params: Any) -> list[CudaParameter]:
-    """``CudaParameter`` values from the field tuples the Rust parser gives."""
-    return [
-        CudaParameter(n, ctype, None if dt is None else np.dtype(dt), ptr, st, nd, contiguous, decl)
-        for (n, ctype, dt, ptr, st, nd, contiguous, decl) in params
-    ]
+def parameters_of(params: Any, structs: Any = ()) -> list[CudaParameter]:
+    """``CudaParameter`` values from the field tuples the Rust parser gives. A struct
+    parameter's ``struct`` is the struct object given in ``structs`` (a ``CudaStruct``) and its
+    ``dtype`` that struct's dtype, as in cunumpy 0.7; a struct known only by name keeps the
+    name."""
+    by_name = {struct_name(s): s for s in structs if not isinstance(s, str)}
+    out = []
+    for n, ctype, dt, ptr, st, nd, contiguous, decl in params:
+        dtype = None if dt is None else np.dtype(dt)
+        struct = by_name.get(st, st) if st is not None else None
+        if struct is not None and not isinstance(struct, str) and not ptr:
+            dtype = getattr(struct, "dtype", dtype)
+        out.append(CudaParameter(n, ctype, dtype, ptr, struct, nd, contiguous, decl))
+    return out
 
 
 def cuda_kernel_names(source: str) -> list[str]:

@@ -351,7 +351,7 @@ class CudaKernel(_core.KernelLauncher):
             if param.view_ndim is not None:
                 out.append(_view_value(value, param))
             elif param.struct is not None:
-                struct = next((s for s in self._structs if struct_name(s) == param.struct), None)
+                struct = param.struct if not isinstance(param.struct, str) else None
                 packed = getattr(value, "packed", None)
                 if struct is not None and isinstance(packed, bytes):
                     out.append(np.frombuffer(packed, dtype=struct.dtype)[0])
@@ -497,7 +497,7 @@ class CudaKernel(_core.KernelLauncher):
         """The parsed parameters, or ``None`` with ``check_signature=False``."""
         if self._check and self._signature is None:
             # parsed once, when the kernel was configured (Rust keeps it)
-            self._signature = parameters_of(self._parsed_params())
+            self._signature = parameters_of(self._parsed_params(), self._structs)
         return self._signature
 
     @property
