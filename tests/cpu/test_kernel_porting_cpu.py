@@ -361,3 +361,16 @@ def test_host_parameters_of_a_package_compiled_in_place(tmp_path, monkeypatch):
     with xp.use_backend("numpy"):
         kernel(0.5, x, y, 7)
     np.testing.assert_allclose(y, 1.0 + 0.5 * x, rtol=0, atol=0)
+
+
+def test_071_private_dispatch_module_is_a_deprecated_alias():
+    # feectools 0.10.0's device tests import Kernel from 0.7's private cunumpy._dispatch
+    import importlib
+
+    import cunumpy.kernels
+
+    sys.modules.pop("cunumpy._dispatch", None)
+    with pytest.warns(DeprecationWarning, match="from cunumpy.kernels import Kernel"):
+        alias = importlib.import_module("cunumpy._dispatch")
+    assert alias.Kernel is cunumpy.kernels.Kernel and alias.CudaKernel is cunumpy.kernels.CudaKernel
+    assert set(alias.__all__) == set(cunumpy.kernels.__all__)
