@@ -167,3 +167,22 @@ def grid_args_maker(struct, n=200):
         return (xp.asarray(xs), args, xp.zeros(n), n)
 
     return make
+
+
+def basis_args_maker(struct, n=300, p=2):
+    """Arguments of ``eval_basis``: the host kernel gets ``BasisArguments`` (its scratch array
+    allocated by its ``__init__``), the generated one the struct laid out from it (no scratch
+    field: each thread has its own)."""
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        xs = rng.uniform(0.0, 2.0, size=n)
+        coef = rng.normal(size=8 + p + 1)
+        degree = np.array([p], dtype=np.int64)
+        if backend == "numpy":
+            args = pk.BasisArguments(coef, degree)
+        else:
+            args = struct(coef=xp.asarray(coef), p=xp.asarray(degree))
+        return (xp.asarray(xs), args, xp.zeros(n), n)
+
+    return make

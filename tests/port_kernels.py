@@ -360,3 +360,76 @@ def shift_through_view(m: "float[:,:]", n: int):
     for i in range(n):
         row = m[i, :]
         m[i, 1:3] = row[0:2]
+
+
+class BasisArguments:
+    """A Pyccel argument class with a scratch array its ``__init__`` allocates (struphy's
+    ``SplineArguments`` and ``DerhamArguments`` keep the spline values of the current point in
+    ``bn1``, ...): ``w`` is no field of the struct; every thread of the generated kernel has
+    its own."""
+
+    def __init__(self, coef: "float[:]", p: "int[:]"):
+        self.coef = coef
+        self.p = p
+        self.w = np.empty(int(p[0] + 1), dtype=float)
+
+
+def fill_weights(t: float, p: int, w: "float[:]"):
+    for k in range(p + 1):
+        w[k] = (t + 1.0) * (k + 1) - t * t
+
+
+def fill_basis(x: float, args: "BasisArguments") -> int:
+    """Writes the scratch field (passed whole to a helper), returns the first index."""
+    i = int(x * 4.0)
+    fill_weights(x - 0.25 * i, args.p[0], args.w)
+    return i
+
+
+def combine(i: int, args: "BasisArguments") -> float:
+    """Reads the scratch field through a local name, as struphy's ``b1 = args_spline.bn1``."""
+    b = args.w
+    s = 0.0
+    for k in range(args.p[0] + 1):
+        s += args.coef[i + k] * b[k]
+    return s
+
+
+def eval_basis(xs: "float[:]", args: "BasisArguments", out: "float[:]", n: int):
+    """A struct parameter with a scratch field, passed whole to helpers that write and read it."""
+    for ip in range(n):
+        i = fill_basis(xs[ip], args)
+        out[ip] = combine(i, args)
+
+
+def eval_basis_copy(xs: "float[:]", args: "BasisArguments", out: "float[:]", n: int):
+    """The per-thread copy of struphy's pushers (``thread_derham = DerhamArguments(
+    args_derham.pn, ...)``): in the generated kernel, the parameter itself."""
+    thread_args = BasisArguments(args.coef, args.p)
+    for ip in range(n):
+        i = fill_basis(xs[ip], thread_args)
+        out[ip] = combine(i, thread_args) * args_scale(ip)
+
+
+def args_scale(ip: int) -> float:
+    return 1.0 + 0.5 * (ip % 3)
+
+
+def fill_coef(x: float, args: "BasisArguments") -> int:
+    """Writes the struct's shared array field through a helper (a race in a parallel loop)."""
+    fill_weights(x, args.p[0], args.coef)
+    return 0
+
+
+def eval_basis_writes_coef(xs: "float[:]", args: "BasisArguments", n: int):
+    """Refused: a helper writes the array field ``coef`` that every marker shares."""
+    for ip in range(n):
+        fill_coef(xs[ip], args)
+
+
+def eval_basis_copy_and_param(xs: "float[:]", args: "BasisArguments", out: "float[:]", n: int):
+    """Refused: the copy and the parameter both used (their scratch arrays would be one)."""
+    thread_args = BasisArguments(args.coef, args.p)
+    for ip in range(n):
+        i = fill_basis(xs[ip], thread_args)
+        out[ip] = combine(i, thread_args) + combine(i, args)

@@ -502,3 +502,52 @@ def test_a_trip_count_read_from_device_arrays_is_one_counted_copy_each(emulated)
     with xp.profiling.count_transfers() as c:
         assert src.n_threads_of(args) == 8  # rows 2..9
     assert c.to_host == 2 and c.to_device == 0, (c.to_host, c.to_device)
+
+
+@needs_compiler
+@pytest.mark.parametrize("host", [pk.eval_basis, pk.eval_basis_copy])
+def test_struct_scratch_fields_are_per_thread_and_agree(host, emulated):
+    """A struct parameter whose class's ``__init__`` allocates a scratch array (``self.w =
+    np.empty(p[0] + 1)``, as struphy's ``SplineArguments``): the struct is laid out without
+    it, every thread gets its own sized as ``__init__`` sizes it, helpers write it (the field
+    passed whole) and read it (through a local name); a per-thread copy of the parameter
+    (``BasisArguments(args.coef, args.p)``) is the parameter itself."""
+    from port_cases import basis_args_maker
+
+    src = generate_cuda(host)
+    assert [s.name for s in src.structs] == ["BasisArguments"]
+    assert src.structs[0].field_names == ("coef", "p")  # no scratch field in the layout
+    assert "struct BasisArguments_thread {" in src and "CArray1D<double> w;" in src
+    assert f"__device__ void {host.__name__}__body(" in src
+    assert "double args__w_data[CUNUMPY_PORT_LOCAL_CAP];" in src
+    assert "(self.p(0) + 1)" in src  # the extent of __init__, the parameter read from the field
+    assert "BasisArguments(" not in src.split("struct BasisArguments_thread")[1]
+    code = [ln for ln in src.splitlines() if not ln.strip().startswith("//")]
+    assert not any("thread_args" in ln for ln in code)
+    kernel = Kernel(host, src.cuda_kernel())
+    KernelCatalog([kernel]).check_signatures()
+    out = assert_kernels_agree(
+        kernel, basis_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert all(np.all(np.asarray(a) != 0) for a in out.values())
+
+
+def test_helper_writing_a_struct_field_it_is_passed_is_refused():
+    """The struct passed whole to a helper that passes its shared field ``coef`` on to a
+    writer: a race, refused with the line and the field (scratch fields aside)."""
+    with pytest.raises(CudaPortRaceError) as info:
+        generate_cuda(pk.eval_basis_writes_coef)
+    err = info.value
+    assert (err.construct, err.array) == ("helper writes array", "args.coef")
+    lines = Path(pk.__file__).read_text().splitlines()
+    assert "fill_coef(xs[ip], args)" in lines[err.line - 1]
+
+
+def test_struct_construction_other_than_a_copy_is_refused():
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.eval_basis_copy_and_param)
+    err = info.value
+    assert err.construct == "struct construction"
+    lines = Path(pk.__file__).read_text().splitlines()
+    assert "thread_args = BasisArguments(args.coef, args.p)" in lines[err.line - 1]
+    assert "'args' is also used besides the copy" in str(err)

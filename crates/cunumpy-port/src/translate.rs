@@ -68,6 +68,9 @@ pub struct Translator<'a> {
     pub(crate) prelude: BTreeSet<&'static str>,
     pub(crate) atomic_used: bool,
     pub(crate) current: String,
+    /// Struct name -> its scratch fields `(field, fill)`: arrays the Pyccel class's `__init__`
+    /// allocates, which every thread keeps its own of (see `Translator::privatize`).
+    pub(crate) scratch: BTreeMap<String, Vec<(String, String)>>,
 }
 
 const MATH: &[(&str, &str)] = &[
@@ -209,6 +212,7 @@ impl<'a> Translator<'a> {
             prelude: BTreeSet::new(),
             atomic_used: false,
             current: String::new(),
+            scratch: BTreeMap::new(),
         };
         for node in module.get("body").as_list() {
             match node.kind() {
@@ -260,6 +264,29 @@ impl<'a> Translator<'a> {
             None,
             msg,
         )
+    }
+
+    /// Whether the array key `p.field` names a scratch field of the struct `p` (per thread).
+    pub(crate) fn is_scratch_key(&self, f: &FnCx, key: &str) -> bool {
+        let Some((base, field)) = key.split_once('.') else {
+            return false;
+        };
+        match f.vars.get(base) {
+            Some(Ty::Struct(sname, _)) => self
+                .scratch
+                .get(sname)
+                .is_some_and(|v| v.iter().any(|(n, _)| n == field)),
+            _ => false,
+        }
+    }
+
+    /// The C parameter declaration of `name`: a struct with scratch fields is passed to the
+    /// body and the helpers as its per-thread version `<Struct>_thread`.
+    pub(crate) fn c_param(&self, name: &str, t: &Ty) -> String {
+        match t {
+            Ty::Struct(s, _) if self.scratch.contains_key(s) => format!("{s}_thread {name}"),
+            _ => t.c_param(name),
+        }
     }
 
     pub(crate) fn comment(&self, line: u32, pad: &str) -> String {
@@ -978,7 +1005,7 @@ impl<'a> Translator<'a> {
         }
         let body = self.block(&mut f, def.get("body").as_list(), 1, None)?;
         let ret_c = ret.as_ref().map(|t| t.scalar().c()).unwrap_or("void");
-        let ps: Vec<String> = params.iter().map(|(n, t)| t.c_param(n)).collect();
+        let ps: Vec<String> = params.iter().map(|(n, t)| self.c_param(n, t)).collect();
         let mut src = self.comment(def.line(), "");
         src.push_str(&format!(
             "__device__ {ret_c} {name}({}) {{\n",
@@ -1083,6 +1110,9 @@ impl<'a> Translator<'a> {
                 if let Some(t) = self.local_array(value)? {
                     bind(f, n, t);
                 } else if let Some((_, t, _)) = self.row_view(f, value) {
+                    bind(f, n, t);
+                } else if let Some((_, t @ Ty::View(..))) = struct_field(f, value) {
+                    // `b1 = args.bn1`: a local view of a struct's array-view field
                     bind(f, n, t);
                 } else if let Ok(t) = self.ty(f, value) {
                     bind(f, n, t);
@@ -1446,6 +1476,19 @@ impl<'a> Translator<'a> {
                                     sc.c(),
                                     tail.join(", ")
                                 ));
+                                return Ok(out);
+                            }
+                        }
+                        if let Some(Ty::View(sc, r)) =
+                            f.vars.get(n).filter(|_| !f.params.contains(n))
+                        {
+                            if let Some((key, ft)) = struct_field(f, value) {
+                                // `b1 = args.bn1`: the view itself (the same elements)
+                                if ft != Ty::View(*sc, *r) {
+                                    return Err(self.unsupported(s, "struct field",
+                                        format!("'{n}' is bound to views of different types ('{key}' is not a {}-D view of {})", r, sc.c())));
+                                }
+                                out.push_str(&format!("{pad}{n} = {key};\n"));
                                 return Ok(out);
                             }
                         }

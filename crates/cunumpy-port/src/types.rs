@@ -143,6 +143,27 @@ pub fn parse_annotation(text: &str) -> Result<Ty, String> {
     }
 }
 
+/// The scratch fields of a struct type text (`struct S {...; bn1: scratch empty float64[:]}`):
+/// `(field, fill)` with fill `empty`, `zeros` or `ones`, in order.
+pub fn struct_scratch(text: &str) -> Vec<(String, String)> {
+    let Some(body) = text
+        .trim()
+        .strip_prefix("struct ")
+        .and_then(|r| r.split_once('{'))
+        .map(|(_, b)| b.trim_end().trim_end_matches('}'))
+    else {
+        return Vec::new();
+    };
+    body.split(';')
+        .filter_map(|f| {
+            let (n, t) = f.split_once(':')?;
+            let rest = t.trim().strip_prefix("scratch ")?;
+            let (fill, _) = rest.trim().split_once(' ')?;
+            Some((n.trim().to_string(), fill.to_string()))
+        })
+        .collect()
+}
+
 /// `Particles {x: float64[:]; n: int}`: a struct argument's C name and fields (as given by the
 /// Python side from a `CudaStructArguments` class; array fields are 1-D pointers).
 fn parse_struct(text: &str) -> Result<Ty, String> {
@@ -159,6 +180,21 @@ fn parse_struct(text: &str) -> Result<Ty, String> {
             .split_once(':')
             .ok_or_else(|| format!("struct field '{f}'"))?;
         let t = t.trim();
+        // `scratch empty float64[:]`: an array the class's __init__ allocates (a per-thread
+        // local array of the generated kernel; see `struct_scratch`)
+        let t = match t.strip_prefix("scratch ") {
+            Some(rest) => match rest.trim().split_once(' ') {
+                Some(("empty" | "zeros" | "ones", ann)) => match parse_annotation(ann)? {
+                    Ty::Array(s, rank) => {
+                        fields.push((n.trim().to_string(), Ty::View(s, rank)));
+                        continue;
+                    }
+                    _ => return Err(format!("struct field '{f}' (scratch is an array)")),
+                },
+                _ => return Err(format!("struct field '{f}'")),
+            },
+            None => t,
+        };
         let ty = match t.strip_prefix("view ") {
             Some(v) => match parse_annotation(v)? {
                 Ty::Array(s, n) => Ty::View(s, n),
@@ -223,5 +259,22 @@ mod tests {
             )
         );
         assert!(parse_annotation("struct D {cx: float64[:,:]}").is_err());
+        let text = "struct S {pn: view int64[:]; bn1: scratch empty float64[:]; b: scratch zeros float32[:,:]}";
+        assert_eq!(
+            parse_annotation(text).unwrap(),
+            Ty::Struct(
+                "S".into(),
+                vec![
+                    ("pn".into(), Ty::View(Scalar::I64, 1)),
+                    ("bn1".into(), Ty::View(Scalar::F64, 1)),
+                    ("b".into(), Ty::View(Scalar::F32, 2))
+                ]
+            )
+        );
+        assert_eq!(
+            struct_scratch(text),
+            vec![("bn1".into(), "empty".into()), ("b".into(), "zeros".into())]
+        );
+        assert!(parse_annotation("struct S {b: scratch full float64[:]}").is_err());
     }
 }
