@@ -6,10 +6,11 @@ versions.
 For the feectools 0.10.0 and struphy 3.5.0 kernels that ``scripts/port_harness.py`` accepts and
 whose arguments are simple to build (the axpy and inner kernels on random data, the 2-D stencil
 dot and transpose on one process with pads 1, struphy's tensor-product spline evaluation with
-degree 2), translates each kernel from its file (``translate_source``, the package's other
-modules read from SITE_PACKAGES),
-runs the generated CUDA on the emulated device (or the GPU, when CuPy is there and
-``CUNUMPY_FAKE_CUPY`` is unset) and compares it with the host kernel on random inputs
+degree 2, the ``eval_spline_mpi_*`` kernels with a ``SplineArguments`` struct of degrees
+(2, 3, 1) on clamped knots), translates each kernel from its file (``translate_source``, the
+package's other modules read from SITE_PACKAGES), runs the generated CUDA on the emulated
+device (or the GPU, when CuPy is there and ``CUNUMPY_FAKE_CUPY`` is unset) and compares it with
+the host kernel on random inputs
 (``assert_kernels_agree``). Prints one line per kernel; exits 1 on a disagreement.
 """
 
@@ -90,6 +91,74 @@ def _spline_tensor_product(backend, seed, n=8, p=2):
     )
 
 
+def _spline_args(rng, p=(2, 3, 1), cells=(6, 5, 7), kind=(0, 1, 0)):
+    """Host ``SplineArguments`` (struphy's class: its ``__init__`` allocates the scratch
+    ``bn1``, ..., ``bd3``) and the fields of the generated kernel's struct (no scratch: each
+    thread has its own), for clamped uniform knots; the coefficients cover every span."""
+    from struphy.kernel_arguments.spline_args_kernels import SplineArguments
+
+    knots = [
+        np.concatenate([np.zeros(q), np.linspace(0.0, 1.0, c + 1), np.ones(q)])
+        for q, c in zip(p, cells, strict=True)
+    ]
+    fields = {
+        "kind": np.array(kind, dtype=np.int64),
+        "pn": np.array(p, dtype=np.int64),
+        "tn1": knots[0],
+        "tn2": knots[1],
+        "tn3": knots[2],
+        "starts": np.zeros(3, dtype=np.int64),
+    }
+    data = rng.normal(size=tuple(c + 2 * q + 1 for q, c in zip(p, cells, strict=True)))
+    return SplineArguments(**fields), fields, data
+
+
+def _spline_struct_case(points):
+    """A maker for the ``eval_spline_mpi_*`` kernels, given the generated source (its struct):
+    ``points(rng)`` gives the evaluation points (some flagged -1) and the values' shape."""
+
+    def factory(src):
+        struct = src.structs[0]
+
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            host, fields, data = _spline_args(rng)
+            etas, shape = points(rng)
+            if backend == "numpy":
+                args = host
+            else:
+                args = struct(**{k: xp.asarray(v) for k, v in fields.items()})
+            return (*[xp.asarray(e) for e in etas], xp.asarray(data), args, xp.zeros(shape))
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["values"]  # the struct's scratch arrays are no output
+    return factory
+
+
+def _flag(rng, a):
+    a = np.array(a)
+    a.flat[rng.choice(a.size, size=max(1, a.size // 7), replace=False)] = -1.0
+    return a
+
+
+def _markers(rng, n=120):
+    return [_flag(rng, rng.uniform(size=(3, n)))], (n,)
+
+
+def _matrix(rng, shape=(4, 3, 5)):
+    return [_flag(rng, rng.uniform(size=shape)) for _ in range(3)], shape
+
+
+def _sparse(rng, n=(4, 3, 5)):
+    etas = [
+        _flag(rng, rng.uniform(size=tuple(m if d == k else 1 for d in range(3))))
+        for k, m in enumerate(n)
+    ]
+    return etas, n
+
+
 FEEC = "feectools/linalg/kernels"
 CASES = {
     "stencil_axpy_1d": (FEEC, _axpy((50,))),
@@ -99,6 +168,9 @@ CASES = {
     "stencil_dot_2d": (FEEC, _dot_2d),
     "stencil_transpose_2d": (FEEC, _transpose_2d),
     "eval_spline_mpi_tensor_product_fixed": ("struphy/bsplines/kernels", _spline_tensor_product),
+    "eval_spline_mpi_markers": ("struphy/bsplines/kernels", _spline_struct_case(_markers)),
+    "eval_spline_mpi_matrix": ("struphy/bsplines/kernels", _spline_struct_case(_matrix)),
+    "eval_spline_mpi_sparse_meshgrid": ("struphy/bsplines/kernels", _spline_struct_case(_sparse)),
 }
 
 
@@ -117,8 +189,11 @@ def main() -> None:
         spec.loader.exec_module(module)
         src = translate_source(path.read_text(), name, search_paths=[opts.site_packages])
         kernel = Kernel(getattr(module, name), src.cuda_kernel())
+        outputs = getattr(make, "outputs", None)
+        if getattr(make, "needs_source", False):
+            make = make(src)
         try:
-            assert_kernels_agree(kernel, make, rtol=1e-12, atol=1e-12)
+            assert_kernels_agree(kernel, make, rtol=1e-12, atol=1e-12, outputs=outputs)
             print(f"{name}: generated CUDA agrees with the host kernel")
         except AssertionError as exc:
             failed += 1

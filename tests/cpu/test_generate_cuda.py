@@ -551,3 +551,20 @@ def test_struct_construction_other_than_a_copy_is_refused():
     lines = Path(pk.__file__).read_text().splitlines()
     assert "thread_args = BasisArguments(args.coef, args.p)" in lines[err.line - 1]
     assert "'args' is also used besides the copy" in str(err)
+
+
+def test_trip_count_of_numpy_size_is_the_launch_shape():
+    """``n = size(x)`` before the loop (struphy's ``eval_spline_mpi_sparse_meshgrid``): the
+    launch shape is the element count of the argument."""
+    from cunumpy.kernels._generate import translate_source
+
+    source = (
+        "from numpy import size\n"
+        "def k(a: 'float[:,:]', out: 'float[:]'):\n"
+        "    n = size(a)\n"
+        "    for i in range(n):\n"
+        "        out[i] = 2.0 * i\n"
+    )
+    src = translate_source(source, "k")
+    a = np.zeros((3, 4))
+    assert src.n_threads_of((a, np.zeros(12))) == a.size

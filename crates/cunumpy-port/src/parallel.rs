@@ -1318,6 +1318,16 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, Json>, e: &Json, depth: usize) -> O
         "Call" if name_of(e.get("func")) == Some("int") => {
             Some(format!("int({})", sub(e.get("args").as_list().first()?)?))
         }
+        // `size(x)`, `np.size(x)` of an array argument (NumPy's element count)
+        "Call"
+            if (name_of(e.get("func")) == Some("size")
+                || e.get("func").get("attr").as_str() == Some("size"))
+                && e.get("args").as_list().len() == 1 =>
+        {
+            let x = name_of(&e.get("args").as_list()[0])?;
+            (f.params.contains(x) && f.vars.get(x).is_some_and(|t| t.rank() > 0))
+                .then(|| format!("{x}.size"))
+        }
         _ => None,
     }
 }
