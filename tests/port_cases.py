@@ -129,6 +129,13 @@ def args_row_sums(backend, seed):
     return (xp.asarray(rng.normal(size=(6, 4, 5))), xp.asarray(rows), xp.zeros((9, 4)))
 
 
+def args_gather_at_cells(backend, seed):
+    rng = np.random.default_rng(seed)
+    xs = rng.uniform(0.0, 0.999, size=(80, 2))
+    xs[::9, 0] = 1.0  # on the right edge: the helper's other return
+    return (xp.asarray(xs), xp.asarray(rng.normal(size=(6, 6))), xp.zeros(80), 6)
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -146,6 +153,7 @@ CASES = {
     "norms_other_module": (pk.norms_other_module, args_norms_other_module, "owned"),
     "window_sums": (pk.window_sums, args_window_sums, "owned"),
     "row_sums": (pk.row_sums, args_row_sums, "owned"),
+    "gather_at_cells": (pk.gather_at_cells, args_gather_at_cells, "owned"),
 }
 
 

@@ -433,3 +433,25 @@ def eval_basis_copy_and_param(xs: "float[:]", args: "BasisArguments", out: "floa
     for ip in range(n):
         i = fill_basis(xs[ip], thread_args)
         out[ip] = combine(i, thread_args) + combine(i, args)
+
+
+def cell_and_fraction(x: float, y: float, n: int):
+    """Returns a tuple of scalars (struphy's ``span1, span2, span3 = get_spans(...)``)."""
+    i = int(x * n)
+    j = int(y * n)
+    if i >= n:
+        return n - 1, j, 0  # an int here, a float below: the third is a double
+    return i, j, x - i / n
+
+
+def gather_at_cells(xs: "float[:,:]", grid: "float[:,:]", out: "float[:]", n: int):
+    for ip in range(xs.shape[0]):
+        i, j, frac = cell_and_fraction(xs[ip, 0], xs[ip, 1], n)
+        out[ip] = grid[i, j] * (1.0 + frac)
+
+
+def tuple_as_value(xs: "float[:,:]", out: "float[:]", n: int):
+    """Refused: the tuple a helper returns used other than unpacked."""
+    for ip in range(xs.shape[0]):
+        t = cell_and_fraction(xs[ip, 0], xs[ip, 1], n)
+        out[ip] = t

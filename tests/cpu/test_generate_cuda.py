@@ -568,3 +568,19 @@ def test_trip_count_of_numpy_size_is_the_launch_shape():
     src = translate_source(source, "k")
     a = np.zeros((3, 4))
     assert src.n_threads_of((a, np.zeros(12))) == a.size
+
+
+def test_helper_returning_a_tuple_returns_through_out_parameters():
+    """``i, j, frac = cell_and_fraction(...)`` (struphy's ``get_spans``): the helper writes its
+    results through pointers; using the tuple as a value is refused, naming the line."""
+    src = generate_cuda(pk.gather_at_cells)
+    head = "__device__ void cell_and_fraction(double x, double y, long long n, "
+    assert head + "long long* cunumpy_ret0, long long* cunumpy_ret1, double* cunumpy_ret2)" in src
+    assert "*cunumpy_ret2 = 0;" in src
+    outs = "&cunumpy_tmp0, &cunumpy_tmp1, &cunumpy_tmp2"
+    assert f"cell_and_fraction(xs(ip, 0), xs(ip, 1), n, {outs});" in src
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.tuple_as_value)
+    assert info.value.construct == "call" and "returns a tuple" in str(info.value)
+    lines = Path(pk.__file__).read_text().splitlines()
+    assert "t = cell_and_fraction(" in lines[info.value.line - 1]

@@ -71,6 +71,9 @@ pub struct Translator<'a> {
     /// Struct name -> its scratch fields `(field, fill)`: arrays the Pyccel class's `__init__`
     /// allocates, which every thread keeps its own of (see `Translator::privatize`).
     pub(crate) scratch: BTreeMap<String, Vec<(String, String)>>,
+    /// Helpers returning a tuple of scalars (`return span1, span2, span3`): the element types;
+    /// in CUDA they return through out-parameters `cunumpy_ret<k>`.
+    pub(crate) tuple_ret: BTreeMap<String, Vec<Scalar>>,
 }
 
 const MATH: &[(&str, &str)] = &[
@@ -213,6 +216,7 @@ impl<'a> Translator<'a> {
             atomic_used: false,
             current: String::new(),
             scratch: BTreeMap::new(),
+            tuple_ret: BTreeMap::new(),
         };
         for node in module.get("body").as_list() {
             match node.kind() {
@@ -680,6 +684,20 @@ impl<'a> Translator<'a> {
     }
 
     pub(crate) fn call(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
+        let out = self.call_any(f, e)?;
+        if let Some(n) = name_of(e.get("func")).filter(|n| self.tuple_ret.contains_key(*n)) {
+            return Err(self.unsupported(
+                e,
+                "call",
+                format!("{n}() returns a tuple: only `a, b = {n}(...)` is translated"),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// A call (see `call`), a helper returning a tuple included (its text then lacks the
+    /// out-parameters, which `a, b = f(...)` adds).
+    pub(crate) fn call_any(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
         let func = e.get("func");
         let args = e.get("args").as_list();
         if !e.get("keywords").as_list().is_empty() {
@@ -990,8 +1008,42 @@ impl<'a> Translator<'a> {
                 ))
             }
         };
+        // `return a, b, c` (struphy's get_spans): scalars returned through out-parameters
+        let mut tuple: Option<Vec<Scalar>> = None;
+        if ret.is_none() {
+            if let Some(r) =
+                first_return_value(def.get("body").as_list()).filter(|r| r.kind() == "Tuple")
+            {
+                // the types of every `return a, b` joined (`return n - 1, 0.5`, `return i, x`)
+                let mut ts: Vec<Scalar> = Vec::new();
+                let mut all = Vec::new();
+                return_values(def.get("body").as_list(), &mut all);
+                for v in all.into_iter().filter(|v| v.kind() == "Tuple") {
+                    for (k, x) in v.get("elts").as_list().iter().enumerate() {
+                        let t = self.ty(&f, x)?;
+                        if t.rank() > 0 {
+                            return Err(self.e(
+                                PortErrorKind::Unsupported,
+                                r.line(),
+                                "return",
+                                None,
+                                "returning a tuple with an array in it".into(),
+                            ));
+                        }
+                        match ts.get_mut(k) {
+                            Some(old) if *old != t.scalar() => *old = old.join(t.scalar()),
+                            Some(_) => {}
+                            None => ts.push(t.scalar()),
+                        }
+                    }
+                }
+                self.tuple_ret.insert(name.to_string(), ts.clone());
+                tuple = Some(ts);
+            }
+        }
         let ret = match ret {
             Some(t) => Some(t),
+            None if tuple.is_some() => None,
             None => self.first_return(&f, def.get("body").as_list())?,
         };
         if ret.as_ref().is_some_and(|t| t.rank() > 0) {
@@ -1005,7 +1057,10 @@ impl<'a> Translator<'a> {
         }
         let body = self.block(&mut f, def.get("body").as_list(), 1, None)?;
         let ret_c = ret.as_ref().map(|t| t.scalar().c()).unwrap_or("void");
-        let ps: Vec<String> = params.iter().map(|(n, t)| self.c_param(n, t)).collect();
+        let mut ps: Vec<String> = params.iter().map(|(n, t)| self.c_param(n, t)).collect();
+        for (k, t) in tuple.iter().flatten().enumerate() {
+            ps.push(format!("{}* cunumpy_ret{k}", t.c()));
+        }
         let mut src = self.comment(def.line(), "");
         src.push_str(&format!(
             "__device__ {ret_c} {name}({}) {{\n",
@@ -1130,6 +1185,21 @@ impl<'a> Translator<'a> {
                     for t in elts {
                         if let Some(n) = name_of(t) {
                             bind(f, n, Ty::Scalar(Scalar::I64));
+                        }
+                    }
+                } else if value.kind() == "Call" {
+                    if let Some(h) =
+                        name_of(value.get("func")).filter(|h| self.funcs.contains_key(*h))
+                    {
+                        let h = h.to_string();
+                        if self.call_any(f, value).is_ok() {
+                            if let Some(ts) = self.tuple_ret.get(&h).cloned() {
+                                for (t, s) in elts.iter().zip(ts) {
+                                    if let Some(n) = name_of(t) {
+                                        bind(f, n, Ty::Scalar(s));
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -1537,11 +1607,56 @@ impl<'a> Translator<'a> {
                                 out.push_str(&format!("{inner}{n} = cunumpy_tmp{k};\n"));
                             }
                             out.push_str(&format!("{pad}}}\n"));
+                        } else if let Some(ts) = name_of(value.get("func"))
+                            .filter(|_| value.kind() == "Call")
+                            .and_then(|h| self.funcs.contains_key(h).then_some(h))
+                            .map(str::to_string)
+                            .and_then(|h| {
+                                // translates the helper, so its tuple is known
+                                let _ = self.call_any(f, value);
+                                self.tuple_ret.get(&h).cloned()
+                            })
+                        {
+                            // `a, b, c = f(...)`: f returns through out-parameters
+                            if ts.len() != elts.len() {
+                                return Err(self.unsupported(
+                                    s,
+                                    "assignment",
+                                    format!("{} names for a tuple of {}", elts.len(), ts.len()),
+                                ));
+                            }
+                            let (x, _) = self.call_any(f, value)?;
+                            let inner = format!("{pad}    ");
+                            out.push_str(&format!("{pad}{{\n"));
+                            let mut outs = Vec::new();
+                            for (k, t) in ts.iter().enumerate() {
+                                out.push_str(&format!("{inner}{} cunumpy_tmp{k};\n", t.c()));
+                                outs.push(format!("&cunumpy_tmp{k}"));
+                            }
+                            let open = x.find('(').unwrap_or(x.len());
+                            let sep = if x[open..].starts_with("()") {
+                                ""
+                            } else {
+                                ", "
+                            };
+                            let call = format!(
+                                "{}{sep}{})",
+                                x.strip_suffix(')').unwrap_or(&x),
+                                outs.join(", ")
+                            );
+                            out.push_str(&format!("{inner}{call};\n"));
+                            for (k, t) in elts.iter().enumerate() {
+                                let n = name_of(t).ok_or_else(|| {
+                                    self.unsupported(s, "assignment", "tuple target".into())
+                                })?;
+                                out.push_str(&format!("{inner}{n} = cunumpy_tmp{k};\n"));
+                            }
+                            out.push_str(&format!("{pad}}}\n"));
                         } else {
                             return Err(self.unsupported(
                                 s,
                                 "assignment",
-                                "tuple assignment from something other than a tuple or .shape"
+                                "tuple assignment from something other than a tuple, .shape or a function returning a tuple"
                                     .into(),
                             ));
                         }
@@ -1659,6 +1774,25 @@ impl<'a> Translator<'a> {
             "Return" => {
                 if s.get("value") == &Json::Null {
                     out.push_str(&format!("{pad}return;\n"));
+                } else if let Some(ts) = self.tuple_ret.get(&f.name).cloned() {
+                    let v = s.get("value");
+                    let elts = v.get("elts").as_list();
+                    if v.kind() != "Tuple" || elts.len() != ts.len() {
+                        return Err(self.unsupported(
+                            s,
+                            "return",
+                            format!(
+                                "{}() returns a tuple of {} elsewhere; every return must",
+                                f.name,
+                                ts.len()
+                            ),
+                        ));
+                    }
+                    for (k, x) in elts.iter().enumerate() {
+                        let x = self.expr(f, x)?.0;
+                        out.push_str(&format!("{pad}*cunumpy_ret{k} = {};\n", strip_parens(&x)));
+                    }
+                    out.push_str(&format!("{pad}return;\n"));
                 } else {
                     let x = self.expr(f, s.get("value"))?.0;
                     out.push_str(&format!("{pad}return {x};\n"));
@@ -1741,6 +1875,33 @@ impl<'a> Translator<'a> {
             }
         };
         Ok((var, start, stop, step))
+    }
+}
+
+/// The value of the first `return value` of a body (nested blocks included).
+fn first_return_value(body: &[Json]) -> Option<&Json> {
+    for s in body {
+        if s.kind() == "Return" && s.get("value") != &Json::Null {
+            return Some(s.get("value"));
+        }
+        for key in ["body", "orelse"] {
+            if let Some(v) = first_return_value(s.get(key).as_list()) {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// The values of every `return value` of a body (nested blocks included), in order.
+fn return_values<'j>(body: &'j [Json], out: &mut Vec<&'j Json>) {
+    for s in body {
+        if s.kind() == "Return" && s.get("value") != &Json::Null {
+            out.push(s.get("value"));
+        }
+        for key in ["body", "orelse"] {
+            return_values(s.get(key).as_list(), out);
+        }
     }
 }
 
