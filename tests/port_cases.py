@@ -194,3 +194,19 @@ def basis_args_maker(struct, n=300, p=2):
         return (xp.asarray(xs), args, xp.zeros(n), n)
 
     return make
+
+
+def patch_args_maker(struct, n=200):
+    """Arguments of ``eval_patch``: ``PatchArguments`` on the host, its struct on the device."""
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        xs = rng.uniform(0.0, 0.999, size=n)
+        c = rng.normal(size=(6, 4, 3))
+        if backend == "numpy":
+            args = pk.PatchArguments(c, 0.25)
+        else:
+            args = struct(c=xp.asarray(c), h=0.25)
+        return (xp.asarray(xs), args, xp.zeros(n), n)
+
+    return make

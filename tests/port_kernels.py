@@ -455,3 +455,37 @@ def tuple_as_value(xs: "float[:,:]", out: "float[:]", n: int):
     for ip in range(xs.shape[0]):
         t = cell_and_fraction(xs[ip, 0], xs[ip, 1], n)
         out[ip] = t
+
+
+class PatchArguments:
+    """A Pyccel argument class with a 3-D array field, read through 2-D strided views (struphy's
+    ``cx = args.cx[:, :, 0]`` in ``spline_2d_straight``)."""
+
+    def __init__(self, c: "float[:,:,:]", h: float):
+        self.c = c
+        self.h = h
+
+
+def eval_2d(i: int, j: int, c2: "float[:,:]") -> float:
+    return c2[i, j] + 0.5 * c2[i + 1, j] - c2[0, c2.shape[1] - 1]
+
+
+def patch_value(x: float, args: "PatchArguments") -> float:
+    from numpy import pi
+
+    cz = args.c[:, :, 1]  # the whole leading axes, an index on the last
+    cm = args.c[:, 2, :]  # an index on the middle axis
+    i = int(x / args.h)
+    return eval_2d(i, i % 2, cz) * pi + eval_2d(i, 1, cm)
+
+
+def eval_patch(xs: "float[:]", args: "PatchArguments", out: "float[:]", n: int):
+    for ip in range(n):
+        out[ip] = patch_value(xs[ip], args)
+
+
+def write_patch_view(args: "PatchArguments", n: int):
+    """Refused: a write through a strided view."""
+    for ip in range(n):
+        cz = args.c[:, :, 1]
+        cz[ip, 0] = 1.0

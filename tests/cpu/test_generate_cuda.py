@@ -584,3 +584,27 @@ def test_helper_returning_a_tuple_returns_through_out_parameters():
     assert info.value.construct == "call" and "returns a tuple" in str(info.value)
     lines = Path(pk.__file__).read_text().splitlines()
     assert "t = cell_and_fraction(" in lines[info.value.line - 1]
+
+
+@needs_compiler
+def test_strided_views_of_a_struct_field_agree(emulated):
+    """``cz = args.c[:, :, 1]`` and ``args.c[:, 2, :]`` (whole axes and integer indices) are
+    strided ``Array2D`` views of the field's own elements, passed to a helper that indexes
+    them and reads their shape; ``from numpy import pi`` inside the function is the constant."""
+    from port_cases import patch_args_maker
+
+    src = generate_cuda(pk.eval_patch)
+    assert "Array2D<double> cz;" in src and "Array2D<double> cm;" in src
+    assert "__device__ double eval_2d(long long i, long long j, Array2D<double> c2)" in src
+    assert "M_PI" in src
+    kernel = Kernel(pk.eval_patch, src.cuda_kernel())
+    out = assert_kernels_agree(
+        kernel, patch_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert all(np.any(np.asarray(a) != 0) for a in out.values())
+
+
+def test_write_through_a_strided_view_is_refused():
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.write_patch_view)
+    assert (info.value.construct, info.value.array) == ("write through a view", "cz")

@@ -88,7 +88,7 @@ impl<'a> Translator<'a> {
             }
             if s.kind() == "Assign" {
                 if let Some(n) = s.get("targets").as_list().first().and_then(name_of) {
-                    if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
+                    if f.vars.get(n).is_some_and(Ty::is_view) && !f.params.contains(n) {
                         return Err(self.e(PortErrorKind::Unsupported, s.line(), "view before the parallel loop", Some(n),
                             format!("makes the view '{n}' before the parallel loop (make it inside the loop, where the race proof sees which elements it reads)")));
                     }

@@ -343,6 +343,15 @@ impl<'a> Translator<'a> {
                         format!("the struct argument '{n}' used as a value (only its fields are translated)"),
                     )),
                     Some(t) => Ok((n.to_string(), t.clone())),
+                    // `from numpy import pi` (or math): the constants
+                    None if self.from_imports.get(n).is_some_and(|(_, r)| matches!(r.as_str(), "pi" | "e" | "inf")) => {
+                        let c = match self.from_imports[n].1.as_str() {
+                            "pi" => "M_PI",
+                            "e" => "M_E",
+                            _ => "INFINITY",
+                        };
+                        Ok((c.to_string(), sc(Scalar::F64)))
+                    }
                     None => Err(self.unsupported(
                         e,
                         "name",
@@ -754,9 +763,9 @@ impl<'a> Translator<'a> {
         let helper_call = module.is_none() && self.funcs.contains_key(&name);
         if helper_call {
             for (k, a) in args.iter().enumerate() {
-                if let Some(v) = name_of(a).filter(|v| {
-                    matches!(f.vars.get(*v), Some(Ty::View(..))) && !f.params.contains(*v)
-                }) {
+                if let Some(v) = name_of(a)
+                    .filter(|v| f.vars.get(*v).is_some_and(Ty::is_view) && !f.params.contains(*v))
+                {
                     if self.helper_writes(&name, k, &mut BTreeSet::new()) {
                         return Err(self.e(PortErrorKind::Unsupported, e.line(), "write through a view", Some(v),
                             format!("passes '{v}', a view of another array's elements, to {name}(), which writes it")));
@@ -1166,6 +1175,8 @@ impl<'a> Translator<'a> {
                     bind(f, n, t);
                 } else if let Some((_, t, _)) = self.row_view(f, value) {
                     bind(f, n, t);
+                } else if let Some((_, t, _)) = self.strided_view(f, value) {
+                    bind(f, n, t);
                 } else if let Some((_, t @ Ty::View(..))) = struct_field(f, value) {
                     // `b1 = args.bn1`: a local view of a struct's array-view field
                     bind(f, n, t);
@@ -1323,6 +1334,56 @@ impl<'a> Translator<'a> {
         Some((base, Ty::View(t.scalar(), r), lead))
     }
 
+    /// `a[:, :, k]`, `a[i, :, k]` (whole axes and integer indices, an index after a whole axis,
+    /// so no trailing-axes view) of a C-ordered array argument or array-view field: (the
+    /// array's C name, the strided view's type, per axis the index or `None` for a whole axis).
+    pub(crate) fn strided_view<'j>(
+        &self,
+        f: &FnCx,
+        e: &'j Json,
+    ) -> Option<(String, Ty, Vec<Option<&'j Json>>)> {
+        if e.kind() != "Subscript" || self.row_view(f, e).is_some() {
+            return None;
+        }
+        let value = e.get("value");
+        let (base, t) = match struct_field(f, value) {
+            Some((k, t @ Ty::View(..))) => (k, t),
+            Some(_) => return None,
+            None => {
+                let n = name_of(value)?;
+                match f.vars.get(n) {
+                    Some(t @ (Ty::Array(..) | Ty::View(..))) => (n.to_string(), t.clone()),
+                    _ => return None,
+                }
+            }
+        };
+        let ix = indices(e);
+        if ix.len() != t.rank() {
+            return None;
+        }
+        let full = |i: &Json| {
+            i.kind() == "Slice"
+                && matches!(i.get("lower"), Json::Null)
+                && matches!(i.get("upper"), Json::Null)
+                && matches!(i.get("step"), Json::Null)
+        };
+        let mut pattern = Vec::new();
+        for i in ix {
+            if full(i) {
+                pattern.push(None);
+            } else if i.kind() == "Slice" || const_int(i).is_some_and(|v| v < 0) {
+                return None;
+            } else {
+                pattern.push(Some(i));
+            }
+        }
+        let kept = pattern.iter().filter(|p| p.is_none()).count();
+        if kept == 0 || kept == pattern.len() {
+            return None;
+        }
+        Some((base, Ty::Strided(t.scalar(), kept), pattern))
+    }
+
     /// `x = np.zeros((p + 1, q))` with run-time extents: the local's view takes them, checked
     /// against the per-thread reserve, then it is filled.
     fn dynamic_local(
@@ -1394,6 +1455,9 @@ impl<'a> Translator<'a> {
                 Ty::Scalar(s) => out.push_str(&format!("{pad}{} {n};\n", s.c())),
                 Ty::View(s, rank) => {
                     out.push_str(&format!("{pad}CArray{rank}D<{}> {n};\n", s.c()));
+                }
+                Ty::Strided(s, rank) => {
+                    out.push_str(&format!("{pad}Array{rank}D<{}> {n};\n", s.c()));
                 }
                 Ty::LocalDyn(s, rank) => {
                     let zeros = vec!["0"; *rank].join(", ");
@@ -1545,6 +1609,58 @@ impl<'a> Translator<'a> {
                                     "{pad}{n} = CArray{r}D<{}>{{{base}.data + {off}, {{{}}}}};\n",
                                     sc.c(),
                                     tail.join(", ")
+                                ));
+                                return Ok(out);
+                            }
+                        }
+                        if let Some(Ty::Strided(sc, r)) =
+                            f.vars.get(n).filter(|_| !f.params.contains(n)).cloned()
+                        {
+                            if let Some((base, _, pattern)) = self.strided_view(f, value) {
+                                // the kept axes of a C-ordered array: its own elements
+                                let total = pattern.len();
+                                let cstride = |d: usize| -> String {
+                                    let v: Vec<String> = (d + 1..total)
+                                        .map(|k| format!("{base}.shape[{k}]"))
+                                        .collect();
+                                    if v.is_empty() {
+                                        "1".into()
+                                    } else {
+                                        v.join(" * ")
+                                    }
+                                };
+                                let mut off = Vec::new();
+                                let (mut shape, mut strides) = (Vec::new(), Vec::new());
+                                for (d, p) in pattern.iter().enumerate() {
+                                    match p {
+                                        Some(i) => {
+                                            let (x, ti) = self.expr(f, i)?;
+                                            if !ti.scalar().is_int() || ti.rank() > 0 {
+                                                return Err(self.unsupported(
+                                                    s,
+                                                    "index",
+                                                    format!("index of '{base}' is not an integer"),
+                                                ));
+                                            }
+                                            off.push(format!(
+                                                "(long long)({}) * {}",
+                                                strip_parens(&x),
+                                                cstride(d)
+                                            ));
+                                        }
+                                        None => {
+                                            shape.push(format!("{base}.shape[{d}]"));
+                                            strides.push(cstride(d));
+                                        }
+                                    }
+                                }
+                                debug_assert_eq!(shape.len(), r);
+                                out.push_str(&format!(
+                                    "{pad}{n} = Array{r}D<{}>{{{base}.data + {}, {{{}}}, {{{}}}}};\n",
+                                    sc.c(),
+                                    off.join(" + "),
+                                    shape.join(", "),
+                                    strides.join(", ")
                                 ));
                                 return Ok(out);
                             }
@@ -1911,7 +2027,7 @@ fn local_view_written(f: &FnCx, target: &Json) -> Option<String> {
         return None;
     }
     let n = name_of(target.get("value"))?;
-    (matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n)).then(|| n.to_string())
+    (f.vars.get(n).is_some_and(Ty::is_view) && !f.params.contains(n)).then(|| n.to_string())
 }
 
 /// The rank of the array named by `key` (an argument, a local, `p.field`).

@@ -56,6 +56,9 @@ pub enum Ty {
     /// An array-view field of a struct (`CArrayND<T>`, as `CudaStruct` lays out a Pyccel
     /// class's `'float[:,:]'` attribute): element type and rank, indexed like an array argument.
     View(Scalar, usize),
+    /// A strided view (`ArrayND<T>`) of some axes of a C-ordered array (`cx = args.cx[:, :, 0]`,
+    /// an index on a trailing axis): element type and rank; a local name, read only.
+    Strided(Scalar, usize),
 }
 
 impl Ty {
@@ -65,6 +68,7 @@ impl Ty {
             | Ty::Array(s, _)
             | Ty::Local(s, _)
             | Ty::View(s, _)
+            | Ty::Strided(s, _)
             | Ty::LocalDyn(s, _) => *s,
             Ty::Struct(..) => Scalar::I64,
         }
@@ -73,17 +77,23 @@ impl Ty {
     pub fn rank(&self) -> usize {
         match self {
             Ty::Scalar(_) => 0,
-            Ty::Array(_, n) | Ty::View(_, n) | Ty::LocalDyn(_, n) => *n,
+            Ty::Array(_, n) | Ty::View(_, n) | Ty::Strided(_, n) | Ty::LocalDyn(_, n) => *n,
             Ty::Local(_, d) => d.len(),
             Ty::Struct(..) => 0,
         }
     }
 
     /// The C parameter declaration of `name` with this type.
+    /// Whether this is a view a local name holds (of another array's elements).
+    pub fn is_view(&self) -> bool {
+        matches!(self, Ty::View(..) | Ty::Strided(..))
+    }
+
     pub fn c_param(&self, name: &str) -> String {
         match self {
             Ty::Scalar(s) => format!("{} {name}", s.c()),
             Ty::Struct(s, _) => format!("{s} {name}"),
+            Ty::Strided(s, r) => format!("Array{r}D<{}> {name}", s.c()),
             _ => format!("CArray{}D<{}> {name}", self.rank(), self.scalar().c()),
         }
     }
