@@ -159,6 +159,100 @@ def _sparse(rng, n=(4, 3, 5)):
     return etas, n
 
 
+def _clamped(p, cells):
+    return np.concatenate([np.zeros(p), np.linspace(0.0, 1.0, cells + 1), np.ones(p)])
+
+
+def _on_device(fields):
+    return {k: xp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
+
+
+def _pusher_case(kind_map, extra=lambda rng, n: (0.8,)):
+    """A maker for struphy's pushers ``push_v_with_efield``, ``push_vxb_analytic``,
+    ``push_vxb_implicit``, ``push_weights_with_efield_lin_va`` (given the generated source, for
+    its structs; ``extra`` makes the arguments after the three field components):
+    ``MarkerArguments``, ``DomainArguments`` and ``DerhamArguments`` on the host (the Pyccel
+    classes; ``DerhamArguments`` allocates the spline scratch), their structs on the device.
+    ``kind_map`` 10 is the cuboid mapping, 1 the 2-D spline mapping ``spline_2d_straight``
+    (clamped degree-2 knots, 4 x 3 cells, its control points read through ``cx[:, :, 0]``)."""
+
+    def factory(src):
+        marker_s, domain_s, derham_s = src.structs
+
+        def make(backend, seed):
+            from struphy.kernel_arguments.pusher_args_kernels import (
+                DerhamArguments,
+                DomainArguments,
+                MarkerArguments,
+            )
+
+            rng = np.random.default_rng(seed)
+            n = 90
+            markers = rng.normal(size=(10, n))
+            markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
+            valid = rng.uniform(size=n) > 0.2
+            mk = {
+                "markers": markers,
+                "valid_mks": valid,
+                "Np": n,
+                "vdim": 3,
+                "weight_idx": 6,
+                "first_diagnostics_idx": 7,
+                "first_pusher_idx": 8,
+                "first_shift_idx": 9,
+                "residual_idx": 9,
+                "first_free_idx": 9,
+                "mu_idx": 9,
+                "bc_type": np.zeros(3, dtype=np.int64),
+                "pole": False,
+            }
+            q, c1, c2 = 2, 4, 3
+            dom = {
+                "kind_map": kind_map,
+                "params": np.array([0.2, 1.3, -0.5, 0.7, 0.0, 2.0])
+                if kind_map == 10
+                else np.array([1.7]),
+                "degree": np.array([q, q, q], dtype=np.int64),
+                "t1": _clamped(q, c1),
+                "t2": _clamped(q, c2),
+                "t3": _clamped(q, 1),
+                "ind1": np.add.outer(np.arange(c1), np.arange(q + 1)).astype(np.int64),
+                "ind2": np.add.outer(np.arange(c2), np.arange(q + 1)).astype(np.int64),
+                "ind3": np.add.outer(np.arange(1), np.arange(q + 1)).astype(np.int64),
+                "cx": np.linspace(0.0, 1.0, c1 + q)[:, None, None]
+                + 0.05 * rng.normal(size=(c1 + q, c2 + q, 1)),
+                "cy": np.linspace(0.0, 2.0, c2 + q)[None, :, None]
+                + 0.05 * rng.normal(size=(c1 + q, c2 + q, 1)),
+                "cz": np.zeros((c1 + q, c2 + q, 1)),
+            }
+            pn, cells = (2, 3, 1), (5, 4, 6)
+            der = {
+                "pn": np.array(pn, dtype=np.int64),
+                "tn1": _clamped(pn[0], cells[0]),
+                "tn2": _clamped(pn[1], cells[1]),
+                "tn3": _clamped(pn[2], cells[2]),
+                "starts": np.zeros(3, dtype=np.int64),
+            }
+            shape = tuple(c + 2 * p + 1 for p, c in zip(pn, cells, strict=True))
+            es = [rng.normal(size=shape) for _ in range(3)]
+            if backend == "numpy":
+                structs = (MarkerArguments(**mk), DomainArguments(**dom), DerhamArguments(**der))
+            else:
+                dev = _on_device
+                structs = (
+                    marker_s(**dev(mk), n_markers=n),
+                    domain_s(**dev(dom)),
+                    derham_s(**dev(der)),
+                )
+            return (0.01, 0, *structs, *[xp.asarray(e) for e in es], *extra(rng, n))
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["args_markers.markers"]
+    return factory
+
+
 FEEC = "feectools/linalg/kernels"
 CASES = {
     "stencil_axpy_1d": (FEEC, _axpy((50,))),
@@ -171,6 +265,14 @@ CASES = {
     "eval_spline_mpi_markers": ("struphy/bsplines/kernels", _spline_struct_case(_markers)),
     "eval_spline_mpi_matrix": ("struphy/bsplines/kernels", _spline_struct_case(_matrix)),
     "eval_spline_mpi_sparse_meshgrid": ("struphy/bsplines/kernels", _spline_struct_case(_sparse)),
+    "push_v_with_efield": ("struphy/pic/pushing/kernels", _pusher_case(10)),
+    "push_v_with_efield (spline mapping)": ("struphy/pic/pushing/kernels", _pusher_case(1)),
+    "push_vxb_analytic": ("struphy/pic/pushing/kernels", _pusher_case(1, lambda rng, n: ())),
+    "push_vxb_implicit": ("struphy/pic/pushing/kernels", _pusher_case(1, lambda rng, n: ())),
+    "push_weights_with_efield_lin_va": (
+        "struphy/pic/pushing/kernels",
+        _pusher_case(1, lambda rng, n: (xp.asarray(rng.uniform(0.5, 1.5, size=n)), 0.9, 1.1)),
+    ),
 }
 
 
@@ -182,7 +284,8 @@ def main() -> None:
         install_fake_cupy()
     failed = 0
     sys.path.insert(0, str(opts.site_packages))
-    for name, (folder, make) in CASES.items():
+    for label, (folder, make) in CASES.items():
+        name = label.split(" ")[0]
         path = opts.site_packages / folder / name / f"{name}_kernels.py"
         spec = importlib.util.spec_from_file_location(f"_port_parity_{name}", path)
         module = importlib.util.module_from_spec(spec)
@@ -194,10 +297,10 @@ def main() -> None:
             make = make(src)
         try:
             assert_kernels_agree(kernel, make, rtol=1e-12, atol=1e-12, outputs=outputs)
-            print(f"{name}: generated CUDA agrees with the host kernel")
+            print(f"{label}: generated CUDA agrees with the host kernel")
         except AssertionError as exc:
             failed += 1
-            print(f"{name}: DISAGREES: {exc}")
+            print(f"{label}: DISAGREES: {exc}")
     sys.exit(1 if failed else 0)
 
 

@@ -489,3 +489,9 @@ def write_patch_view(args: "PatchArguments", n: int):
     for ip in range(n):
         cz = args.c[:, :, 1]
         cz[ip, 0] = 1.0
+
+
+def scale_cells(args: "GridArguments", f: float):
+    """A loop over a struct's integer field, writing the struct's array field (an output)."""
+    for c in range(args.n_cells):
+        args.coef[c, 1] = args.coef[c, 0] * args.h * f

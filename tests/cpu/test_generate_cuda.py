@@ -608,3 +608,31 @@ def test_write_through_a_strided_view_is_refused():
     with pytest.raises(CudaPortUnsupportedError) as info:
         generate_cuda(pk.write_patch_view)
     assert (info.value.construct, info.value.array) == ("write through a view", "cz")
+
+
+@needs_compiler
+def test_loop_over_a_struct_field_and_a_struct_field_output(emulated):
+    """``range(args.n_cells)``: the launch shape read from the packed struct value; the parity
+    test selects the struct's array field as the output (``outputs=["args.coef"]``) on both
+    sides, the host class's attribute and the device value's array."""
+    src = generate_cuda(pk.scale_cells)
+    struct = src.structs[0]
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        coef, shift = rng.normal(size=(8, 3)), np.array([1], dtype=np.int64)
+        if backend == "numpy":
+            return (pk.GridArguments(coef, 0.5, 3, shift), 1.5)
+        value = struct(coef=xp.asarray(coef), h=0.5, nx=3, shift=xp.asarray(shift), n_cells=8)
+        return (value, 1.5)
+
+    with xp.use_backend("cupy"):
+        assert src.n_threads_of(make("cupy", 0)) == 8
+    out = assert_kernels_agree(
+        Kernel(pk.scale_cells, src.cuda_kernel()),
+        make,
+        rtol=1e-12,
+        atol=1e-12,
+        outputs=["args.coef"],
+    )
+    assert len(out) == 1

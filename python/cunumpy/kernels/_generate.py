@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from copy import deepcopy
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,12 @@ class GeneratedCuda(str):
         if self.n_threads is None:
             return None
         names = dict(zip(self.params, args, strict=False))
+        for name, arg in list(names.items()):
+            # a packed struct value (`struct(n_markers=..., ...)`): its fields by attribute, as
+            # the host kernel reads them (`range(args_markers.n_markers)`)
+            fields = getattr(arg, "values", None)
+            if hasattr(arg, "__cuda_struct__") and isinstance(fields, dict):
+                names[name] = SimpleNamespace(**fields)
         for name, arg in names.items():
             # a trip count read from a device array's values (`range(s[0], e[0] + 1)`) is a
             # copy to the host: made here, counted, not left to CuPy's __int__ inside eval
