@@ -4,13 +4,13 @@ versions.
     python scripts/port_parity.py SITE_PACKAGES
 
 For the feectools 0.10.0 and struphy 3.5.0 kernels that ``scripts/port_harness.py`` accepts and
-whose arguments are simple to build (the axpy and inner kernels on random data, the 2-D stencil
-dot and transpose on one process with pads 1, struphy's tensor-product spline evaluation with
-degree 2, the ``eval_spline_mpi_*`` kernels with a ``SplineArguments`` struct of degrees
-(2, 3, 1) on clamped knots), translates each kernel from its file (``translate_source``, the
-package's other modules read from SITE_PACKAGES), runs the generated CUDA on the emulated
-device (or the GPU, when CuPy is there and ``CUNUMPY_FAKE_CUPY`` is unset) and compares it with
-the host kernel on random inputs
+whose arguments are built here (feectools' axpy, inner, dot and transpose stencils on one
+process with pads 1; struphy's spline evaluations with a ``SplineArguments`` struct, the
+pushers, ``bstar_parallel_3form`` and ``kernel_evaluate`` with ``MarkerArguments``,
+``DomainArguments`` and ``DerhamArguments`` structs, cuboid and spline mappings), translates
+each kernel from its file (``translate_source``, the package's other modules read from
+SITE_PACKAGES), runs the generated CUDA on the emulated device (or the GPU, when CuPy is there
+and ``CUNUMPY_FAKE_CUPY`` is unset) and compares it with the host kernel on random inputs
 (``assert_kernels_agree``). Prints one line per kernel; exits 1 on a disagreement.
 """
 
@@ -73,6 +73,57 @@ def _transpose_2d(backend, seed, n1=7, n2=5):
         _ints(n1 - 1, n2 - 1),
         _ints(1, 1),
     )
+
+
+def _stencil_ints(dims, *values):
+    """One process, pads 1: ``s_in, p_in, add, s_out, e_out, p_out`` as ints (1-D kernels) or
+    int arrays."""
+    if len(dims) == 1:
+        return tuple(int(v[0]) for v in values)
+    return tuple(_ints(*v) for v in values)
+
+
+def _stencil_dot(dims):
+    """``stencil_dot_{1,3}d``: rows 0..n-1 of a (n+2)-padded grid, three diagonals each way."""
+
+    def make(backend, seed):
+        padded = tuple(n + 2 for n in dims)
+        return (
+            _normal(seed, padded + (3,) * len(dims)),
+            _normal(seed + 1, padded),
+            xp.zeros(padded),
+            *_stencil_ints(
+                dims,
+                [0] * len(dims),
+                [1] * len(dims),
+                [0] * len(dims),
+                [0] * len(dims),
+                [n - 1 for n in dims],
+                [1] * len(dims),
+            ),
+        )
+
+    return make
+
+
+def _stencil_transpose(dims):
+    def make(backend, seed):
+        padded = tuple(n + 2 for n in dims)
+        return (
+            _normal(seed, padded + (3,) * len(dims)),
+            xp.zeros(padded + (3,) * len(dims)),
+            *_stencil_ints(
+                dims,
+                [0] * len(dims),
+                [1] * len(dims),
+                [0] * len(dims),
+                [0] * len(dims),
+                [n - 1 for n in dims],
+                [1] * len(dims),
+            ),
+        )
+
+    return make
 
 
 def _spline_tensor_product(backend, seed, n=8, p=2):
@@ -167,89 +218,151 @@ def _on_device(fields):
     return {k: xp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
 
 
+def _pic_structs(src, backend, rng, kind_map, n=90):
+    """struphy's ``MarkerArguments``, ``DomainArguments``, ``DerhamArguments`` (the Pyccel
+    classes on the host, ``DerhamArguments`` allocating the spline scratch; their structs from
+    ``src`` on the device) and the shape of spline coefficients for the Derham degrees
+    (2, 3, 1). ``kind_map`` 10 is the cuboid mapping, 1 the 2-D spline mapping
+    ``spline_2d_straight`` (clamped degree-2 knots, 4 x 3 cells, its control points read
+    through ``cx[:, :, 0]``). 90 markers with 13 columns, a fifth of them invalid."""
+    from struphy.kernel_arguments.pusher_args_kernels import (
+        DerhamArguments,
+        DomainArguments,
+        MarkerArguments,
+    )
+
+    markers = rng.normal(size=(13, n))
+    markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
+    markers[9:12] = 0.0  # no boundary shifts
+    mk = {
+        "markers": markers,
+        "valid_mks": rng.uniform(size=n) > 0.2,
+        "Np": n,
+        "vdim": 3,
+        "weight_idx": 6,
+        "first_diagnostics_idx": 7,
+        "first_pusher_idx": 8,
+        "first_shift_idx": 9,
+        "residual_idx": 12,
+        "first_free_idx": 12,
+        "mu_idx": 12,
+        "bc_type": np.zeros(3, dtype=np.int64),
+        "pole": False,
+    }
+    q, c1, c2 = 2, 4, 3
+    dom = {
+        "kind_map": kind_map,
+        "params": np.array([0.2, 1.3, -0.5, 0.7, 0.0, 2.0] if kind_map == 10 else [1.7]),
+        "degree": np.array([q, q, q], dtype=np.int64),
+        "t1": _clamped(q, c1),
+        "t2": _clamped(q, c2),
+        "t3": _clamped(q, 1),
+        "ind1": np.add.outer(np.arange(c1), np.arange(q + 1)).astype(np.int64),
+        "ind2": np.add.outer(np.arange(c2), np.arange(q + 1)).astype(np.int64),
+        "ind3": np.add.outer(np.arange(1), np.arange(q + 1)).astype(np.int64),
+        "cx": np.linspace(0.0, 1.0, c1 + q)[:, None, None]
+        + 0.05 * rng.normal(size=(c1 + q, c2 + q, 1)),
+        "cy": np.linspace(0.0, 2.0, c2 + q)[None, :, None]
+        + 0.05 * rng.normal(size=(c1 + q, c2 + q, 1)),
+        "cz": np.zeros((c1 + q, c2 + q, 1)),
+    }
+    pn, cells = (2, 3, 1), (5, 4, 6)
+    der = {
+        "pn": np.array(pn, dtype=np.int64),
+        "tn1": _clamped(pn[0], cells[0]),
+        "tn2": _clamped(pn[1], cells[1]),
+        "tn3": _clamped(pn[2], cells[2]),
+        "starts": np.zeros(3, dtype=np.int64),
+    }
+    shape = tuple(c + 2 * p + 1 for p, c in zip(pn, cells, strict=True))
+    if backend == "numpy":
+        values = {
+            "MarkerArguments": MarkerArguments(**mk),
+            "DomainArguments": DomainArguments(**dom),
+            "DerhamArguments": DerhamArguments(**der),
+        }
+    else:
+        by_name = {s.name: s for s in src.structs}
+        extra = {"MarkerArguments": {"n_markers": n}}
+        values = {
+            name: by_name[name](**_on_device(fields), **extra.get(name, {}))
+            for name, fields in (
+                ("MarkerArguments", mk),
+                ("DomainArguments", dom),
+                ("DerhamArguments", der),
+            )
+            if name in by_name
+        }
+    return values, shape
+
+
 def _pusher_case(kind_map, extra=lambda rng, n: (0.8,)):
     """A maker for struphy's pushers ``push_v_with_efield``, ``push_vxb_analytic``,
     ``push_vxb_implicit``, ``push_weights_with_efield_lin_va`` (given the generated source, for
-    its structs; ``extra`` makes the arguments after the three field components):
-    ``MarkerArguments``, ``DomainArguments`` and ``DerhamArguments`` on the host (the Pyccel
-    classes; ``DerhamArguments`` allocates the spline scratch), their structs on the device.
-    ``kind_map`` 10 is the cuboid mapping, 1 the 2-D spline mapping ``spline_2d_straight``
-    (clamped degree-2 knots, 4 x 3 cells, its control points read through ``cx[:, :, 0]``)."""
+    its structs; ``extra`` makes the arguments after the three field components); see
+    ``_pic_structs``."""
 
     def factory(src):
-        marker_s, domain_s, derham_s = src.structs
-
         def make(backend, seed):
-            from struphy.kernel_arguments.pusher_args_kernels import (
-                DerhamArguments,
-                DomainArguments,
-                MarkerArguments,
-            )
-
             rng = np.random.default_rng(seed)
-            n = 90
-            markers = rng.normal(size=(10, n))
-            markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
-            valid = rng.uniform(size=n) > 0.2
-            mk = {
-                "markers": markers,
-                "valid_mks": valid,
-                "Np": n,
-                "vdim": 3,
-                "weight_idx": 6,
-                "first_diagnostics_idx": 7,
-                "first_pusher_idx": 8,
-                "first_shift_idx": 9,
-                "residual_idx": 9,
-                "first_free_idx": 9,
-                "mu_idx": 9,
-                "bc_type": np.zeros(3, dtype=np.int64),
-                "pole": False,
-            }
-            q, c1, c2 = 2, 4, 3
-            dom = {
-                "kind_map": kind_map,
-                "params": np.array([0.2, 1.3, -0.5, 0.7, 0.0, 2.0])
-                if kind_map == 10
-                else np.array([1.7]),
-                "degree": np.array([q, q, q], dtype=np.int64),
-                "t1": _clamped(q, c1),
-                "t2": _clamped(q, c2),
-                "t3": _clamped(q, 1),
-                "ind1": np.add.outer(np.arange(c1), np.arange(q + 1)).astype(np.int64),
-                "ind2": np.add.outer(np.arange(c2), np.arange(q + 1)).astype(np.int64),
-                "ind3": np.add.outer(np.arange(1), np.arange(q + 1)).astype(np.int64),
-                "cx": np.linspace(0.0, 1.0, c1 + q)[:, None, None]
-                + 0.05 * rng.normal(size=(c1 + q, c2 + q, 1)),
-                "cy": np.linspace(0.0, 2.0, c2 + q)[None, :, None]
-                + 0.05 * rng.normal(size=(c1 + q, c2 + q, 1)),
-                "cz": np.zeros((c1 + q, c2 + q, 1)),
-            }
-            pn, cells = (2, 3, 1), (5, 4, 6)
-            der = {
-                "pn": np.array(pn, dtype=np.int64),
-                "tn1": _clamped(pn[0], cells[0]),
-                "tn2": _clamped(pn[1], cells[1]),
-                "tn3": _clamped(pn[2], cells[2]),
-                "starts": np.zeros(3, dtype=np.int64),
-            }
-            shape = tuple(c + 2 * p + 1 for p, c in zip(pn, cells, strict=True))
-            es = [rng.normal(size=shape) for _ in range(3)]
-            if backend == "numpy":
-                structs = (MarkerArguments(**mk), DomainArguments(**dom), DerhamArguments(**der))
-            else:
-                dev = _on_device
-                structs = (
-                    marker_s(**dev(mk), n_markers=n),
-                    domain_s(**dev(dom)),
-                    derham_s(**dev(der)),
-                )
-            return (0.01, 0, *structs, *[xp.asarray(e) for e in es], *extra(rng, n))
+            v, shape = _pic_structs(src, backend, rng, kind_map)
+            es = [xp.asarray(rng.normal(size=shape)) for _ in range(3)]
+            structs = (v["MarkerArguments"], v["DomainArguments"], v["DerhamArguments"])
+            return (0.01, 0, *structs, *es, *extra(rng, 90))
 
         return make
 
     factory.needs_source = True
     factory.outputs = ["args_markers.markers"]
+    return factory
+
+
+def _bstar_case(src):
+    """``bstar_parallel_3form``: B*_parallel of every valid marker into column 7."""
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        v, shape = _pic_structs(src, backend, rng, 1)
+        return (
+            xp.asarray(np.array([0.3, 0.6, 0.9, 0.5])),
+            xp.asarray(np.array([7], dtype=np.int64)),
+            v["MarkerArguments"],
+            v["DomainArguments"],
+            v["DerhamArguments"],
+            0.4,
+            xp.asarray(rng.normal(size=shape)),
+            xp.asarray(rng.normal(size=shape)),
+        )
+
+    return make
+
+
+_bstar_case.needs_source = True
+_bstar_case.outputs = ["args_markers.markers"]
+
+
+def _evaluate_case(kind_coeff):
+    """``kernel_evaluate`` of metric coefficient ``kind_coeff`` on a 4 x 3 x 5 meshgrid, the
+    spline mapping."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1)
+            etas = np.meshgrid(*[rng.uniform(0.05, 0.95, m) for m in (4, 3, 5)], indexing="ij")
+            return (
+                *[xp.asarray(np.ascontiguousarray(e)) for e in etas],
+                kind_coeff,
+                v["DomainArguments"],
+                xp.zeros((4, 3, 5, 3, 3)),
+                False,
+                False,
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["mat_f"]
     return factory
 
 
@@ -259,8 +372,12 @@ CASES = {
     "stencil_axpy_2d": (FEEC, _axpy((9, 11))),
     "stencil_axpy_3d": (FEEC, _axpy((5, 6, 7))),
     "stencil_inner_1d": (FEEC, _inner_1d),
+    "stencil_dot_1d": (FEEC, _stencil_dot((9,))),
     "stencil_dot_2d": (FEEC, _dot_2d),
+    "stencil_dot_3d": (FEEC, _stencil_dot((5, 4, 3))),
+    "stencil_transpose_1d": (FEEC, _stencil_transpose((9,))),
     "stencil_transpose_2d": (FEEC, _transpose_2d),
+    "stencil_transpose_3d": (FEEC, _stencil_transpose((5, 4, 3))),
     "eval_spline_mpi_tensor_product_fixed": ("struphy/bsplines/kernels", _spline_tensor_product),
     "eval_spline_mpi_markers": ("struphy/bsplines/kernels", _spline_struct_case(_markers)),
     "eval_spline_mpi_matrix": ("struphy/bsplines/kernels", _spline_struct_case(_matrix)),
@@ -269,6 +386,10 @@ CASES = {
     "push_v_with_efield (spline mapping)": ("struphy/pic/pushing/kernels", _pusher_case(1)),
     "push_vxb_analytic": ("struphy/pic/pushing/kernels", _pusher_case(1, lambda rng, n: ())),
     "push_vxb_implicit": ("struphy/pic/pushing/kernels", _pusher_case(1, lambda rng, n: ())),
+    "bstar_parallel_3form": ("struphy/pic/pushing/kernels", _bstar_case),
+    "kernel_evaluate (mapping)": ("struphy/geometry/kernels", _evaluate_case(0)),
+    "kernel_evaluate (Jacobian)": ("struphy/geometry/kernels", _evaluate_case(1)),
+    "kernel_evaluate (metric)": ("struphy/geometry/kernels", _evaluate_case(4)),
     "push_weights_with_efield_lin_va": (
         "struphy/pic/pushing/kernels",
         _pusher_case(1, lambda rng, n: (xp.asarray(rng.uniform(0.5, 1.5, size=n)), 0.9, 1.1)),
