@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from . import _config, _counted_creation
+from . import _config, _counted_creation, _device_clip
 from .exceptions import BackendError, BackendUnavailableError
 
 #: The backends ``set_backend`` accepts.
@@ -114,6 +114,8 @@ def _switch_namespace(module: ModuleType) -> None:
         for name in _counted_creation.COUNTED:
             if name in new_names:
                 _namespace[name] = _counted_creation.counted(getattr(module, name), name)
+        if "clip" in new_names:  # scalar bounds: one kernel, no copies to the device
+            _namespace["clip"] = _device_clip.device_clip(module.clip)
     _exported.clear()
     _exported.update(new_names)
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._struct_value import CudaStructValue
+from ._struct_value import CudaStructRecord, CudaStructValue
 from .exceptions import InvalidArgumentTypeError
 
 __all__ = ["compile_for_emulation", "emulate_cuda_kernel", "emulation_options"]
@@ -150,7 +150,7 @@ def _struct_values(kernel: Any, args: list[Any]) -> list[Any]:
     for i, (param, a) in enumerate(zip(signature, args, strict=True)):
         struct = getattr(param, "struct", None)
         struct = structs.get(struct) if isinstance(struct, str) else struct
-        if not hasattr(struct, "field_names") or isinstance(a, CudaStructValue):
+        if not hasattr(struct, "field_names") or isinstance(a, CudaStructValue | CudaStructRecord):
             continue
         if isinstance(a, np.ndarray | np.generic | int | float | complex | str | bytes):
             continue  # not a struct at all: the launch's check names the problem

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _core
-from ._struct_value import CudaStructValue
+from ._struct_value import CudaStructRecord, CudaStructValue
 from .cuda._source import CudaParameter
 from .exceptions import (
     CudaStructError,
@@ -39,6 +39,7 @@ __all__ = [
     "CudaArguments",
     "CudaStruct",
     "CudaStructArguments",
+    "CudaStructRecord",
     "CudaStructValue",
     "write_cuda_header",
 ]
@@ -759,7 +760,9 @@ class CudaStructArguments(CudaArguments):
         return self.value.packed
 
     def __cuda_args__(self) -> tuple[Any, ...]:
-        return (self.value,)
+        """The packed struct as one kernel argument, a :class:`CudaStructRecord`:
+        ``args.__cuda_args__()[0]["field"]`` reads the packed field (a pointer's address)."""
+        return self.value.__cuda_args__()
 
     def __cuda_struct__(self) -> tuple[str, bytes]:
         return self.value.__cuda_struct__()

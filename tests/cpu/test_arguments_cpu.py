@@ -107,7 +107,40 @@ def test_values_pack_like_kernel_arguments() -> None:
     np.testing.assert_array_equal(record["pos"], [0.5, 4.0])
     assert record["inner"]["k"] == 3 and record["inner"]["w"] == 0.25
     assert pystruct.unpack_from("<dd", packed, 16) == (1.5, -2.0)
-    assert value["z"] == 1.5 - 2j and value.__cuda_args__() == (value,)
+    assert value["z"] == 1.5 - 2j
+    (arg,) = value.__cuda_args__()  # the packed record, read as 0.7's numpy.void was
+    assert arg == record and arg.tobytes() == packed and arg.__cuda_struct__() == (name, packed)
+    assert arg["c"] == -2 and arg["inner"]["w"] == 0.25 and arg.dtype == s.dtype
+
+
+def test_struct_arguments_record_holds_device_addresses_on_the_emulated_device() -> None:
+    # struphy 3.5 checks args.__cuda_args__()[0]["params"] == params.data.ptr (0.7 passed a
+    # numpy.void): pointer fields read as addresses, view fields as data/shape/strides
+    from cunumpy.kernel_testing import install_fake_cupy, uninstall_fake_cupy
+
+    cupy = install_fake_cupy()
+    try:
+
+        class Args(CudaStructArguments):
+            struct_name = "Args"
+            fields = [("n", "int"), ("p", "double*"), ("v", "Array1D<double>")]
+
+            def __init__(self) -> None:
+                self.n = 3
+                self.p = cupy.arange(4.0)
+                self.v = cupy.arange(6.0)[::2]
+
+        args = Args()
+        (record,) = args.__cuda_args__()
+        assert record["n"] == 3 and record["p"] == args.p.data.ptr
+        assert record["v"]["data"] == args.v.data.ptr
+        assert tuple(record["v"]["shape"]) == (3,) and tuple(record["v"]["strides"]) == (2,)
+        with pytest.raises(CudaStructError, match="struct Args has no field .zz."):
+            record["zz"]
+        args.p = cupy.arange(5.0)  # a new array: the next record holds its address
+        assert args.__cuda_args__()[0]["p"] == args.p.data.ptr
+    finally:
+        uninstall_fake_cupy()
 
 
 def test_value_errors_name_struct_and_field() -> None:

@@ -281,3 +281,33 @@ def test_other_values_do_not_install_the_fake(value):
         fake_env=False,
     )
     assert out.strip() == "False"
+
+
+def test_scipy_special_ufuncs_and_unpickled_arrays_behave_as_on_cupy():
+    # struphy 3.5's suite: scipy.special.erfinv on a device array runs cupyx.scipy.special's
+    # (CuPy's __array_ufunc__ looks there after cupy); an unpickled array is returned as itself
+    # by ascontiguousarray (its dtype object is an equal copy, which made NumPy return a view)
+    run_fake(
+        """
+        import pickle
+        import numpy as np
+        import scipy.special as sp
+        import cupy
+        h = np.linspace(-0.9, 0.9, 7)
+        d = cupy.asarray(h)
+        r = sp.erfinv(d)
+        assert isinstance(r, cupy.ndarray)
+        np.testing.assert_array_equal(r.get(), sp.erfinv(h))
+        try:
+            sp.erfinv(d, np.empty(7))
+        except TypeError as e:
+            assert "host/device mix-up" in str(e), e
+        else:
+            raise AssertionError("a NumPy out= was taken")
+        u = pickle.loads(pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL))
+        assert cupy.ascontiguousarray(u, dtype=np.float64) is u
+        assert cupy.ascontiguousarray(u, dtype=np.float32) is not u
+        assert cupy.ascontiguousarray(d[::2]) is not d
+        print("OK")
+        """
+    )

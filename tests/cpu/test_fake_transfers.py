@@ -178,3 +178,37 @@ def test_mpi_copies_count_once():
         print("OK")
         """
     )
+
+
+def test_clip_with_scalar_bounds_copies_nothing_and_keeps_the_array_api_results():
+    # array_api_compat's clip copies each scalar bound to the device; xp.clip on the CuPy
+    # backend gives Python scalars to cupy.clip instead (struphy's EQDSK evaluation clips
+    # device coordinates inside assert_no_transfers). Results as array_api_compat.numpy's.
+    run_fake(
+        """
+        from cunumpy.profiling import assert_no_transfers
+        import array_api_compat.numpy as anp
+        cases = [(0, 5), (None, 5), (-3, None), (-1000, 1000), (1, 1), (0.5, 2.5), (7, 2)]
+        for dtype in ("float32", "float64", "int8", "uint16", "int64"):
+            host = np.array([-100, -5, 0, 3, 7, 100, 120]).astype(dtype)
+            dev = cupy.asarray(host)
+            for lo, hi in cases:
+                if np.dtype(dtype).kind in "iu" and isinstance(lo, float):
+                    continue  # float bounds on integers: array_api_compat's path, which copies
+                with assert_no_transfers():
+                    got = xp.clip(dev, lo, hi)
+                want = anp.clip(host, lo, hi)
+                assert got.dtype == want.dtype, (dtype, lo, hi, got.dtype)
+                np.testing.assert_array_equal(xp.to_numpy(got), want)
+        out = cupy.empty(7, dtype="float64")
+        line = cupy.asarray(np.linspace(-1, 1, 7))
+        with assert_no_transfers():
+            r = xp.clip(line, -0.5, 0.5, out=out)
+        np.testing.assert_array_equal(xp.to_numpy(r), xp.to_numpy(out))
+        np.testing.assert_array_equal(xp.to_numpy(out), np.clip(np.linspace(-1, 1, 7), -0.5, 0.5))
+        # array bounds keep the array API path
+        got = xp.clip(cupy.asarray(np.arange(5.0)), cupy.asarray(np.full(5, 1.0)), 3.0)
+        np.testing.assert_array_equal(xp.to_numpy(got), np.clip(np.arange(5.0), 1.0, 3.0))
+        print("OK")
+        """
+    )

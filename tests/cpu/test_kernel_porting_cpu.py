@@ -332,3 +332,45 @@ def test_parity_cases_mark_missing_test_args(catalog):
     bare = KernelCatalog([Kernel(len, CudaKernel(SCALE_CU, "scale"))])
     (case,) = parity_cases(bare)
     assert case.marks[0].kwargs["reason"] == "kernel 'scale' has no scale_test_args.py"
+
+
+def test_host_parameters_of_a_package_compiled_in_place(tmp_path, monkeypatch):
+    # struphy compiles its kernel folders in place (`struphy compile`): importing the host
+    # module then gives Pyccel's extension, whose functions are builtins without a signature;
+    # the parameter names come from the stub Pyccel writes into __pyccel__/
+    pytest.importorskip("pyccel")
+    import shutil
+
+    from cunumpy.kernels._pyccel_cache import _pyccel_command
+
+    package = tmp_path / "inplace_pkg"
+    shutil.copytree(Path(__file__).parents[1] / "kernel_pkg" / "axpy", package / "axpy")
+    (package / "__init__.py").write_text("")
+    folder = package / "axpy"
+    done = subprocess.run(
+        [*_pyccel_command(), "axpy_kernels.py", "--language", "c"],
+        cwd=folder, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kernel = Kernel.from_folder("inplace_pkg.axpy", missing_cuda="fallback")
+    python = kernel.host_kernel.kernel.python
+    assert type(python).__name__ == "builtin_function_or_method"  # the compiled one
+    assert kernel.host_parameters() == ("a", "x", "y", "n")
+    x, y = np.linspace(0, 1, 7), np.ones(7)
+    with xp.use_backend("numpy"):
+        kernel(0.5, x, y, 7)
+    np.testing.assert_allclose(y, 1.0 + 0.5 * x, rtol=0, atol=0)
+
+
+def test_071_private_dispatch_module_is_a_deprecated_alias():
+    # feectools 0.10.0's device tests import Kernel from 0.7's private cunumpy._dispatch
+    import importlib
+
+    import cunumpy.kernels
+
+    sys.modules.pop("cunumpy._dispatch", None)
+    with pytest.warns(DeprecationWarning, match="from cunumpy.kernels import Kernel"):
+        alias = importlib.import_module("cunumpy._dispatch")
+    assert alias.Kernel is cunumpy.kernels.Kernel and alias.CudaKernel is cunumpy.kernels.CudaKernel
+    assert set(alias.__all__) == set(cunumpy.kernels.__all__)

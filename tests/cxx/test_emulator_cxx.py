@@ -461,3 +461,27 @@ def test_a_users_asm_macro_does_not_reach_the_emulators_own_code():
     x = np.zeros(4, np.float32)
     emulate_cuda_kernel(k, x, np.int32(4), grid=1, block=4)
     assert x.tolist() == [1.0] * 4
+
+
+def test_inline_ptx_trap_faults_like_trap_and_other_ptx_is_named():
+    # CUDA codes stop on a bad value with asm("trap;") (struphy's evaluation kernels do, with no
+    # -D option): the emulator runs it as __trap(); PTX it cannot run faults naming the text
+    from cunumpy.exceptions import EmulatedKernelFault
+    from cunumpy.kernel_testing import emulate_cuda_kernel
+    from cunumpy.kernels import CudaKernel
+
+    src = (
+        'extern "C" __global__ void fill(float* x, int n, int kind) {'
+        " if ((int)threadIdx.x >= n) {"
+        '   if (kind == 0) asm("trap;"); else asm(" nanosleep.u32 5; "); }'
+        " else x[threadIdx.x] = 1.0f; }"
+    )
+    k = CudaKernel(src, "fill")
+    x = np.zeros(4, np.float32)
+    emulate_cuda_kernel(k, x, np.int32(4), np.int32(0), grid=1, block=4)
+    assert x.tolist() == [1.0] * 4
+    with pytest.raises(EmulatedKernelFault, match=r'asm\("trap;"\)'):
+        emulate_cuda_kernel(k, x, np.int32(2), np.int32(0), grid=1, block=4)
+    unknown = "inline PTX the emulator cannot run: nanosleep.u32 5;"
+    with pytest.raises(EmulatedKernelFault, match=unknown):
+        emulate_cuda_kernel(k, x, np.int32(2), np.int32(1), grid=1, block=4)

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <ctime>
 #include <exception>
@@ -1413,6 +1414,21 @@ inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { r
 // ---------------------------------------------------------------- trap, printf, assert, clock
 [[noreturn]] inline void __trap() { cunumpy_emu::raise(cunumpy_emu::fault_trap, "it called __trap()"); }
 [[noreturn]] inline void __brkpt() { cunumpy_emu::raise(cunumpy_emu::fault_trap, "it called __brkpt()"); }
+// Inline PTX: the one-instruction idioms `asm("trap;")` and `asm("brkpt;")` (CUDA codes use them
+// to stop on a bad value) fault as __trap() does; any other PTX text faults naming it, since
+// the host cannot run PTX. `asm` is a function-like macro here, so the prelude itself writes
+// __asm__; `asm volatile(...)` and operand lists stay C++'s own asm and fail to assemble.
+[[noreturn]] inline void cunumpy_emu_inline_ptx(const char* text) {
+  std::string ptx(text);
+  while (!ptx.empty() && std::isspace(static_cast<unsigned char>(ptx.back()))) ptx.pop_back();
+  while (!ptx.empty() && std::isspace(static_cast<unsigned char>(ptx.front()))) ptx.erase(0, 1);
+  if (ptx == "trap;" || ptx == "trap") cunumpy_emu::raise(cunumpy_emu::fault_trap, "it ran asm(\"trap;\")");
+  if (ptx == "brkpt;" || ptx == "brkpt") cunumpy_emu::raise(cunumpy_emu::fault_trap, "it ran asm(\"brkpt;\")");
+  cunumpy_emu::raise(cunumpy_emu::fault_other, "it ran inline PTX the emulator cannot run: " + ptx);
+}
+#ifndef asm  // a kernel's own -Dasm(...) wins
+#define asm(text) cunumpy_emu_inline_ptx(text)
+#endif
 
 __attribute__((format(printf, 1, 2))) inline int cunumpy_emu_device_printf(const char* fmt, ...) {
   char buf[1024];

@@ -166,8 +166,19 @@ def asanyarray(a: Any, dtype: Any = None, order: str = "K", *, blocking: bool = 
 
 
 def _same_or_wrapped(a: ndarray, out: np.ndarray) -> ndarray:
-    """``a`` itself when NumPy returned its buffer unchanged (CuPy returns the array itself)."""
-    return a if out is a._a else ndarray._from(out)
+    """``a`` itself when NumPy returned its buffer unchanged (CuPy returns the array itself):
+    the same object, or a view of the same memory with the same dtype, shape and strides
+    (NumPy makes such a view of an array whose dtype object is an equal copy, as unpickled
+    arrays have)."""
+    if out is a._a:
+        return a
+    same = (
+        out.dtype == a._a.dtype
+        and out.shape == a._a.shape
+        and out.strides == a._a.strides
+        and out.__array_interface__["data"][0] == a._a.__array_interface__["data"][0]
+    )
+    return a if same else ndarray._from(out)
 
 
 def ascontiguousarray(a: Any, dtype: Any = None) -> ndarray:

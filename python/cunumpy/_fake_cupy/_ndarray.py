@@ -211,10 +211,14 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     # -- NumPy's protocols, as CuPy implements them ------------------------------------------
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """``np.sin(a)``, ``np.add.reduce(a)``...: run as the CuPy ufunc of the same name, which
+        """``np.sin(a)``, ``np.add.reduce(a)``, ``scipy.special.erfinv(a)``...: run as the CuPy
+        ufunc of the same name, else ``cupyx.scipy.special``'s (CuPy looks in both), which
         refuses NumPy arrays of ndim > 0 (an implicit host-to-device copy) as CuPy does."""
         cupy = sys.modules.get("cupy")
         func = getattr(cupy, ufunc.__name__, None)
+        if func is None:  # SciPy's special ufuncs (a ufunc does not say where it is from)
+            special = sys.modules.get("cupyx.scipy.special")
+            func = getattr(special, ufunc.__name__, None) if special is not None else None
         if func is None or method not in _UFUNC_METHODS:
             return NotImplemented
         if method != "__call__":

@@ -261,6 +261,13 @@ class Kernel(_core.KernelDispatcher):
             names = _signature_names(kernel.python)
         if names is None:
             names = _stub_parameters(kernel)
+        if names is None and isinstance(kernel, HostImplementations):
+            # its "python" implementation may be the Pyccel-compiled module's builtin (a
+            # package compiled in place): the stub next to that module names the parameters
+            try:
+                names = _stub_parameters(kernel.python)
+            except LookupError:
+                names = None
         return names
 
     def _parameter_names(self) -> tuple[str, ...] | None:

@@ -57,16 +57,23 @@ def _signature_names(fn: Any) -> tuple[str, ...] | None:
 
 
 def _stub_parameters(kernel: Any) -> tuple[str, ...] | None:
-    """Parameter names from a ``.pyi`` stub next to a compiled module (Pyccel writes one)."""
+    """Parameter names of a compiled module's function: from the ``.pyi`` stub Pyccel writes
+    next to it, else from the Python source it was compiled from (a package compiled in
+    place keeps ``<module>.py`` beside the extension)."""
     module = sys.modules.get(getattr(kernel, "__module__", None) or "")
     file = getattr(module, "__file__", None)
     name = getattr(kernel, "__name__", None)
     if file is None or name is None:
         return None
     folder, stem = Path(file).parent, Path(file).name.split(".", 1)[0]
-    for stub in (folder / "__pyccel__" / f"{stem}.pyi", folder / f"{stem}.pyi"):
+    sources = (folder / "__pyccel__" / f"{stem}.pyi", folder / f"{stem}.pyi", folder / f"{stem}.py")
+    for stub in sources:
         if stub.is_file():
-            for node in ast.walk(ast.parse(stub.read_text())):
+            try:
+                tree = ast.parse(stub.read_text())
+            except (SyntaxError, ValueError, OSError):  # not readable Python: look no further
+                continue
+            for node in ast.walk(tree):
                 if isinstance(node, ast.FunctionDef) and node.name == name:
                     return tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
     return None
