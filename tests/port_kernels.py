@@ -495,3 +495,12 @@ def scale_cells(args: "GridArguments", f: float):
     """A loop over a struct's integer field, writing the struct's array field (an output)."""
     for c in range(args.n_cells):
         args.coef[c, 1] = args.coef[c, 0] * args.h * f
+
+
+def eval_basis_two(xs: "float[:]", a: "BasisArguments", b: "BasisArguments", out: "float[:]"):
+    """Two arguments of one struct class with scratch: one struct declaration, each its own
+    per-thread scratch."""
+    for ip in range(xs.shape[0]):
+        i = fill_basis(xs[ip], a)
+        j = fill_basis(0.5 * xs[ip], b)
+        out[ip] = combine(i, a) - 2.0 * combine(j, b)

@@ -636,3 +636,24 @@ def test_loop_over_a_struct_field_and_a_struct_field_output(emulated):
         outputs=["args.coef"],
     )
     assert len(out) == 1
+
+
+@needs_compiler
+def test_two_struct_arguments_of_one_class_with_scratch_agree(emulated):
+    from port_cases import basis_args_maker
+
+    src = generate_cuda(pk.eval_basis_two)
+    assert src.count("struct BasisArguments {") == 1
+    assert src.count("struct BasisArguments_thread {") == 1
+    assert "a__w_data[" in src and "b__w_data[" in src
+    one = basis_args_maker(src.structs[0], n=120)
+
+    def make(backend, seed):
+        xs, a, out, _ = one(backend, seed)
+        _, b, _, _ = one(backend, seed + 1)
+        return (xs, a, b, out)
+
+    out = assert_kernels_agree(
+        Kernel(pk.eval_basis_two, src.cuda_kernel()), make, rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert all(np.all(np.asarray(v) != 0) for v in out.values())

@@ -257,8 +257,13 @@ impl<'a> Translator<'a> {
             src.push_str("#include <cunumpy/atomic.cuh>\n");
         }
         src.push('\n');
+        let mut declared: BTreeSet<&str> = BTreeSet::new();
         for (pname, t) in &params {
             if let Ty::Struct(sname, fields) = t {
+                // two arguments of one struct: one declaration
+                if !declared.insert(sname.as_str()) {
+                    continue;
+                }
                 src.push_str(&format!(
                     "// The struct argument '{pname}' (the layout of its CudaStructArguments class).\nstruct {sname} {{\n"
                 ));
