@@ -6,8 +6,9 @@ versions.
 For the feectools 0.10.0 and struphy 3.5.0 kernels that ``scripts/port_harness.py`` accepts and
 whose arguments are built here (feectools' axpy, inner, dot and transpose stencils on one
 process with pads 1; struphy's spline evaluations with a ``SplineArguments`` struct, the
-pushers, ``bstar_parallel_3form`` and ``kernel_evaluate`` with ``MarkerArguments``,
-``DomainArguments`` and ``DerhamArguments`` structs, cuboid and spline mappings), translates
+pushers, ``bstar_parallel_3form``, ``kernel_evaluate`` and ``kernel_pullpush`` with
+``MarkerArguments``, ``DomainArguments`` and ``DerhamArguments`` structs, cuboid and spline
+mappings), translates
 each kernel from its file (``translate_source``, the package's other modules read from
 SITE_PACKAGES), runs the generated CUDA on the emulated device (or the GPU, when CuPy is there
 and ``CUNUMPY_FAKE_CUPY`` is unset) and compares it with the host kernel on random inputs
@@ -366,6 +367,32 @@ def _evaluate_case(kind_coeff):
     return factory
 
 
+def _pullpush_case(kind_transform, kind_fun):
+    """``kernel_pullpush`` (pull 0, push 1, transform 2; ``kind_fun`` the form) of a vector
+    field on a 4 x 3 x 5 meshgrid, the spline mapping."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1)
+            etas = np.meshgrid(*[rng.uniform(0.05, 0.95, m) for m in (4, 3, 5)], indexing="ij")
+            return (
+                xp.asarray(rng.normal(size=(4, 3, 5, 3))),
+                *[xp.asarray(np.ascontiguousarray(e)) for e in etas],
+                kind_transform,
+                kind_fun,
+                v["DomainArguments"],
+                False,
+                xp.zeros((4, 3, 5, 3)),
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["out"]
+    return factory
+
+
 FEEC = "feectools/linalg/kernels"
 CASES = {
     "stencil_axpy_1d": (FEEC, _axpy((50,))),
@@ -390,6 +417,9 @@ CASES = {
     "kernel_evaluate (mapping)": ("struphy/geometry/kernels", _evaluate_case(0)),
     "kernel_evaluate (Jacobian)": ("struphy/geometry/kernels", _evaluate_case(1)),
     "kernel_evaluate (metric)": ("struphy/geometry/kernels", _evaluate_case(4)),
+    "kernel_pullpush (pull 1-form)": ("struphy/geometry/kernels", _pullpush_case(0, 10)),
+    "kernel_pullpush (push 2-form)": ("struphy/geometry/kernels", _pullpush_case(1, 11)),
+    "kernel_pullpush (transform)": ("struphy/geometry/kernels", _pullpush_case(2, 12)),
     "push_weights_with_efield_lin_va": (
         "struphy/pic/pushing/kernels",
         _pusher_case(1, lambda rng, n: (xp.asarray(rng.uniform(0.5, 1.5, size=n)), 0.9, 1.1)),
