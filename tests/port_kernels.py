@@ -504,3 +504,10 @@ def eval_basis_two(xs: "float[:]", a: "BasisArguments", b: "BasisArguments", out
         i = fill_basis(xs[ip], a)
         j = fill_basis(0.5 * xs[ip], b)
         out[ip] = combine(i, a) - 2.0 * combine(j, b)
+
+
+def eval_basis_direct(xs: "float[:]", args: "BasisArguments", out: "float[:]", n: int):
+    """The kernel itself fills and reads the scratch field."""
+    for ip in range(n):
+        fill_weights(xs[ip], args.p[0], args.w)
+        out[ip] = args.w[0] - args.w[args.p[0]]

@@ -657,3 +657,20 @@ def test_two_struct_arguments_of_one_class_with_scratch_agree(emulated):
         Kernel(pk.eval_basis_two, src.cuda_kernel()), make, rtol=1e-12, atol=1e-12, outputs=["out"]
     )
     assert all(np.all(np.asarray(v) != 0) for v in out.values())
+
+
+@needs_compiler
+def test_scratch_field_written_by_the_kernel_is_private(emulated):
+    from port_cases import basis_args_maker
+
+    src = generate_cuda(pk.eval_basis_direct)
+    assert ("args.w", "private") in {(a, how) for a, _, how in src.writes}
+    assert "the thread's own scratch array" in src.describe()
+    out = assert_kernels_agree(
+        Kernel(pk.eval_basis_direct, src.cuda_kernel()),
+        basis_args_maker(src.structs[0]),
+        rtol=1e-12,
+        atol=1e-12,
+        outputs=["out"],
+    )
+    assert all(np.any(np.asarray(v) != 0) for v in out.values())

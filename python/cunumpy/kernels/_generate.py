@@ -36,7 +36,8 @@ class GeneratedCuda(str):
     ``(array, line, how)`` per array write in the loop, ``how`` being ``"owned"``: indexed by
     the loop variable, ``"atomic"``: a ``+=``/``-=`` made an atomic add, or ``"reduction"``:
     ``out[k] += s`` after the loop of a sum ``s`` the loop accumulates, each thread adding its
-    own partial sum atomically), ``atomics`` (the
+    own partial sum atomically, or ``"private"``: a scratch array of a struct argument, which
+    every thread has its own of), ``atomics`` (the
     arrays updated atomically), ``helpers`` (functions of the module made ``__device__``) and
     ``typevars`` (``(name, type)`` for each module ``TypeVar`` of the annotations, instantiated
     for its first constraint the translator knows: ``T = TypeVar('T', float, complex)`` gives a
@@ -103,6 +104,7 @@ class GeneratedCuda(str):
             what = {
                 "atomic": "atomic add (other iterations may hit the same element)",
                 "reduction": "sum of every thread's partial, one atomic add per thread",
+                "private": "the thread's own scratch array (its struct's __init__ allocates it)",
             }.get(how, f"indexed by {self.loop_var}: safe")
             lines.append(f"  line {line}: write to {array}: {what}")
         if self.helpers:
