@@ -4,12 +4,14 @@ versions.
     python scripts/port_parity.py SITE_PACKAGES
 
 For the feectools 0.10.0 and struphy 3.5.0 kernels that ``scripts/port_harness.py`` accepts and
-whose arguments are simple to build (the axpy and inner kernels on random data, the 2-D stencil
-dot and transpose on one process with pads 1, struphy's tensor-product spline evaluation with
-degree 2), translates each kernel from its file (``translate_source``, the package's other
-modules read from SITE_PACKAGES),
-runs the generated CUDA on the emulated device (or the GPU, when CuPy is there and
-``CUNUMPY_FAKE_CUPY`` is unset) and compares it with the host kernel on random inputs
+whose arguments are built here (feectools' axpy, inner, dot and transpose stencils on one
+process with pads 1; struphy's spline evaluations with a ``SplineArguments`` struct, the
+pushers, ``bstar_parallel_3form``, ``kernel_evaluate`` and ``kernel_pullpush`` with
+``MarkerArguments``, ``DomainArguments`` and ``DerhamArguments`` structs, cuboid and spline
+mappings), translates
+each kernel from its file (``translate_source``, the package's other modules read from
+SITE_PACKAGES), runs the generated CUDA on the emulated device (or the GPU, when CuPy is there
+and ``CUNUMPY_FAKE_CUPY`` is unset) and compares it with the host kernel on random inputs
 (``assert_kernels_agree``). Prints one line per kernel; exits 1 on a disagreement.
 """
 
@@ -74,6 +76,57 @@ def _transpose_2d(backend, seed, n1=7, n2=5):
     )
 
 
+def _stencil_ints(dims, *values):
+    """One process, pads 1: ``s_in, p_in, add, s_out, e_out, p_out`` as ints (1-D kernels) or
+    int arrays."""
+    if len(dims) == 1:
+        return tuple(int(v[0]) for v in values)
+    return tuple(_ints(*v) for v in values)
+
+
+def _stencil_dot(dims):
+    """``stencil_dot_{1,3}d``: rows 0..n-1 of a (n+2)-padded grid, three diagonals each way."""
+
+    def make(backend, seed):
+        padded = tuple(n + 2 for n in dims)
+        return (
+            _normal(seed, padded + (3,) * len(dims)),
+            _normal(seed + 1, padded),
+            xp.zeros(padded),
+            *_stencil_ints(
+                dims,
+                [0] * len(dims),
+                [1] * len(dims),
+                [0] * len(dims),
+                [0] * len(dims),
+                [n - 1 for n in dims],
+                [1] * len(dims),
+            ),
+        )
+
+    return make
+
+
+def _stencil_transpose(dims):
+    def make(backend, seed):
+        padded = tuple(n + 2 for n in dims)
+        return (
+            _normal(seed, padded + (3,) * len(dims)),
+            xp.zeros(padded + (3,) * len(dims)),
+            *_stencil_ints(
+                dims,
+                [0] * len(dims),
+                [1] * len(dims),
+                [0] * len(dims),
+                [0] * len(dims),
+                [n - 1 for n in dims],
+                [1] * len(dims),
+            ),
+        )
+
+    return make
+
+
 def _spline_tensor_product(backend, seed, n=8, p=2):
     # degree p in each direction, spans such that the p + 1 coefficients are in the data
     rng = np.random.default_rng(seed)
@@ -90,15 +143,287 @@ def _spline_tensor_product(backend, seed, n=8, p=2):
     )
 
 
+def _spline_args(rng, p=(2, 3, 1), cells=(6, 5, 7), kind=(0, 1, 0)):
+    """Host ``SplineArguments`` (struphy's class: its ``__init__`` allocates the scratch
+    ``bn1``, ..., ``bd3``) and the fields of the generated kernel's struct (no scratch: each
+    thread has its own), for clamped uniform knots; the coefficients cover every span."""
+    from struphy.kernel_arguments.spline_args_kernels import SplineArguments
+
+    knots = [
+        np.concatenate([np.zeros(q), np.linspace(0.0, 1.0, c + 1), np.ones(q)])
+        for q, c in zip(p, cells, strict=True)
+    ]
+    fields = {
+        "kind": np.array(kind, dtype=np.int64),
+        "pn": np.array(p, dtype=np.int64),
+        "tn1": knots[0],
+        "tn2": knots[1],
+        "tn3": knots[2],
+        "starts": np.zeros(3, dtype=np.int64),
+    }
+    data = rng.normal(size=tuple(c + 2 * q + 1 for q, c in zip(p, cells, strict=True)))
+    return SplineArguments(**fields), fields, data
+
+
+def _spline_struct_case(points):
+    """A maker for the ``eval_spline_mpi_*`` kernels, given the generated source (its struct):
+    ``points(rng)`` gives the evaluation points (some flagged -1) and the values' shape."""
+
+    def factory(src):
+        struct = src.structs[0]
+
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            host, fields, data = _spline_args(rng)
+            etas, shape = points(rng)
+            if backend == "numpy":
+                args = host
+            else:
+                args = struct(**{k: xp.asarray(v) for k, v in fields.items()})
+            return (*[xp.asarray(e) for e in etas], xp.asarray(data), args, xp.zeros(shape))
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["values"]  # the struct's scratch arrays are no output
+    return factory
+
+
+def _flag(rng, a):
+    a = np.array(a)
+    a.flat[rng.choice(a.size, size=max(1, a.size // 7), replace=False)] = -1.0
+    return a
+
+
+def _markers(rng, n=120):
+    return [_flag(rng, rng.uniform(size=(3, n)))], (n,)
+
+
+def _matrix(rng, shape=(4, 3, 5)):
+    return [_flag(rng, rng.uniform(size=shape)) for _ in range(3)], shape
+
+
+def _sparse(rng, n=(4, 3, 5)):
+    etas = [
+        _flag(rng, rng.uniform(size=tuple(m if d == k else 1 for d in range(3))))
+        for k, m in enumerate(n)
+    ]
+    return etas, n
+
+
+def _clamped(p, cells):
+    return np.concatenate([np.zeros(p), np.linspace(0.0, 1.0, cells + 1), np.ones(p)])
+
+
+def _on_device(fields):
+    return {k: xp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
+
+
+def _pic_structs(src, backend, rng, kind_map, n=90):
+    """struphy's ``MarkerArguments``, ``DomainArguments``, ``DerhamArguments`` (the Pyccel
+    classes on the host, ``DerhamArguments`` allocating the spline scratch; their structs from
+    ``src`` on the device) and the shape of spline coefficients for the Derham degrees
+    (2, 3, 1). ``kind_map`` 10 is the cuboid mapping, 1 the 2-D spline mapping
+    ``spline_2d_straight`` (clamped degree-2 knots, 4 x 3 cells, its control points read
+    through ``cx[:, :, 0]``). 90 markers with 13 columns, a fifth of them invalid."""
+    from struphy.kernel_arguments.pusher_args_kernels import (
+        DerhamArguments,
+        DomainArguments,
+        MarkerArguments,
+    )
+
+    markers = rng.normal(size=(13, n))
+    markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
+    markers[9:12] = 0.0  # no boundary shifts
+    mk = {
+        "markers": markers,
+        "valid_mks": rng.uniform(size=n) > 0.2,
+        "Np": n,
+        "vdim": 3,
+        "weight_idx": 6,
+        "first_diagnostics_idx": 7,
+        "first_pusher_idx": 8,
+        "first_shift_idx": 9,
+        "residual_idx": 12,
+        "first_free_idx": 12,
+        "mu_idx": 12,
+        "bc_type": np.zeros(3, dtype=np.int64),
+        "pole": False,
+    }
+    q, c1, c2 = 2, 4, 3
+    dom = {
+        "kind_map": kind_map,
+        "params": np.array([0.2, 1.3, -0.5, 0.7, 0.0, 2.0] if kind_map == 10 else [1.7]),
+        "degree": np.array([q, q, q], dtype=np.int64),
+        "t1": _clamped(q, c1),
+        "t2": _clamped(q, c2),
+        "t3": _clamped(q, 1),
+        "ind1": np.add.outer(np.arange(c1), np.arange(q + 1)).astype(np.int64),
+        "ind2": np.add.outer(np.arange(c2), np.arange(q + 1)).astype(np.int64),
+        "ind3": np.add.outer(np.arange(1), np.arange(q + 1)).astype(np.int64),
+        "cx": np.linspace(0.0, 1.0, c1 + q)[:, None, None]
+        + 0.05 * rng.normal(size=(c1 + q, c2 + q, 1)),
+        "cy": np.linspace(0.0, 2.0, c2 + q)[None, :, None]
+        + 0.05 * rng.normal(size=(c1 + q, c2 + q, 1)),
+        "cz": np.zeros((c1 + q, c2 + q, 1)),
+    }
+    pn, cells = (2, 3, 1), (5, 4, 6)
+    der = {
+        "pn": np.array(pn, dtype=np.int64),
+        "tn1": _clamped(pn[0], cells[0]),
+        "tn2": _clamped(pn[1], cells[1]),
+        "tn3": _clamped(pn[2], cells[2]),
+        "starts": np.zeros(3, dtype=np.int64),
+    }
+    shape = tuple(c + 2 * p + 1 for p, c in zip(pn, cells, strict=True))
+    if backend == "numpy":
+        values = {
+            "MarkerArguments": MarkerArguments(**mk),
+            "DomainArguments": DomainArguments(**dom),
+            "DerhamArguments": DerhamArguments(**der),
+        }
+    else:
+        by_name = {s.name: s for s in src.structs}
+        extra = {"MarkerArguments": {"n_markers": n}}
+        values = {
+            name: by_name[name](**_on_device(fields), **extra.get(name, {}))
+            for name, fields in (
+                ("MarkerArguments", mk),
+                ("DomainArguments", dom),
+                ("DerhamArguments", der),
+            )
+            if name in by_name
+        }
+    return values, shape
+
+
+def _pusher_case(kind_map, extra=lambda rng, n: (0.8,)):
+    """A maker for struphy's pushers ``push_v_with_efield``, ``push_vxb_analytic``,
+    ``push_vxb_implicit``, ``push_weights_with_efield_lin_va`` (given the generated source, for
+    its structs; ``extra`` makes the arguments after the three field components); see
+    ``_pic_structs``."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, shape = _pic_structs(src, backend, rng, kind_map)
+            es = [xp.asarray(rng.normal(size=shape)) for _ in range(3)]
+            structs = (v["MarkerArguments"], v["DomainArguments"], v["DerhamArguments"])
+            return (0.01, 0, *structs, *es, *extra(rng, 90))
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["args_markers.markers"]
+    return factory
+
+
+def _bstar_case(src):
+    """``bstar_parallel_3form``: B*_parallel of every valid marker into column 7."""
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        v, shape = _pic_structs(src, backend, rng, 1)
+        return (
+            xp.asarray(np.array([0.3, 0.6, 0.9, 0.5])),
+            xp.asarray(np.array([7], dtype=np.int64)),
+            v["MarkerArguments"],
+            v["DomainArguments"],
+            v["DerhamArguments"],
+            0.4,
+            xp.asarray(rng.normal(size=shape)),
+            xp.asarray(rng.normal(size=shape)),
+        )
+
+    return make
+
+
+_bstar_case.needs_source = True
+_bstar_case.outputs = ["args_markers.markers"]
+
+
+def _evaluate_case(kind_coeff):
+    """``kernel_evaluate`` of metric coefficient ``kind_coeff`` on a 4 x 3 x 5 meshgrid, the
+    spline mapping."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1)
+            etas = np.meshgrid(*[rng.uniform(0.05, 0.95, m) for m in (4, 3, 5)], indexing="ij")
+            return (
+                *[xp.asarray(np.ascontiguousarray(e)) for e in etas],
+                kind_coeff,
+                v["DomainArguments"],
+                xp.zeros((4, 3, 5, 3, 3)),
+                False,
+                False,
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["mat_f"]
+    return factory
+
+
+def _pullpush_case(kind_transform, kind_fun):
+    """``kernel_pullpush`` (pull 0, push 1, transform 2; ``kind_fun`` the form) of a vector
+    field on a 4 x 3 x 5 meshgrid, the spline mapping."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1)
+            etas = np.meshgrid(*[rng.uniform(0.05, 0.95, m) for m in (4, 3, 5)], indexing="ij")
+            return (
+                xp.asarray(rng.normal(size=(4, 3, 5, 3))),
+                *[xp.asarray(np.ascontiguousarray(e)) for e in etas],
+                kind_transform,
+                kind_fun,
+                v["DomainArguments"],
+                False,
+                xp.zeros((4, 3, 5, 3)),
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["out"]
+    return factory
+
+
 FEEC = "feectools/linalg/kernels"
 CASES = {
     "stencil_axpy_1d": (FEEC, _axpy((50,))),
     "stencil_axpy_2d": (FEEC, _axpy((9, 11))),
     "stencil_axpy_3d": (FEEC, _axpy((5, 6, 7))),
     "stencil_inner_1d": (FEEC, _inner_1d),
+    "stencil_dot_1d": (FEEC, _stencil_dot((9,))),
     "stencil_dot_2d": (FEEC, _dot_2d),
+    "stencil_dot_3d": (FEEC, _stencil_dot((5, 4, 3))),
+    "stencil_transpose_1d": (FEEC, _stencil_transpose((9,))),
     "stencil_transpose_2d": (FEEC, _transpose_2d),
+    "stencil_transpose_3d": (FEEC, _stencil_transpose((5, 4, 3))),
     "eval_spline_mpi_tensor_product_fixed": ("struphy/bsplines/kernels", _spline_tensor_product),
+    "eval_spline_mpi_markers": ("struphy/bsplines/kernels", _spline_struct_case(_markers)),
+    "eval_spline_mpi_matrix": ("struphy/bsplines/kernels", _spline_struct_case(_matrix)),
+    "eval_spline_mpi_sparse_meshgrid": ("struphy/bsplines/kernels", _spline_struct_case(_sparse)),
+    "push_v_with_efield": ("struphy/pic/pushing/kernels", _pusher_case(10)),
+    "push_v_with_efield (spline mapping)": ("struphy/pic/pushing/kernels", _pusher_case(1)),
+    "push_vxb_analytic": ("struphy/pic/pushing/kernels", _pusher_case(1, lambda rng, n: ())),
+    "push_vxb_implicit": ("struphy/pic/pushing/kernels", _pusher_case(1, lambda rng, n: ())),
+    "bstar_parallel_3form": ("struphy/pic/pushing/kernels", _bstar_case),
+    "kernel_evaluate (mapping)": ("struphy/geometry/kernels", _evaluate_case(0)),
+    "kernel_evaluate (Jacobian)": ("struphy/geometry/kernels", _evaluate_case(1)),
+    "kernel_evaluate (metric)": ("struphy/geometry/kernels", _evaluate_case(4)),
+    "kernel_pullpush (pull 1-form)": ("struphy/geometry/kernels", _pullpush_case(0, 10)),
+    "kernel_pullpush (push 2-form)": ("struphy/geometry/kernels", _pullpush_case(1, 11)),
+    "kernel_pullpush (transform)": ("struphy/geometry/kernels", _pullpush_case(2, 12)),
+    "push_weights_with_efield_lin_va": (
+        "struphy/pic/pushing/kernels",
+        _pusher_case(1, lambda rng, n: (xp.asarray(rng.uniform(0.5, 1.5, size=n)), 0.9, 1.1)),
+    ),
 }
 
 
@@ -110,19 +435,23 @@ def main() -> None:
         install_fake_cupy()
     failed = 0
     sys.path.insert(0, str(opts.site_packages))
-    for name, (folder, make) in CASES.items():
+    for label, (folder, make) in CASES.items():
+        name = label.split(" ")[0]
         path = opts.site_packages / folder / name / f"{name}_kernels.py"
         spec = importlib.util.spec_from_file_location(f"_port_parity_{name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         src = translate_source(path.read_text(), name, search_paths=[opts.site_packages])
         kernel = Kernel(getattr(module, name), src.cuda_kernel())
+        outputs = getattr(make, "outputs", None)
+        if getattr(make, "needs_source", False):
+            make = make(src)
         try:
-            assert_kernels_agree(kernel, make, rtol=1e-12, atol=1e-12)
-            print(f"{name}: generated CUDA agrees with the host kernel")
+            assert_kernels_agree(kernel, make, rtol=1e-12, atol=1e-12, outputs=outputs)
+            print(f"{label}: generated CUDA agrees with the host kernel")
         except AssertionError as exc:
             failed += 1
-            print(f"{name}: DISAGREES: {exc}")
+            print(f"{label}: DISAGREES: {exc}")
     sys.exit(1 if failed else 0)
 
 

@@ -129,6 +129,13 @@ def args_row_sums(backend, seed):
     return (xp.asarray(rng.normal(size=(6, 4, 5))), xp.asarray(rows), xp.zeros((9, 4)))
 
 
+def args_gather_at_cells(backend, seed):
+    rng = np.random.default_rng(seed)
+    xs = rng.uniform(0.0, 0.999, size=(80, 2))
+    xs[::9, 0] = 1.0  # on the right edge: the helper's other return
+    return (xp.asarray(xs), xp.asarray(rng.normal(size=(6, 6))), xp.zeros(80), 6)
+
+
 CASES = {
     "push_v_rotation": (pk.push_v_rotation, args_push, "owned"),
     "deposit_1d": (pk.deposit_1d, args_deposit_1d, "atomic"),
@@ -146,6 +153,7 @@ CASES = {
     "norms_other_module": (pk.norms_other_module, args_norms_other_module, "owned"),
     "window_sums": (pk.window_sums, args_window_sums, "owned"),
     "row_sums": (pk.row_sums, args_row_sums, "owned"),
+    "gather_at_cells": (pk.gather_at_cells, args_gather_at_cells, "owned"),
 }
 
 
@@ -164,6 +172,41 @@ def grid_args_maker(struct, n=200):
             args = struct(
                 coef=xp.asarray(coef), h=1.0 / 8, nx=8, shift=xp.asarray(shift), n_cells=8
             )
+        return (xp.asarray(xs), args, xp.zeros(n), n)
+
+    return make
+
+
+def basis_args_maker(struct, n=300, p=2):
+    """Arguments of ``eval_basis``: the host kernel gets ``BasisArguments`` (its scratch array
+    allocated by its ``__init__``), the generated one the struct laid out from it (no scratch
+    field: each thread has its own)."""
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        xs = rng.uniform(0.0, 2.0, size=n)
+        coef = rng.normal(size=8 + p + 1)
+        degree = np.array([p], dtype=np.int64)
+        if backend == "numpy":
+            args = pk.BasisArguments(coef, degree)
+        else:
+            args = struct(coef=xp.asarray(coef), p=xp.asarray(degree))
+        return (xp.asarray(xs), args, xp.zeros(n), n)
+
+    return make
+
+
+def patch_args_maker(struct, n=200):
+    """Arguments of ``eval_patch``: ``PatchArguments`` on the host, its struct on the device."""
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        xs = rng.uniform(0.0, 0.999, size=n)
+        c = rng.normal(size=(6, 4, 3))
+        if backend == "numpy":
+            args = pk.PatchArguments(c, 0.25)
+        else:
+            args = struct(c=xp.asarray(c), h=0.25)
         return (xp.asarray(xs), args, xp.zeros(n), n)
 
     return make

@@ -360,3 +360,154 @@ def shift_through_view(m: "float[:,:]", n: int):
     for i in range(n):
         row = m[i, :]
         m[i, 1:3] = row[0:2]
+
+
+class BasisArguments:
+    """A Pyccel argument class with a scratch array its ``__init__`` allocates (struphy's
+    ``SplineArguments`` and ``DerhamArguments`` keep the spline values of the current point in
+    ``bn1``, ...): ``w`` is no field of the struct; every thread of the generated kernel has
+    its own."""
+
+    def __init__(self, coef: "float[:]", p: "int[:]"):
+        self.coef = coef
+        self.p = p
+        self.w = np.empty(int(p[0] + 1), dtype=float)
+
+
+def fill_weights(t: float, p: int, w: "float[:]"):
+    for k in range(p + 1):
+        w[k] = (t + 1.0) * (k + 1) - t * t
+
+
+def fill_basis(x: float, args: "BasisArguments") -> int:
+    """Writes the scratch field (passed whole to a helper), returns the first index."""
+    i = int(x * 4.0)
+    fill_weights(x - 0.25 * i, args.p[0], args.w)
+    return i
+
+
+def combine(i: int, args: "BasisArguments") -> float:
+    """Reads the scratch field through a local name, as struphy's ``b1 = args_spline.bn1``."""
+    b = args.w
+    s = 0.0
+    for k in range(args.p[0] + 1):
+        s += args.coef[i + k] * b[k]
+    return s
+
+
+def eval_basis(xs: "float[:]", args: "BasisArguments", out: "float[:]", n: int):
+    """A struct parameter with a scratch field, passed whole to helpers that write and read it."""
+    for ip in range(n):
+        i = fill_basis(xs[ip], args)
+        out[ip] = combine(i, args)
+
+
+def eval_basis_copy(xs: "float[:]", args: "BasisArguments", out: "float[:]", n: int):
+    """The per-thread copy of struphy's pushers (``thread_derham = DerhamArguments(
+    args_derham.pn, ...)``): in the generated kernel, the parameter itself."""
+    thread_args = BasisArguments(args.coef, args.p)
+    for ip in range(n):
+        i = fill_basis(xs[ip], thread_args)
+        out[ip] = combine(i, thread_args) * args_scale(ip)
+
+
+def args_scale(ip: int) -> float:
+    return 1.0 + 0.5 * (ip % 3)
+
+
+def fill_coef(x: float, args: "BasisArguments") -> int:
+    """Writes the struct's shared array field through a helper (a race in a parallel loop)."""
+    fill_weights(x, args.p[0], args.coef)
+    return 0
+
+
+def eval_basis_writes_coef(xs: "float[:]", args: "BasisArguments", n: int):
+    """Refused: a helper writes the array field ``coef`` that every marker shares."""
+    for ip in range(n):
+        fill_coef(xs[ip], args)
+
+
+def eval_basis_copy_and_param(xs: "float[:]", args: "BasisArguments", out: "float[:]", n: int):
+    """Refused: the copy and the parameter both used (their scratch arrays would be one)."""
+    thread_args = BasisArguments(args.coef, args.p)
+    for ip in range(n):
+        i = fill_basis(xs[ip], thread_args)
+        out[ip] = combine(i, thread_args) + combine(i, args)
+
+
+def cell_and_fraction(x: float, y: float, n: int):
+    """Returns a tuple of scalars (struphy's ``span1, span2, span3 = get_spans(...)``)."""
+    i = int(x * n)
+    j = int(y * n)
+    if i >= n:
+        return n - 1, j, 0  # an int here, a float below: the third is a double
+    return i, j, x - i / n
+
+
+def gather_at_cells(xs: "float[:,:]", grid: "float[:,:]", out: "float[:]", n: int):
+    for ip in range(xs.shape[0]):
+        i, j, frac = cell_and_fraction(xs[ip, 0], xs[ip, 1], n)
+        out[ip] = grid[i, j] * (1.0 + frac)
+
+
+def tuple_as_value(xs: "float[:,:]", out: "float[:]", n: int):
+    """Refused: the tuple a helper returns used other than unpacked."""
+    for ip in range(xs.shape[0]):
+        t = cell_and_fraction(xs[ip, 0], xs[ip, 1], n)
+        out[ip] = t
+
+
+class PatchArguments:
+    """A Pyccel argument class with a 3-D array field, read through 2-D strided views (struphy's
+    ``cx = args.cx[:, :, 0]`` in ``spline_2d_straight``)."""
+
+    def __init__(self, c: "float[:,:,:]", h: float):
+        self.c = c
+        self.h = h
+
+
+def eval_2d(i: int, j: int, c2: "float[:,:]") -> float:
+    return c2[i, j] + 0.5 * c2[i + 1, j] - c2[0, c2.shape[1] - 1]
+
+
+def patch_value(x: float, args: "PatchArguments") -> float:
+    from numpy import pi
+
+    cz = args.c[:, :, 1]  # the whole leading axes, an index on the last
+    cm = args.c[:, 2, :]  # an index on the middle axis
+    i = int(x / args.h)
+    return eval_2d(i, i % 2, cz) * pi + eval_2d(i, 1, cm)
+
+
+def eval_patch(xs: "float[:]", args: "PatchArguments", out: "float[:]", n: int):
+    for ip in range(n):
+        out[ip] = patch_value(xs[ip], args)
+
+
+def write_patch_view(args: "PatchArguments", n: int):
+    """Refused: a write through a strided view."""
+    for ip in range(n):
+        cz = args.c[:, :, 1]
+        cz[ip, 0] = 1.0
+
+
+def scale_cells(args: "GridArguments", f: float):
+    """A loop over a struct's integer field, writing the struct's array field (an output)."""
+    for c in range(args.n_cells):
+        args.coef[c, 1] = args.coef[c, 0] * args.h * f
+
+
+def eval_basis_two(xs: "float[:]", a: "BasisArguments", b: "BasisArguments", out: "float[:]"):
+    """Two arguments of one struct class with scratch: one struct declaration, each its own
+    per-thread scratch."""
+    for ip in range(xs.shape[0]):
+        i = fill_basis(xs[ip], a)
+        j = fill_basis(0.5 * xs[ip], b)
+        out[ip] = combine(i, a) - 2.0 * combine(j, b)
+
+
+def eval_basis_direct(xs: "float[:]", args: "BasisArguments", out: "float[:]", n: int):
+    """The kernel itself fills and reads the scratch field."""
+    for ip in range(n):
+        fill_weights(xs[ip], args.p[0], args.w)
+        out[ip] = args.w[0] - args.w[args.p[0]]

@@ -502,3 +502,175 @@ def test_a_trip_count_read_from_device_arrays_is_one_counted_copy_each(emulated)
     with xp.profiling.count_transfers() as c:
         assert src.n_threads_of(args) == 8  # rows 2..9
     assert c.to_host == 2 and c.to_device == 0, (c.to_host, c.to_device)
+
+
+@needs_compiler
+@pytest.mark.parametrize("host", [pk.eval_basis, pk.eval_basis_copy])
+def test_struct_scratch_fields_are_per_thread_and_agree(host, emulated):
+    """A struct parameter whose class's ``__init__`` allocates a scratch array (``self.w =
+    np.empty(p[0] + 1)``, as struphy's ``SplineArguments``): the struct is laid out without
+    it, every thread gets its own sized as ``__init__`` sizes it, helpers write it (the field
+    passed whole) and read it (through a local name); a per-thread copy of the parameter
+    (``BasisArguments(args.coef, args.p)``) is the parameter itself."""
+    from port_cases import basis_args_maker
+
+    src = generate_cuda(host)
+    assert [s.name for s in src.structs] == ["BasisArguments"]
+    assert src.structs[0].field_names == ("coef", "p")  # no scratch field in the layout
+    assert "struct BasisArguments_thread {" in src and "CArray1D<double> w;" in src
+    assert f"__device__ void {host.__name__}__body(" in src
+    assert "double args__w_data[CUNUMPY_PORT_LOCAL_CAP];" in src
+    assert "(self.p(0) + 1)" in src  # the extent of __init__, the parameter read from the field
+    assert "BasisArguments(" not in src.split("struct BasisArguments_thread")[1]
+    code = [ln for ln in src.splitlines() if not ln.strip().startswith("//")]
+    assert not any("thread_args" in ln for ln in code)
+    kernel = Kernel(host, src.cuda_kernel())
+    KernelCatalog([kernel]).check_signatures()
+    out = assert_kernels_agree(
+        kernel, basis_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert all(np.all(np.asarray(a) != 0) for a in out.values())
+
+
+def test_helper_writing_a_struct_field_it_is_passed_is_refused():
+    """The struct passed whole to a helper that passes its shared field ``coef`` on to a
+    writer: a race, refused with the line and the field (scratch fields aside)."""
+    with pytest.raises(CudaPortRaceError) as info:
+        generate_cuda(pk.eval_basis_writes_coef)
+    err = info.value
+    assert (err.construct, err.array) == ("helper writes array", "args.coef")
+    lines = Path(pk.__file__).read_text().splitlines()
+    assert "fill_coef(xs[ip], args)" in lines[err.line - 1]
+
+
+def test_struct_construction_other_than_a_copy_is_refused():
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.eval_basis_copy_and_param)
+    err = info.value
+    assert err.construct == "struct construction"
+    lines = Path(pk.__file__).read_text().splitlines()
+    assert "thread_args = BasisArguments(args.coef, args.p)" in lines[err.line - 1]
+    assert "'args' is also used besides the copy" in str(err)
+
+
+def test_trip_count_of_numpy_size_is_the_launch_shape():
+    """``n = size(x)`` before the loop (struphy's ``eval_spline_mpi_sparse_meshgrid``): the
+    launch shape is the element count of the argument."""
+    from cunumpy.kernels._generate import translate_source
+
+    source = (
+        "from numpy import size\n"
+        "def k(a: 'float[:,:]', out: 'float[:]'):\n"
+        "    n = size(a)\n"
+        "    for i in range(n):\n"
+        "        out[i] = 2.0 * i\n"
+    )
+    src = translate_source(source, "k")
+    a = np.zeros((3, 4))
+    assert src.n_threads_of((a, np.zeros(12))) == a.size
+
+
+def test_helper_returning_a_tuple_returns_through_out_parameters():
+    """``i, j, frac = cell_and_fraction(...)`` (struphy's ``get_spans``): the helper writes its
+    results through pointers; using the tuple as a value is refused, naming the line."""
+    src = generate_cuda(pk.gather_at_cells)
+    head = "__device__ void cell_and_fraction(double x, double y, long long n, "
+    assert head + "long long* cunumpy_ret0, long long* cunumpy_ret1, double* cunumpy_ret2)" in src
+    assert "*cunumpy_ret2 = 0;" in src
+    outs = "&cunumpy_tmp0, &cunumpy_tmp1, &cunumpy_tmp2"
+    assert f"cell_and_fraction(xs(ip, 0), xs(ip, 1), n, {outs});" in src
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.tuple_as_value)
+    assert info.value.construct == "call" and "returns a tuple" in str(info.value)
+    lines = Path(pk.__file__).read_text().splitlines()
+    assert "t = cell_and_fraction(" in lines[info.value.line - 1]
+
+
+@needs_compiler
+def test_strided_views_of_a_struct_field_agree(emulated):
+    """``cz = args.c[:, :, 1]`` and ``args.c[:, 2, :]`` (whole axes and integer indices) are
+    strided ``Array2D`` views of the field's own elements, passed to a helper that indexes
+    them and reads their shape; ``from numpy import pi`` inside the function is the constant."""
+    from port_cases import patch_args_maker
+
+    src = generate_cuda(pk.eval_patch)
+    assert "Array2D<double> cz;" in src and "Array2D<double> cm;" in src
+    assert "__device__ double eval_2d(long long i, long long j, Array2D<double> c2)" in src
+    assert "M_PI" in src
+    kernel = Kernel(pk.eval_patch, src.cuda_kernel())
+    out = assert_kernels_agree(
+        kernel, patch_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert all(np.any(np.asarray(a) != 0) for a in out.values())
+
+
+def test_write_through_a_strided_view_is_refused():
+    with pytest.raises(CudaPortUnsupportedError) as info:
+        generate_cuda(pk.write_patch_view)
+    assert (info.value.construct, info.value.array) == ("write through a view", "cz")
+
+
+@needs_compiler
+def test_loop_over_a_struct_field_and_a_struct_field_output(emulated):
+    """``range(args.n_cells)``: the launch shape read from the packed struct value; the parity
+    test selects the struct's array field as the output (``outputs=["args.coef"]``) on both
+    sides, the host class's attribute and the device value's array."""
+    src = generate_cuda(pk.scale_cells)
+    struct = src.structs[0]
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        coef, shift = rng.normal(size=(8, 3)), np.array([1], dtype=np.int64)
+        if backend == "numpy":
+            return (pk.GridArguments(coef, 0.5, 3, shift), 1.5)
+        value = struct(coef=xp.asarray(coef), h=0.5, nx=3, shift=xp.asarray(shift), n_cells=8)
+        return (value, 1.5)
+
+    with xp.use_backend("cupy"):
+        assert src.n_threads_of(make("cupy", 0)) == 8
+    out = assert_kernels_agree(
+        Kernel(pk.scale_cells, src.cuda_kernel()),
+        make,
+        rtol=1e-12,
+        atol=1e-12,
+        outputs=["args.coef"],
+    )
+    assert len(out) == 1
+
+
+@needs_compiler
+def test_two_struct_arguments_of_one_class_with_scratch_agree(emulated):
+    from port_cases import basis_args_maker
+
+    src = generate_cuda(pk.eval_basis_two)
+    assert src.count("struct BasisArguments {") == 1
+    assert src.count("struct BasisArguments_thread {") == 1
+    assert "a__w_data[" in src and "b__w_data[" in src
+    one = basis_args_maker(src.structs[0], n=120)
+
+    def make(backend, seed):
+        xs, a, out, _ = one(backend, seed)
+        _, b, _, _ = one(backend, seed + 1)
+        return (xs, a, b, out)
+
+    out = assert_kernels_agree(
+        Kernel(pk.eval_basis_two, src.cuda_kernel()), make, rtol=1e-12, atol=1e-12, outputs=["out"]
+    )
+    assert all(np.all(np.asarray(v) != 0) for v in out.values())
+
+
+@needs_compiler
+def test_scratch_field_written_by_the_kernel_is_private(emulated):
+    from port_cases import basis_args_maker
+
+    src = generate_cuda(pk.eval_basis_direct)
+    assert ("args.w", "private") in {(a, how) for a, _, how in src.writes}
+    assert "the thread's own scratch array" in src.describe()
+    out = assert_kernels_agree(
+        Kernel(pk.eval_basis_direct, src.cuda_kernel()),
+        basis_args_maker(src.structs[0]),
+        rtol=1e-12,
+        atol=1e-12,
+        outputs=["out"],
+    )
+    assert all(np.any(np.asarray(v) != 0) for v in out.values())

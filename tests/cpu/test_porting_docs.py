@@ -20,6 +20,7 @@ def test_pairing_guide_runs(capsys):
     out = capsys.readouterr().out
     assert "CUDA kernels: 1 of 2 (missing: shift)" in out
     assert "('y',)" in out and "kernel profile: 6 call(s) of 2 kernel(s)" in out
+    assert "evaluate: parallel loop `for ip in range(...)`" in out  # the scratch-struct example
 
 
 def test_testing_guide_runs():

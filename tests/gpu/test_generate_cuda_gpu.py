@@ -73,3 +73,41 @@ def test_missing_cuda_generate_on_the_gpu():
         got = xp.to_numpy(rho)
     assert kernel.generated_cuda.atomics == ("rho",)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("host_name", ["eval_basis", "eval_basis_copy"])
+def test_struct_scratch_per_thread_agrees_on_the_gpu(host_name):
+    """A struct parameter whose class's ``__init__`` allocates a scratch array: each GPU thread
+    has its own (struphy's spline buffers), and the result is the host kernel's."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    import port_kernels as pk
+    from port_cases import basis_args_maker
+
+    host = getattr(pk, host_name)
+    src = generate_cuda(host)
+    out = assert_kernels_agree(
+        Kernel(host, src.cuda_kernel()),
+        basis_args_maker(src.structs[0], n=5000),
+        rtol=1e-12,
+        atol=1e-12,
+        outputs=["out"],
+    )
+    assert all(np.all(np.asarray(a) != 0) for a in out.values())
+
+
+def test_strided_views_of_a_struct_field_agree_on_the_gpu():
+    """``cz = args.c[:, :, 1]``: a strided ``Array2D`` view passed to a helper, on the device."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    import port_kernels as pk
+    from port_cases import patch_args_maker
+
+    src = generate_cuda(pk.eval_patch)
+    assert_kernels_agree(
+        Kernel(pk.eval_patch, src.cuda_kernel()),
+        patch_args_maker(src.structs[0], n=3000),
+        rtol=1e-12,
+        atol=1e-12,
+        outputs=["out"],
+    )

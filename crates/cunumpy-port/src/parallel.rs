@@ -5,10 +5,10 @@
 use crate::error::PortErrorKind;
 use crate::json::Json;
 use crate::translate::{
-    array_key, collect_assigns, const_int, indices, key_type, name_of, FnCx, Options, Par,
-    Translation, Translator, WriteDecision, PRELUDE, R,
+    array_key, collect_assigns, const_int, indices, key_type, name_of, strip_parens, FnCx, Options,
+    Par, Translation, Translator, WriteDecision, PRELUDE, R,
 };
-use crate::types::{parse_annotation, Scalar, Ty};
+use crate::types::{parse_annotation, struct_scratch, Scalar, Ty};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +52,12 @@ impl<'a> Translator<'a> {
                     format!("argument '{n}': {m}"),
                 )
             })?;
+            if let Ty::Struct(sname, _) = &ty {
+                let scratch = struct_scratch(t);
+                if !scratch.is_empty() {
+                    self.scratch.insert(sname.clone(), scratch);
+                }
+            }
             given.insert(n.clone(), ty);
         }
         let params = self.params(def, &|_, n| given.get(n).cloned())?;
@@ -82,7 +88,7 @@ impl<'a> Translator<'a> {
             }
             if s.kind() == "Assign" {
                 if let Some(n) = s.get("targets").as_list().first().and_then(name_of) {
-                    if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
+                    if f.vars.get(n).is_some_and(Ty::is_view) && !f.params.contains(n) {
                         return Err(self.e(PortErrorKind::Unsupported, s.line(), "view before the parallel loop", Some(n),
                             format!("makes the view '{n}' before the parallel loop (make it inside the loop, where the race proof sees which elements it reads)")));
                     }
@@ -90,7 +96,11 @@ impl<'a> Translator<'a> {
             }
             let mut seen = Vec::new();
             self.accesses_stmt(&f, s, &mut seen);
-            if let Some(w) = seen.iter().find(|w| w.access != Access::Read) {
+            // (scratch fields of a struct are the thread's own: writing them is no race)
+            if let Some(w) = seen
+                .iter()
+                .find(|w| w.access != Access::Read && !self.is_scratch_key(&f, &w.array))
+            {
                 return Err(self.e(
                     PortErrorKind::Unsupported,
                     w.line,
@@ -184,6 +194,16 @@ impl<'a> Translator<'a> {
             ));
         }
 
+        // Structs with scratch fields: the body takes their per-thread versions, which the
+        // kernel makes first.
+        let mut privatize = String::new();
+        for (pname, t) in &params {
+            if let Ty::Struct(sname, fields) = t {
+                if self.scratch.contains_key(sname) {
+                    privatize.push_str(&self.privatize(pname, sname, fields, def.line())?);
+                }
+            }
+        }
         let mut writes = Vec::new();
         let mut seen = Vec::new();
         for s in lp.get("body").as_list() {
@@ -202,6 +222,8 @@ impl<'a> Translator<'a> {
             if w.access != Access::Read {
                 let how = if par.atomic.contains(&w.array) {
                     "atomic"
+                } else if self.is_scratch_key(&f, &w.array) {
+                    "private"
                 } else {
                     "owned"
                 };
@@ -235,22 +257,48 @@ impl<'a> Translator<'a> {
             src.push_str("#include <cunumpy/atomic.cuh>\n");
         }
         src.push('\n');
+        let mut declared: BTreeSet<&str> = BTreeSet::new();
         for (pname, t) in &params {
             if let Ty::Struct(sname, fields) = t {
+                // two arguments of one struct: one declaration
+                if !declared.insert(sname.as_str()) {
+                    continue;
+                }
                 src.push_str(&format!(
                     "// The struct argument '{pname}' (the layout of its CudaStructArguments class).\nstruct {sname} {{\n"
                 ));
-                for (n, ft) in fields {
+                let scratch: Vec<&str> = self
+                    .scratch
+                    .get(sname)
+                    .map(|v| v.iter().map(|(n, _)| n.as_str()).collect())
+                    .unwrap_or_default();
+                let member = |n: &str, ft: &Ty| {
                     let c = ft.scalar().c();
                     match ft {
-                        Ty::View(_, r) => src.push_str(&format!("    CArray{r}D<{c}> {n};\n")),
+                        Ty::View(_, r) => format!("    CArray{r}D<{c}> {n};\n"),
                         _ => {
                             let star = if ft.rank() > 0 { "*" } else { "" };
-                            src.push_str(&format!("    {c}{star} {n};\n"));
+                            format!("    {c}{star} {n};\n")
                         }
                     }
+                };
+                for (n, ft) in fields
+                    .iter()
+                    .filter(|(n, _)| !scratch.contains(&n.as_str()))
+                {
+                    src.push_str(&member(n, ft));
                 }
                 src.push_str("};\n\n");
+                if !scratch.is_empty() {
+                    src.push_str(&format!(
+                        "// '{pname}' as each thread sees it: the fields above, and its own {} (arrays {sname}.__init__ allocates).\nstruct {sname}_thread {{\n",
+                        scratch.join(", ")
+                    ));
+                    for (n, ft) in fields {
+                        src.push_str(&member(n, ft));
+                    }
+                    src.push_str("};\n\n");
+                }
             }
         }
         for (key, text) in PRELUDE {
@@ -265,12 +313,38 @@ impl<'a> Translator<'a> {
         }
         let ps: Vec<String> = params.iter().map(|(n, t)| t.c_param(n)).collect();
         src.push_str(&self.comment(def.line(), ""));
-        src.push_str(&format!(
-            "extern \"C\" __global__ void {name}({}) {{\n",
-            ps.join(", ")
-        ));
-        src.push_str(&code);
-        src.push_str("}\n");
+        if privatize.is_empty() {
+            src.push_str(&format!(
+                "extern \"C\" __global__ void {name}({}) {{\n",
+                ps.join(", ")
+            ));
+            src.push_str(&code);
+            src.push_str("}\n");
+        } else {
+            let body_ps: Vec<String> = params.iter().map(|(n, t)| self.c_param(n, t)).collect();
+            src.push_str(
+                "// (the kernel's body; the kernel below gives it the per-thread structs)\n",
+            );
+            src.push_str(&format!(
+                "__device__ void {name}__body({}) {{\n",
+                body_ps.join(", ")
+            ));
+            src.push_str(&code);
+            src.push_str("}\n\n");
+            src.push_str(&format!(
+                "extern \"C\" __global__ void {name}({}) {{\n",
+                ps.join(", ")
+            ));
+            src.push_str(&privatize);
+            let call: Vec<String> = params
+                .iter()
+                .map(|(n, t)| match t {
+                    Ty::Struct(s, _) if self.scratch.contains_key(s) => format!("{n}__thread"),
+                    _ => n.clone(),
+                })
+                .collect();
+            src.push_str(&format!("    {name}__body({});\n}}\n", call.join(", ")));
+        }
         let n_threads = self.py_trip(&f, &preamble, lp);
         Ok(Translation {
             source: src,
@@ -282,6 +356,135 @@ impl<'a> Translator<'a> {
             writes,
             helpers: self.helpers_done.keys().cloned().collect(),
         })
+    }
+
+    /// The per-thread version `<p>__thread` of struct argument `p`: its fields, and its scratch
+    /// fields as local arrays of this thread, sized as the class's `__init__` sizes them (the
+    /// extents come as `def cunumpy_scratch__<Struct>(self): field = (extent, ...)`).
+    fn privatize(&mut self, p: &str, sname: &str, fields: &[(String, Ty)], line: u32) -> R<String> {
+        let scratch = self.scratch.get(sname).cloned().unwrap_or_default();
+        let fname = format!("cunumpy_scratch__{sname}");
+        let def = *self.funcs.get(&fname).ok_or_else(|| {
+            self.e(PortErrorKind::Input, line, "struct field", Some(p),
+                format!("struct {sname} ('{p}') has scratch fields but no extents for them ({fname} is missing)"))
+        })?;
+        let me = def
+            .get("args")
+            .get("args")
+            .as_list()
+            .first()
+            .and_then(|a| a.get("arg").as_str())
+            .unwrap_or("self")
+            .to_string();
+        let mut g = FnCx {
+            name: self.current.clone(),
+            ..FnCx::default()
+        };
+        g.vars
+            .insert(me.clone(), Ty::Struct(sname.to_string(), fields.to_vec()));
+        g.params.insert(me.clone());
+        let mut extents: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for s in def.get("body").as_list() {
+            let Some(n) = s.get("targets").as_list().first().and_then(name_of) else {
+                continue;
+            };
+            let v = s.get("value");
+            let dims: Vec<&Json> = if v.kind() == "Tuple" {
+                v.get("elts").as_list().iter().collect()
+            } else {
+                vec![v]
+            };
+            let mut ext = Vec::new();
+            for d in dims {
+                let (x, t) = self.expr(&g, d).map_err(|e| {
+                    self.e(PortErrorKind::Unsupported, line, "struct field", Some(p),
+                        format!("the size of the scratch field '{p}.{n}' ({sname}.__init__ allocates it): {}", e.message))
+                })?;
+                if !t.scalar().is_int() || t.rank() > 0 {
+                    return Err(self.e(
+                        PortErrorKind::Unsupported,
+                        line,
+                        "struct field",
+                        Some(p),
+                        format!("the size of the scratch field '{p}.{n}' is not an integer"),
+                    ));
+                }
+                ext.push(if t == Ty::Scalar(Scalar::I64) {
+                    strip_parens(&x).to_string()
+                } else {
+                    format!("(long long)({})", strip_parens(&x))
+                });
+            }
+            extents.insert(n.to_string(), ext);
+        }
+        self.prelude.insert("localcap");
+        let names: Vec<&str> = scratch.iter().map(|(n, _)| n.as_str()).collect();
+        let mut out = format!(
+            "    // '{p}': {sname}.__init__ allocates {}; each thread has its own\n    // (scratch: what an iteration reads there, it or its thread's earlier iterations wrote).\n",
+            names.join(", ")
+        );
+        for (n, t) in fields {
+            if names.contains(&n.as_str()) {
+                out.push_str(&format!(
+                    "    {} {p}__{n}_data[CUNUMPY_PORT_LOCAL_CAP];\n",
+                    t.scalar().c()
+                ));
+            }
+        }
+        out.push_str(&format!("    {sname}_thread {p}__thread;\n    {{\n"));
+        out.push_str(&format!("        const {sname}& {me} = {p};\n"));
+        for (n, t) in fields {
+            if !names.contains(&n.as_str()) {
+                out.push_str(&format!("        {p}__thread.{n} = {me}.{n};\n"));
+                continue;
+            }
+            let ext = extents.get(n).ok_or_else(|| {
+                self.e(
+                    PortErrorKind::Input,
+                    line,
+                    "struct field",
+                    Some(p),
+                    format!("no size for the scratch field '{p}.{n}' of struct {sname}"),
+                )
+            })?;
+            if ext.len() != t.rank() {
+                return Err(self.e(
+                    PortErrorKind::Input,
+                    line,
+                    "struct field",
+                    Some(p),
+                    format!(
+                        "the scratch field '{p}.{n}' has rank {} but {} extents",
+                        t.rank(),
+                        ext.len()
+                    ),
+                ));
+            }
+            let c = t.scalar().c();
+            let v = format!("{p}__thread.{n}");
+            out.push_str(&format!(
+                "        {v} = CArray{}D<{c}>{{{p}__{n}_data, {{{}}}}};\n",
+                t.rank(),
+                ext.join(", ")
+            ));
+            out.push_str(&format!(
+                "        if ({v}.size() < 0 || {v}.size() > CUNUMPY_PORT_LOCAL_CAP) {{\n            printf(\"cunumpy: {}: scratch field '{p}.{n}' needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long){v}.size(), (int)CUNUMPY_PORT_LOCAL_CAP);\n            __trap();\n        }}\n",
+                self.current
+            ));
+            let fill = scratch
+                .iter()
+                .find(|(m, _)| m == n)
+                .map(|(_, f)| f.as_str());
+            if let Some(x) = match fill {
+                Some("zeros") => Some("0"),
+                Some("ones") => Some("1"),
+                _ => None,
+            } {
+                out.push_str(&format!("        for (long long cunumpy_f = 0; cunumpy_f < {v}.size(); ++cunumpy_f) {p}__{n}_data[cunumpy_f] = ({c}){x};\n"));
+            }
+        }
+        out.push_str("    }\n");
+        Ok(out)
     }
 
     /// Scalars of the kernel set before the parallel loop that the loop only adds to
@@ -401,11 +604,12 @@ impl<'a> Translator<'a> {
             return Err(self.e(PortErrorKind::Race, line, "carried scalar", None,
                 format!("reads '{n}' before assigning it in the iteration: it carries a value from the previous iteration")));
         }
-        // Arrays.
+        // Arrays (scratch fields of structs aside: every thread has its own).
         let mut seen = Vec::new();
         for s in body {
             self.accesses_stmt(f, s, &mut seen);
         }
+        seen.retain(|w| !self.is_scratch_key(f, &w.array));
         // Arrays an invariant index may read: array arguments the loop does not write (local
         // arrays change per iteration).
         let writes: BTreeSet<&String> = seen
@@ -535,6 +739,19 @@ impl<'a> Translator<'a> {
                     vec![s.get("target")]
                 };
                 for t in targets {
+                    // `b = p.field`: a local view of the whole field, read at indices the
+                    // proof does not see
+                    if t.kind() == "Name" {
+                        if let Some((key, _)) = crate::translate::struct_field(f, s.get("value")) {
+                            out.push(Seen {
+                                array: key,
+                                idx: None,
+                                access: Access::Read,
+                                line: s.line(),
+                                helper: None,
+                            });
+                        }
+                    }
                     if t.kind() == "Subscript" {
                         if let Some(a) = array_key(f, t.get("value")) {
                             let access = match (s.kind(), s.get("op").kind()) {
@@ -594,11 +811,17 @@ impl<'a> Translator<'a> {
                             if let Some((n, Ty::Struct(_, fields))) =
                                 name_of(a).and_then(|n| f.vars.get(n).map(|t| (n, t)))
                             {
-                                let writes = self.helper_writes(h, k, &mut BTreeSet::new());
                                 for (field, ft) in fields {
-                                    if ft.rank() > 0 {
+                                    let key = format!("{n}.{field}");
+                                    if ft.rank() > 0 && !self.is_scratch_key(f, &key) {
+                                        let writes = self.helper_writes_field(
+                                            h,
+                                            k,
+                                            Some(field),
+                                            &mut BTreeSet::new(),
+                                        );
                                         out.push(Seen {
-                                            array: format!("{n}.{field}"),
+                                            array: key,
                                             idx: None,
                                             access: if writes {
                                                 Access::Store
@@ -656,13 +879,21 @@ impl<'a> Translator<'a> {
     }
 
     /// Whether helper `h` writes (directly or through its own calls) its parameter number `k`.
-    pub(crate) fn helper_writes(
+    pub(crate) fn helper_writes(&self, h: &str, k: usize, busy: &mut Busy) -> bool {
+        self.helper_writes_field(h, k, None, busy)
+    }
+
+    /// Whether helper `h` writes its parameter number `k`, a struct, at its array field
+    /// `field` (any field for `None`): `p.field[...] =`, or `p.field` / `p` passed to a
+    /// function that writes it.
+    pub(crate) fn helper_writes_field(
         &self,
         h: &str,
         k: usize,
-        busy: &mut BTreeSet<(String, usize)>,
+        field: Option<&str>,
+        busy: &mut Busy,
     ) -> bool {
-        if !busy.insert((h.to_string(), k)) {
+        if !busy.insert((h.to_string(), k, field.unwrap_or("").to_string())) {
             return false;
         }
         let Some(def) = self.funcs.get(h) else {
@@ -677,7 +908,7 @@ impl<'a> Translator<'a> {
         else {
             return true;
         };
-        writes_name(self, def.get("body"), p, busy)
+        writes_name(self, def.get("body"), p, field, busy)
     }
 
     /// The trip count as Python text (for `n_threads`), with locals set once before the loop
@@ -728,7 +959,16 @@ impl<'a> Translator<'a> {
     }
 }
 
-fn writes_name(t: &Translator, node: &Json, p: &str, busy: &mut BTreeSet<(String, usize)>) -> bool {
+/// Helpers (and parameter, field) whose writes are being looked at, against recursion.
+pub(crate) type Busy = BTreeSet<(String, usize, String)>;
+
+fn writes_name(t: &Translator, node: &Json, p: &str, field: Option<&str>, busy: &mut Busy) -> bool {
+    // `p.attr` with attr the field asked about (any, for None)
+    let field_of_p = |e: &Json| {
+        e.kind() == "Attribute"
+            && name_of(e.get("value")) == Some(p)
+            && field.is_none_or(|fl| e.get("attr").as_str() == Some(fl))
+    };
     match node {
         Json::Obj(m) => {
             if matches!(node.kind(), "Assign" | "AugAssign") {
@@ -738,12 +978,10 @@ fn writes_name(t: &Translator, node: &Json, p: &str, busy: &mut BTreeSet<(String
                     vec![node.get("target")]
                 };
                 // p[...] = or, for a struct p, p.field[...] = (and p.field = )
-                if targets.iter().any(|t| {
-                    let v = t.get("value");
-                    (t.kind() == "Subscript"
-                        && (name_of(v) == Some(p)
-                            || (v.kind() == "Attribute" && name_of(v.get("value")) == Some(p))))
-                        || (t.kind() == "Attribute" && name_of(v) == Some(p))
+                if targets.iter().any(|tg| {
+                    let v = tg.get("value");
+                    (tg.kind() == "Subscript" && (name_of(v) == Some(p) || field_of_p(v)))
+                        || field_of_p(tg)
                 }) {
                     return true;
                 }
@@ -751,15 +989,18 @@ fn writes_name(t: &Translator, node: &Json, p: &str, busy: &mut BTreeSet<(String
             if node.kind() == "Call" {
                 if let Some(h) = name_of(node.get("func")).filter(|h| t.funcs.contains_key(*h)) {
                     for (k, a) in node.get("args").as_list().iter().enumerate() {
-                        if name_of(a) == Some(p) && t.helper_writes(h, k, busy) {
+                        if name_of(a) == Some(p) && t.helper_writes_field(h, k, field, busy) {
+                            return true;
+                        }
+                        if field_of_p(a) && t.helper_writes(h, k, busy) {
                             return true;
                         }
                     }
                 }
             }
-            m.values().any(|v| writes_name(t, v, p, busy))
+            m.values().any(|v| writes_name(t, v, p, field, busy))
         }
-        Json::List(v) => v.iter().any(|x| writes_name(t, x, p, busy)),
+        Json::List(v) => v.iter().any(|x| writes_name(t, x, p, field, busy)),
         _ => false,
     }
 }
@@ -1081,6 +1322,16 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, Json>, e: &Json, depth: usize) -> O
         }
         "Call" if name_of(e.get("func")) == Some("int") => {
             Some(format!("int({})", sub(e.get("args").as_list().first()?)?))
+        }
+        // `size(x)`, `np.size(x)` of an array argument (NumPy's element count)
+        "Call"
+            if (name_of(e.get("func")) == Some("size")
+                || e.get("func").get("attr").as_str() == Some("size"))
+                && e.get("args").as_list().len() == 1 =>
+        {
+            let x = name_of(&e.get("args").as_list()[0])?;
+            (f.params.contains(x) && f.vars.get(x).is_some_and(|t| t.rank() > 0))
+                .then(|| format!("{x}.size"))
         }
         _ => None,
     }

@@ -384,7 +384,7 @@ fn reads_local_view(f: &FnCx, e: &Json) -> Option<String> {
     match e {
         Json::Obj(m) => {
             if let Some(n) = name_of(e) {
-                if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
+                if f.vars.get(n).is_some_and(Ty::is_view) && !f.params.contains(n) {
                     return Some(n.to_string());
                 }
             }

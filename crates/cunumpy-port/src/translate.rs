@@ -68,6 +68,12 @@ pub struct Translator<'a> {
     pub(crate) prelude: BTreeSet<&'static str>,
     pub(crate) atomic_used: bool,
     pub(crate) current: String,
+    /// Struct name -> its scratch fields `(field, fill)`: arrays the Pyccel class's `__init__`
+    /// allocates, which every thread keeps its own of (see `Translator::privatize`).
+    pub(crate) scratch: BTreeMap<String, Vec<(String, String)>>,
+    /// Helpers returning a tuple of scalars (`return span1, span2, span3`): the element types;
+    /// in CUDA they return through out-parameters `cunumpy_ret<k>`.
+    pub(crate) tuple_ret: BTreeMap<String, Vec<Scalar>>,
 }
 
 const MATH: &[(&str, &str)] = &[
@@ -209,6 +215,8 @@ impl<'a> Translator<'a> {
             prelude: BTreeSet::new(),
             atomic_used: false,
             current: String::new(),
+            scratch: BTreeMap::new(),
+            tuple_ret: BTreeMap::new(),
         };
         for node in module.get("body").as_list() {
             match node.kind() {
@@ -262,6 +270,29 @@ impl<'a> Translator<'a> {
         )
     }
 
+    /// Whether the array key `p.field` names a scratch field of the struct `p` (per thread).
+    pub(crate) fn is_scratch_key(&self, f: &FnCx, key: &str) -> bool {
+        let Some((base, field)) = key.split_once('.') else {
+            return false;
+        };
+        match f.vars.get(base) {
+            Some(Ty::Struct(sname, _)) => self
+                .scratch
+                .get(sname)
+                .is_some_and(|v| v.iter().any(|(n, _)| n == field)),
+            _ => false,
+        }
+    }
+
+    /// The C parameter declaration of `name`: a struct with scratch fields is passed to the
+    /// body and the helpers as its per-thread version `<Struct>_thread`.
+    pub(crate) fn c_param(&self, name: &str, t: &Ty) -> String {
+        match t {
+            Ty::Struct(s, _) if self.scratch.contains_key(s) => format!("{s}_thread {name}"),
+            _ => t.c_param(name),
+        }
+    }
+
     pub(crate) fn comment(&self, line: u32, pad: &str) -> String {
         let text = self
             .lines
@@ -312,6 +343,15 @@ impl<'a> Translator<'a> {
                         format!("the struct argument '{n}' used as a value (only its fields are translated)"),
                     )),
                     Some(t) => Ok((n.to_string(), t.clone())),
+                    // `from numpy import pi` (or math): the constants
+                    None if self.from_imports.get(n).is_some_and(|(_, r)| matches!(r.as_str(), "pi" | "e" | "inf")) => {
+                        let c = match self.from_imports[n].1.as_str() {
+                            "pi" => "M_PI",
+                            "e" => "M_E",
+                            _ => "INFINITY",
+                        };
+                        Ok((c.to_string(), sc(Scalar::F64)))
+                    }
                     None => Err(self.unsupported(
                         e,
                         "name",
@@ -653,6 +693,20 @@ impl<'a> Translator<'a> {
     }
 
     pub(crate) fn call(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
+        let out = self.call_any(f, e)?;
+        if let Some(n) = name_of(e.get("func")).filter(|n| self.tuple_ret.contains_key(*n)) {
+            return Err(self.unsupported(
+                e,
+                "call",
+                format!("{n}() returns a tuple: only `a, b = {n}(...)` is translated"),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// A call (see `call`), a helper returning a tuple included (its text then lacks the
+    /// out-parameters, which `a, b = f(...)` adds).
+    pub(crate) fn call_any(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
         let func = e.get("func");
         let args = e.get("args").as_list();
         if !e.get("keywords").as_list().is_empty() {
@@ -709,9 +763,9 @@ impl<'a> Translator<'a> {
         let helper_call = module.is_none() && self.funcs.contains_key(&name);
         if helper_call {
             for (k, a) in args.iter().enumerate() {
-                if let Some(v) = name_of(a).filter(|v| {
-                    matches!(f.vars.get(*v), Some(Ty::View(..))) && !f.params.contains(*v)
-                }) {
+                if let Some(v) = name_of(a)
+                    .filter(|v| f.vars.get(*v).is_some_and(Ty::is_view) && !f.params.contains(*v))
+                {
                     if self.helper_writes(&name, k, &mut BTreeSet::new()) {
                         return Err(self.e(PortErrorKind::Unsupported, e.line(), "write through a view", Some(v),
                             format!("passes '{v}', a view of another array's elements, to {name}(), which writes it")));
@@ -963,8 +1017,42 @@ impl<'a> Translator<'a> {
                 ))
             }
         };
+        // `return a, b, c` (struphy's get_spans): scalars returned through out-parameters
+        let mut tuple: Option<Vec<Scalar>> = None;
+        if ret.is_none() {
+            if let Some(r) =
+                first_return_value(def.get("body").as_list()).filter(|r| r.kind() == "Tuple")
+            {
+                // the types of every `return a, b` joined (`return n - 1, 0.5`, `return i, x`)
+                let mut ts: Vec<Scalar> = Vec::new();
+                let mut all = Vec::new();
+                return_values(def.get("body").as_list(), &mut all);
+                for v in all.into_iter().filter(|v| v.kind() == "Tuple") {
+                    for (k, x) in v.get("elts").as_list().iter().enumerate() {
+                        let t = self.ty(&f, x)?;
+                        if t.rank() > 0 {
+                            return Err(self.e(
+                                PortErrorKind::Unsupported,
+                                r.line(),
+                                "return",
+                                None,
+                                "returning a tuple with an array in it".into(),
+                            ));
+                        }
+                        match ts.get_mut(k) {
+                            Some(old) if *old != t.scalar() => *old = old.join(t.scalar()),
+                            Some(_) => {}
+                            None => ts.push(t.scalar()),
+                        }
+                    }
+                }
+                self.tuple_ret.insert(name.to_string(), ts.clone());
+                tuple = Some(ts);
+            }
+        }
         let ret = match ret {
             Some(t) => Some(t),
+            None if tuple.is_some() => None,
             None => self.first_return(&f, def.get("body").as_list())?,
         };
         if ret.as_ref().is_some_and(|t| t.rank() > 0) {
@@ -978,7 +1066,10 @@ impl<'a> Translator<'a> {
         }
         let body = self.block(&mut f, def.get("body").as_list(), 1, None)?;
         let ret_c = ret.as_ref().map(|t| t.scalar().c()).unwrap_or("void");
-        let ps: Vec<String> = params.iter().map(|(n, t)| t.c_param(n)).collect();
+        let mut ps: Vec<String> = params.iter().map(|(n, t)| self.c_param(n, t)).collect();
+        for (k, t) in tuple.iter().flatten().enumerate() {
+            ps.push(format!("{}* cunumpy_ret{k}", t.c()));
+        }
         let mut src = self.comment(def.line(), "");
         src.push_str(&format!(
             "__device__ {ret_c} {name}({}) {{\n",
@@ -1084,6 +1175,11 @@ impl<'a> Translator<'a> {
                     bind(f, n, t);
                 } else if let Some((_, t, _)) = self.row_view(f, value) {
                     bind(f, n, t);
+                } else if let Some((_, t, _)) = self.strided_view(f, value) {
+                    bind(f, n, t);
+                } else if let Some((_, t @ Ty::View(..))) = struct_field(f, value) {
+                    // `b1 = args.bn1`: a local view of a struct's array-view field
+                    bind(f, n, t);
                 } else if let Ok(t) = self.ty(f, value) {
                     bind(f, n, t);
                 }
@@ -1100,6 +1196,21 @@ impl<'a> Translator<'a> {
                     for t in elts {
                         if let Some(n) = name_of(t) {
                             bind(f, n, Ty::Scalar(Scalar::I64));
+                        }
+                    }
+                } else if value.kind() == "Call" {
+                    if let Some(h) =
+                        name_of(value.get("func")).filter(|h| self.funcs.contains_key(*h))
+                    {
+                        let h = h.to_string();
+                        if self.call_any(f, value).is_ok() {
+                            if let Some(ts) = self.tuple_ret.get(&h).cloned() {
+                                for (t, s) in elts.iter().zip(ts) {
+                                    if let Some(n) = name_of(t) {
+                                        bind(f, n, Ty::Scalar(s));
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -1223,6 +1334,56 @@ impl<'a> Translator<'a> {
         Some((base, Ty::View(t.scalar(), r), lead))
     }
 
+    /// `a[:, :, k]`, `a[i, :, k]` (whole axes and integer indices, an index after a whole axis,
+    /// so no trailing-axes view) of a C-ordered array argument or array-view field: (the
+    /// array's C name, the strided view's type, per axis the index or `None` for a whole axis).
+    pub(crate) fn strided_view<'j>(
+        &self,
+        f: &FnCx,
+        e: &'j Json,
+    ) -> Option<(String, Ty, Vec<Option<&'j Json>>)> {
+        if e.kind() != "Subscript" || self.row_view(f, e).is_some() {
+            return None;
+        }
+        let value = e.get("value");
+        let (base, t) = match struct_field(f, value) {
+            Some((k, t @ Ty::View(..))) => (k, t),
+            Some(_) => return None,
+            None => {
+                let n = name_of(value)?;
+                match f.vars.get(n) {
+                    Some(t @ (Ty::Array(..) | Ty::View(..))) => (n.to_string(), t.clone()),
+                    _ => return None,
+                }
+            }
+        };
+        let ix = indices(e);
+        if ix.len() != t.rank() {
+            return None;
+        }
+        let full = |i: &Json| {
+            i.kind() == "Slice"
+                && matches!(i.get("lower"), Json::Null)
+                && matches!(i.get("upper"), Json::Null)
+                && matches!(i.get("step"), Json::Null)
+        };
+        let mut pattern = Vec::new();
+        for i in ix {
+            if full(i) {
+                pattern.push(None);
+            } else if i.kind() == "Slice" || const_int(i).is_some_and(|v| v < 0) {
+                return None;
+            } else {
+                pattern.push(Some(i));
+            }
+        }
+        let kept = pattern.iter().filter(|p| p.is_none()).count();
+        if kept == 0 || kept == pattern.len() {
+            return None;
+        }
+        Some((base, Ty::Strided(t.scalar(), kept), pattern))
+    }
+
     /// `x = np.zeros((p + 1, q))` with run-time extents: the local's view takes them, checked
     /// against the per-thread reserve, then it is filled.
     fn dynamic_local(
@@ -1294,6 +1455,9 @@ impl<'a> Translator<'a> {
                 Ty::Scalar(s) => out.push_str(&format!("{pad}{} {n};\n", s.c())),
                 Ty::View(s, rank) => {
                     out.push_str(&format!("{pad}CArray{rank}D<{}> {n};\n", s.c()));
+                }
+                Ty::Strided(s, rank) => {
+                    out.push_str(&format!("{pad}Array{rank}D<{}> {n};\n", s.c()));
                 }
                 Ty::LocalDyn(s, rank) => {
                     let zeros = vec!["0"; *rank].join(", ");
@@ -1449,6 +1613,71 @@ impl<'a> Translator<'a> {
                                 return Ok(out);
                             }
                         }
+                        if let Some(Ty::Strided(sc, r)) =
+                            f.vars.get(n).filter(|_| !f.params.contains(n)).cloned()
+                        {
+                            if let Some((base, _, pattern)) = self.strided_view(f, value) {
+                                // the kept axes of a C-ordered array: its own elements
+                                let total = pattern.len();
+                                let cstride = |d: usize| -> String {
+                                    let v: Vec<String> = (d + 1..total)
+                                        .map(|k| format!("{base}.shape[{k}]"))
+                                        .collect();
+                                    if v.is_empty() {
+                                        "1".into()
+                                    } else {
+                                        v.join(" * ")
+                                    }
+                                };
+                                let mut off = Vec::new();
+                                let (mut shape, mut strides) = (Vec::new(), Vec::new());
+                                for (d, p) in pattern.iter().enumerate() {
+                                    match p {
+                                        Some(i) => {
+                                            let (x, ti) = self.expr(f, i)?;
+                                            if !ti.scalar().is_int() || ti.rank() > 0 {
+                                                return Err(self.unsupported(
+                                                    s,
+                                                    "index",
+                                                    format!("index of '{base}' is not an integer"),
+                                                ));
+                                            }
+                                            off.push(format!(
+                                                "(long long)({}) * {}",
+                                                strip_parens(&x),
+                                                cstride(d)
+                                            ));
+                                        }
+                                        None => {
+                                            shape.push(format!("{base}.shape[{d}]"));
+                                            strides.push(cstride(d));
+                                        }
+                                    }
+                                }
+                                debug_assert_eq!(shape.len(), r);
+                                out.push_str(&format!(
+                                    "{pad}{n} = Array{r}D<{}>{{{base}.data + {}, {{{}}}, {{{}}}}};\n",
+                                    sc.c(),
+                                    off.join(" + "),
+                                    shape.join(", "),
+                                    strides.join(", ")
+                                ));
+                                return Ok(out);
+                            }
+                        }
+                        if let Some(Ty::View(sc, r)) =
+                            f.vars.get(n).filter(|_| !f.params.contains(n))
+                        {
+                            if let Some((key, ft)) = struct_field(f, value) {
+                                // `b1 = args.bn1`: the view itself (the same elements)
+                                if ft != Ty::View(*sc, *r) {
+                                    return Err(self.unsupported(s, "struct field",
+                                        format!("'{n}' is bound to views of different types ('{key}' is not a {}-D view of {})", r, sc.c())));
+                                }
+                                out.push_str(&format!("{pad}{n} = {key};\n"));
+                                return Ok(out);
+                            }
+                        }
                         let (x, t) = self.expr(f, value)?;
                         if t.rank() > 0 {
                             return Err(self.unsupported(
@@ -1494,11 +1723,56 @@ impl<'a> Translator<'a> {
                                 out.push_str(&format!("{inner}{n} = cunumpy_tmp{k};\n"));
                             }
                             out.push_str(&format!("{pad}}}\n"));
+                        } else if let Some(ts) = name_of(value.get("func"))
+                            .filter(|_| value.kind() == "Call")
+                            .and_then(|h| self.funcs.contains_key(h).then_some(h))
+                            .map(str::to_string)
+                            .and_then(|h| {
+                                // translates the helper, so its tuple is known
+                                let _ = self.call_any(f, value);
+                                self.tuple_ret.get(&h).cloned()
+                            })
+                        {
+                            // `a, b, c = f(...)`: f returns through out-parameters
+                            if ts.len() != elts.len() {
+                                return Err(self.unsupported(
+                                    s,
+                                    "assignment",
+                                    format!("{} names for a tuple of {}", elts.len(), ts.len()),
+                                ));
+                            }
+                            let (x, _) = self.call_any(f, value)?;
+                            let inner = format!("{pad}    ");
+                            out.push_str(&format!("{pad}{{\n"));
+                            let mut outs = Vec::new();
+                            for (k, t) in ts.iter().enumerate() {
+                                out.push_str(&format!("{inner}{} cunumpy_tmp{k};\n", t.c()));
+                                outs.push(format!("&cunumpy_tmp{k}"));
+                            }
+                            let open = x.find('(').unwrap_or(x.len());
+                            let sep = if x[open..].starts_with("()") {
+                                ""
+                            } else {
+                                ", "
+                            };
+                            let call = format!(
+                                "{}{sep}{})",
+                                x.strip_suffix(')').unwrap_or(&x),
+                                outs.join(", ")
+                            );
+                            out.push_str(&format!("{inner}{call};\n"));
+                            for (k, t) in elts.iter().enumerate() {
+                                let n = name_of(t).ok_or_else(|| {
+                                    self.unsupported(s, "assignment", "tuple target".into())
+                                })?;
+                                out.push_str(&format!("{inner}{n} = cunumpy_tmp{k};\n"));
+                            }
+                            out.push_str(&format!("{pad}}}\n"));
                         } else {
                             return Err(self.unsupported(
                                 s,
                                 "assignment",
-                                "tuple assignment from something other than a tuple or .shape"
+                                "tuple assignment from something other than a tuple, .shape or a function returning a tuple"
                                     .into(),
                             ));
                         }
@@ -1616,6 +1890,25 @@ impl<'a> Translator<'a> {
             "Return" => {
                 if s.get("value") == &Json::Null {
                     out.push_str(&format!("{pad}return;\n"));
+                } else if let Some(ts) = self.tuple_ret.get(&f.name).cloned() {
+                    let v = s.get("value");
+                    let elts = v.get("elts").as_list();
+                    if v.kind() != "Tuple" || elts.len() != ts.len() {
+                        return Err(self.unsupported(
+                            s,
+                            "return",
+                            format!(
+                                "{}() returns a tuple of {} elsewhere; every return must",
+                                f.name,
+                                ts.len()
+                            ),
+                        ));
+                    }
+                    for (k, x) in elts.iter().enumerate() {
+                        let x = self.expr(f, x)?.0;
+                        out.push_str(&format!("{pad}*cunumpy_ret{k} = {};\n", strip_parens(&x)));
+                    }
+                    out.push_str(&format!("{pad}return;\n"));
                 } else {
                     let x = self.expr(f, s.get("value"))?.0;
                     out.push_str(&format!("{pad}return {x};\n"));
@@ -1701,13 +1994,40 @@ impl<'a> Translator<'a> {
     }
 }
 
+/// The value of the first `return value` of a body (nested blocks included).
+fn first_return_value(body: &[Json]) -> Option<&Json> {
+    for s in body {
+        if s.kind() == "Return" && s.get("value") != &Json::Null {
+            return Some(s.get("value"));
+        }
+        for key in ["body", "orelse"] {
+            if let Some(v) = first_return_value(s.get(key).as_list()) {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// The values of every `return value` of a body (nested blocks included), in order.
+fn return_values<'j>(body: &'j [Json], out: &mut Vec<&'j Json>) {
+    for s in body {
+        if s.kind() == "Return" && s.get("value") != &Json::Null {
+            out.push(s.get("value"));
+        }
+        for key in ["body", "orelse"] {
+            return_values(s.get(key).as_list(), out);
+        }
+    }
+}
+
 /// The local view a subscript target writes through (`row[k] = ...`), if any.
 fn local_view_written(f: &FnCx, target: &Json) -> Option<String> {
     if target.kind() != "Subscript" {
         return None;
     }
     let n = name_of(target.get("value"))?;
-    (matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n)).then(|| n.to_string())
+    (f.vars.get(n).is_some_and(Ty::is_view) && !f.params.contains(n)).then(|| n.to_string())
 }
 
 /// The rank of the array named by `key` (an argument, a local, `p.field`).

@@ -56,6 +56,9 @@ pub enum Ty {
     /// An array-view field of a struct (`CArrayND<T>`, as `CudaStruct` lays out a Pyccel
     /// class's `'float[:,:]'` attribute): element type and rank, indexed like an array argument.
     View(Scalar, usize),
+    /// A strided view (`ArrayND<T>`) of some axes of a C-ordered array (`cx = args.cx[:, :, 0]`,
+    /// an index on a trailing axis): element type and rank; a local name, read only.
+    Strided(Scalar, usize),
 }
 
 impl Ty {
@@ -65,6 +68,7 @@ impl Ty {
             | Ty::Array(s, _)
             | Ty::Local(s, _)
             | Ty::View(s, _)
+            | Ty::Strided(s, _)
             | Ty::LocalDyn(s, _) => *s,
             Ty::Struct(..) => Scalar::I64,
         }
@@ -73,17 +77,23 @@ impl Ty {
     pub fn rank(&self) -> usize {
         match self {
             Ty::Scalar(_) => 0,
-            Ty::Array(_, n) | Ty::View(_, n) | Ty::LocalDyn(_, n) => *n,
+            Ty::Array(_, n) | Ty::View(_, n) | Ty::Strided(_, n) | Ty::LocalDyn(_, n) => *n,
             Ty::Local(_, d) => d.len(),
             Ty::Struct(..) => 0,
         }
     }
 
     /// The C parameter declaration of `name` with this type.
+    /// Whether this is a view a local name holds (of another array's elements).
+    pub fn is_view(&self) -> bool {
+        matches!(self, Ty::View(..) | Ty::Strided(..))
+    }
+
     pub fn c_param(&self, name: &str) -> String {
         match self {
             Ty::Scalar(s) => format!("{} {name}", s.c()),
             Ty::Struct(s, _) => format!("{s} {name}"),
+            Ty::Strided(s, r) => format!("Array{r}D<{}> {name}", s.c()),
             _ => format!("CArray{}D<{}> {name}", self.rank(), self.scalar().c()),
         }
     }
@@ -143,6 +153,27 @@ pub fn parse_annotation(text: &str) -> Result<Ty, String> {
     }
 }
 
+/// The scratch fields of a struct type text (`struct S {...; bn1: scratch empty float64[:]}`):
+/// `(field, fill)` with fill `empty`, `zeros` or `ones`, in order.
+pub fn struct_scratch(text: &str) -> Vec<(String, String)> {
+    let Some(body) = text
+        .trim()
+        .strip_prefix("struct ")
+        .and_then(|r| r.split_once('{'))
+        .map(|(_, b)| b.trim_end().trim_end_matches('}'))
+    else {
+        return Vec::new();
+    };
+    body.split(';')
+        .filter_map(|f| {
+            let (n, t) = f.split_once(':')?;
+            let rest = t.trim().strip_prefix("scratch ")?;
+            let (fill, _) = rest.trim().split_once(' ')?;
+            Some((n.trim().to_string(), fill.to_string()))
+        })
+        .collect()
+}
+
 /// `Particles {x: float64[:]; n: int}`: a struct argument's C name and fields (as given by the
 /// Python side from a `CudaStructArguments` class; array fields are 1-D pointers).
 fn parse_struct(text: &str) -> Result<Ty, String> {
@@ -159,6 +190,21 @@ fn parse_struct(text: &str) -> Result<Ty, String> {
             .split_once(':')
             .ok_or_else(|| format!("struct field '{f}'"))?;
         let t = t.trim();
+        // `scratch empty float64[:]`: an array the class's __init__ allocates (a per-thread
+        // local array of the generated kernel; see `struct_scratch`)
+        let t = match t.strip_prefix("scratch ") {
+            Some(rest) => match rest.trim().split_once(' ') {
+                Some(("empty" | "zeros" | "ones", ann)) => match parse_annotation(ann)? {
+                    Ty::Array(s, rank) => {
+                        fields.push((n.trim().to_string(), Ty::View(s, rank)));
+                        continue;
+                    }
+                    _ => return Err(format!("struct field '{f}' (scratch is an array)")),
+                },
+                _ => return Err(format!("struct field '{f}'")),
+            },
+            None => t,
+        };
         let ty = match t.strip_prefix("view ") {
             Some(v) => match parse_annotation(v)? {
                 Ty::Array(s, n) => Ty::View(s, n),
@@ -223,5 +269,22 @@ mod tests {
             )
         );
         assert!(parse_annotation("struct D {cx: float64[:,:]}").is_err());
+        let text = "struct S {pn: view int64[:]; bn1: scratch empty float64[:]; b: scratch zeros float32[:,:]}";
+        assert_eq!(
+            parse_annotation(text).unwrap(),
+            Ty::Struct(
+                "S".into(),
+                vec![
+                    ("pn".into(), Ty::View(Scalar::I64, 1)),
+                    ("bn1".into(), Ty::View(Scalar::F64, 1)),
+                    ("b".into(), Ty::View(Scalar::F32, 2))
+                ]
+            )
+        );
+        assert_eq!(
+            struct_scratch(text),
+            vec![("bn1".into(), "empty".into()), ("b".into(), "zeros".into())]
+        );
+        assert!(parse_annotation("struct S {b: scratch full float64[:]}").is_err());
     }
 }

@@ -101,7 +101,14 @@ def _selected(kernel: Kernel, args: tuple[Any, ...], outputs: Any) -> dict[str, 
             )
         value, label = args[index], f"argument {index}"
         if field is not None:
-            value = value[field] if isinstance(value, dict) else getattr(value, field)
+            if isinstance(value, dict):
+                value = value[field]
+            elif hasattr(value, "__cuda_struct__") and isinstance(
+                getattr(value, "values", None), dict
+            ):
+                value = value.values[field]  # a packed struct value: the array it points at
+            else:
+                value = getattr(value, field)
             label += f".{field}"
         _collect(value, label, 0, found)
     return found

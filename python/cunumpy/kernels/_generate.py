@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from copy import deepcopy
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,8 @@ class GeneratedCuda(str):
     ``(array, line, how)`` per array write in the loop, ``how`` being ``"owned"``: indexed by
     the loop variable, ``"atomic"``: a ``+=``/``-=`` made an atomic add, or ``"reduction"``:
     ``out[k] += s`` after the loop of a sum ``s`` the loop accumulates, each thread adding its
-    own partial sum atomically), ``atomics`` (the
+    own partial sum atomically, or ``"private"``: a scratch array of a struct argument, which
+    every thread has its own of), ``atomics`` (the
     arrays updated atomically), ``helpers`` (functions of the module made ``__device__``) and
     ``typevars`` (``(name, type)`` for each module ``TypeVar`` of the annotations, instantiated
     for its first constraint the translator knows: ``T = TypeVar('T', float, complex)`` gives a
@@ -61,6 +63,12 @@ class GeneratedCuda(str):
         if self.n_threads is None:
             return None
         names = dict(zip(self.params, args, strict=False))
+        for name, arg in list(names.items()):
+            # a packed struct value (`struct(n_markers=..., ...)`): its fields by attribute, as
+            # the host kernel reads them (`range(args_markers.n_markers)`)
+            fields = getattr(arg, "values", None)
+            if hasattr(arg, "__cuda_struct__") and isinstance(fields, dict):
+                names[name] = SimpleNamespace(**fields)
         for name, arg in names.items():
             # a trip count read from a device array's values (`range(s[0], e[0] + 1)`) is a
             # copy to the host: made here, counted, not left to CuPy's __int__ inside eval
@@ -96,6 +104,7 @@ class GeneratedCuda(str):
             what = {
                 "atomic": "atomic add (other iterations may hit the same element)",
                 "reduction": "sum of every thread's partial, one atomic add per thread",
+                "private": "the thread's own scratch array (its struct's __init__ allocates it)",
             }.get(how, f"indexed by {self.loop_var}: safe")
             lines.append(f"  line {line}: write to {array}: {what}")
         if self.helpers:
@@ -293,19 +302,19 @@ def _struct_of_class(
 
     obj = (namespace or {}).get(class_name)
     if inspect.isclass(obj) and getattr(obj, "struct", None) is not None:
-        return obj.struct
+        return obj.struct, None
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             return _with_derived_ints(
                 CudaStruct.from_pyccel_class(source, class_name, contiguous=True), node
-            )
+            ), node
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             for alias in node.names:
                 if (alias.asname or alias.name) == class_name:
                     path = _module_file(node.module, search_paths)
                     if path is None:
-                        return None
+                        return None, None
                     struct = CudaStruct.from_pyccel_class(
                         path, alias.name, class_name, contiguous=True
                     )
@@ -317,8 +326,8 @@ def _struct_of_class(
                         ),
                         None,
                     )
-                    return struct if cls is None else _with_derived_ints(struct, cls)
-    return None
+                    return (struct, None) if cls is None else (_with_derived_ints(struct, cls), cls)
+    return None, None
 
 
 def _inline_field_aliases(tree: ast.Module, name: str, struct_types: dict[str, str]) -> None:
@@ -413,7 +422,106 @@ def _with_derived_ints(struct: Any, cls: ast.ClassDef) -> Any:
     return CudaStruct(struct.name, [(f.name, f.ctype) for f in struct.fields] + extra)
 
 
-def _struct_type_of(struct: Any, param: str, kernel: str, line: int) -> str:
+_ALLOCATORS = ("empty", "zeros", "ones")
+_SCRATCH_DTYPES = {"float": "float64", "int": "int64", "bool": "bool", **_FIELD_DTYPES}
+
+
+def _init_of(cls: ast.ClassDef | None) -> ast.FunctionDef | None:
+    if cls is None:
+        return None
+    return next(
+        (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+    )
+
+
+def _scratch_fields(cls: ast.ClassDef | None) -> list[tuple[str, str, str, list[ast.expr]]]:
+    """The arrays a Pyccel class's ``__init__`` allocates (``self.bn1 = np.empty(int(pn[0] +
+    1), dtype=float)``, as struphy's ``DerhamArguments`` and ``SplineArguments`` do): ``(field,
+    fill, "float64[:]", extents)``, the extents written with ``self.<field>`` for the
+    ``__init__`` parameters stored in fields. They are not fields of the struct (the host
+    passes no value for them): every thread of the generated kernel has its own. Allocations
+    of a dtype the translator does not know are left out (a kernel using them is refused)."""
+    from ..arguments import _stored_attributes
+
+    init = _init_of(cls)
+    if init is None or not init.args.args:
+        return []
+    me = init.args.args[0].arg
+    stored = _stored_attributes(init)
+
+    class _Fields(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id == me:
+                return ast.copy_location(ast.Name(id="self", ctx=ast.Load()), node)
+            if node.id in stored:
+                return ast.copy_location(
+                    ast.Attribute(
+                        value=ast.Name(id="self", ctx=ast.Load()),
+                        attr=stored[node.id],
+                        ctx=ast.Load(),
+                    ),
+                    node,
+                )
+            return node
+
+    out = []
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        t, v = node.targets[0], node.value
+        if not (
+            isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id == me
+            and isinstance(v, ast.Call)
+        ):
+            continue
+        func = v.func
+        fname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if fname not in _ALLOCATORS:
+            continue
+        kw = {k.arg: k.value for k in v.keywords}
+        shape = v.args[0] if v.args else kw.get("shape")
+        dtype = v.args[1] if len(v.args) > 1 else kw.get("dtype")
+        if shape is None:
+            continue
+        if dtype is None:
+            dname = "float"
+        elif isinstance(dtype, ast.Name):
+            dname = dtype.id
+        elif isinstance(dtype, ast.Attribute):
+            dname = dtype.attr
+        elif isinstance(dtype, ast.Constant) and isinstance(dtype.value, str):
+            dname = dtype.value
+        else:
+            continue
+        elem = _SCRATCH_DTYPES.get(dname)
+        if elem is None:
+            continue
+        dims = list(shape.elts) if isinstance(shape, ast.Tuple | ast.List) else [shape]
+        dims = [_Fields().visit(deepcopy(d)) for d in dims]
+        out.append((t.attr, fname, f"{elem}[{','.join(':' * len(dims))}]", dims))
+    return out
+
+
+def _scratch_def(struct_name: str, scratch: list, line: int) -> ast.FunctionDef:
+    """``def cunumpy_scratch__<Struct>(self): bn1 = (extent,)``: the extents of the scratch
+    fields, as the translator reads them (at ``line``, the kernel parameter's)."""
+    body = "".join(
+        f"    {field} = ({', '.join(ast.unparse(d) for d in dims)},)\n"
+        for field, _, _, dims in scratch
+    )
+    fn = ast.parse(f"def cunumpy_scratch__{struct_name}(self):\n{body}").body[0]
+    for node in ast.walk(fn):
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = line
+    assert isinstance(fn, ast.FunctionDef)
+    return fn
+
+
+def _struct_type_of(
+    struct: Any, param: str, kernel: str, line: int, scratch: Sequence[tuple] = ()
+) -> str:
     """A CudaStruct as the translator's struct type text (``struct N {x: float64[:]; n: int}``)."""
     fields = []
     for f in struct.fields:
@@ -442,6 +550,10 @@ def _struct_type_of(struct: Any, param: str, kernel: str, line: int) -> str:
             fields.append(f"{f.name}: {dtype}[:]")
         else:
             fields.append(f"{f.name}: {dtype}")
+    names = set(struct.field_names)
+    for field, fill, ann, _ in scratch:
+        if field not in names:
+            fields.append(f"{field}: scratch {fill} {ann}")
     return f"struct {struct.name} {{{'; '.join(fields)}}}"
 
 
@@ -460,13 +572,18 @@ def _struct_arg_types(
     search_paths: Sequence[Path],
 ) -> tuple[list[tuple[str, str]], list[Any]]:
     """Types of the kernel's parameters annotated with a struct class name (and not given by
-    ``arg_types``), and those structs (for the launch)."""
+    ``arg_types``), and those structs (for the launch). The extents of their scratch fields
+    are added to ``tree`` (``_scratch_def``), and ``X = Class(p.f1, ..., p.fn)`` of the
+    kernel, a per-thread copy of a struct parameter, is read as ``p`` itself
+    (``_alias_struct_copies``)."""
     from ..exceptions import CudaStructError
 
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
     if fn is None:
         return [], []
     types, structs = [], []
+    classes: dict[str, tuple[str, ast.ClassDef | None]] = {}
+    scratch_done: set[str] = set()
     for arg in [*fn.args.posonlyargs, *fn.args.args]:
         ann = arg.annotation
         if arg.arg in given or ann is None:
@@ -478,7 +595,7 @@ def _struct_arg_types(
         if not text.isidentifier() or text in _SCALAR_NAMES:
             continue
         try:
-            struct = _struct_of_class(text, tree, source, namespace, search_paths)
+            struct, cls = _struct_of_class(text, tree, source, namespace, search_paths)
         except CudaStructError as exc:
             raise _port_error(
                 _unsupported(),
@@ -490,9 +607,100 @@ def _struct_arg_types(
             ) from None
         if struct is None:
             continue
-        types.append((arg.arg, _struct_type_of(struct, arg.arg, name, arg.lineno)))
+        scratch = _scratch_fields(cls)
+        scratch = [x for x in scratch if x[0] not in set(struct.field_names)]
+        types.append((arg.arg, _struct_type_of(struct, arg.arg, name, arg.lineno, scratch)))
         structs.append(struct)
+        classes[arg.arg] = (text, cls)
+        if scratch and struct.name not in scratch_done:
+            scratch_done.add(struct.name)
+            tree.body.append(_scratch_def(struct.name, scratch, arg.lineno))
+    _alias_struct_copies(fn, classes)
     return types, structs
+
+
+def _alias_struct_copies(fn: ast.FunctionDef, classes: dict[str, tuple[str, Any]]) -> None:
+    """``thread_derham = DerhamArguments(args_derham.pn, args_derham.tn1, ...)`` in the kernel
+    (struphy's pushers make a copy per OpenMP thread, so that each has its own scratch
+    arrays): the struct parameter's fields in the order of the class's ``__init__``. In the
+    generated kernel every thread has its own scratch fields of the parameter already, so the
+    copy is the parameter: the statement is dropped and ``thread_derham`` reads
+    ``args_derham``. Refused (naming the line) when the copy is anything else or the
+    parameter is used besides."""
+    by_class: dict[str, list[str]] = {}
+    for param, (cname, _) in classes.items():
+        by_class.setdefault(cname, []).append(param)
+    stores: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            d = loads if isinstance(node.ctx, ast.Load) else stores
+            d[node.id] = d.get(node.id, 0) + 1
+    renames: dict[str, str] = {}
+    drop: set[int] = set()
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        cname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if cname not in by_class:
+            continue
+
+        def refuse(why: str, line: int = node.lineno, cname: str = cname) -> Exception:
+            return _port_error(
+                _unsupported(),
+                fn.name,
+                line,
+                "struct construction",
+                f"constructs a {cname} ({why}); the translator reads only a copy of a "
+                f"{cname} parameter, {cname}(p.<field>, ...) with its fields in the order "
+                "of __init__, assigned to a name once, the parameter used nowhere else",
+            )
+
+        call = node.value
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if not isinstance(target, ast.Name) or stores.get(target.id) != 1 or call.keywords:
+            raise refuse("not a copy assigned once to a name")
+        bases = {
+            a.value.id
+            for a in call.args
+            if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)
+        }
+        if len(bases) != 1 or len(call.args) == 0:
+            raise refuse("its arguments are not the fields of one parameter")
+        (param,) = bases
+        if param not in by_class[cname] or param in renames.values():
+            raise refuse(f"'{param}' is not a {cname} parameter copied once")
+        init = _init_of(classes[param][1])
+        from ..arguments import _stored_attributes
+
+        stored = _stored_attributes(init) if init is not None else {}
+        order = [stored.get(a.arg, a.arg) for a in (init.args.args[1:] if init else [])]
+        if [a.attr for a in call.args] != order:  # type: ignore[attr-defined]
+            raise refuse(f"the arguments are not {param}.{', {param}.'.join(order)}")
+        if loads.get(param, 0) != len(call.args):
+            raise refuse(f"'{param}' is also used besides the copy")
+        renames[target.id] = param
+        drop.add(id(node))
+    if not renames:
+        return
+
+    def strip(body: list[ast.stmt]) -> list[ast.stmt]:
+        kept = []
+        for st in body:
+            if id(st) in drop:
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field, None)
+                if isinstance(inner, list) and inner:
+                    setattr(st, field, strip(inner) or [ast.Pass()])
+            kept.append(st)
+        return kept
+
+    fn.body = strip(fn.body) or [ast.Pass()]
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in renames:
+            node.id = renames[node.id]
 
 
 def _annotations_as_text(tree: ast.Module) -> ast.Module:
