@@ -750,6 +750,8 @@ impl Gen<'_> {
                     );
                     src.push_str(&pre);
                     src.push_str(&self.acc_decls(rb, "        "));
+                    // four loads of a lane in flight at once (rows of 128 to a few thousand)
+                    src.push_str("#pragma unroll 4\n");
                     let _ = writeln!(src, "        for ({idx} k = lane; k < K; k += 32) {{");
                     src.push_str(&body);
                     src.push_str("        }\n");

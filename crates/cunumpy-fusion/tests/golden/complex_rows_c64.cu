@@ -165,6 +165,7 @@ extern "C" __global__ void complex_rows_c64_k0(
         const int c0 = m;
         const int b0 = c0 * stin0_0;
         cn_c128 acc0 = 0;
+#pragma unroll 4
         for (int k = lane; k < K; k += 32) {
             const int c1 = k;
             const cn_c64 r0 = in0[b0 + c1];

@@ -27,6 +27,7 @@ extern "C" __global__ void middle_axis_int32_k0(
         const int b0 = c1 * stin0_1;
         long long acc0 = 0;
         int acc1 = (-2147483647 - 1);
+#pragma unroll 4
         for (int k = lane; k < K; k += 32) {
             int ctmp = k;
             const int cq2 = (int)((__umulhi((unsigned)ctmp, d2m) + (unsigned)ctmp) >> d2s);

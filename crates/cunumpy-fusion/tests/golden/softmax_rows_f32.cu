@@ -36,6 +36,7 @@ extern "C" __global__ void softmax_rows_f32_k0(
         const int c0 = m;
         const int b0 = c0 * stin0_0;
         float acc0 = -INFINITY;
+#pragma unroll 4
         for (int k = lane; k < K; k += 32) {
             const int c1 = k;
             const float r0 = in0[b0 + c1];
@@ -67,6 +68,7 @@ extern "C" __global__ void softmax_rows_f32_k1(
         const int b0 = c0 * stin0_0;
         const int b1 = c0;
         double acc0 = 0;
+#pragma unroll 4
         for (int k = lane; k < K; k += 32) {
             const int c1 = k;
             const float r0 = in0[b0 + c1];
