@@ -113,6 +113,14 @@ def test_short_row_reductions_match_numpy_on_the_emulated_device():
         check("reversed rows", rng_range, base[:, ::-1][:, :15])
         t = rng.standard_normal((21, 3, 5))
         check("3-D last two axes", lambda x: x.max(axis=(1, 2)) - x.min(axis=(1, 2)), t)
+        # the first and last axes reduced, the middle kept: rows of 4 x 3 spread over memory
+        w = rng.integers(-50, 50, size=(4, 37, 3)).astype(np.int32)
+        check(
+            "outer and inner axes",
+            lambda x: x.max(axis=(0, 2)) - x.sum(axis=(0, 2)),
+            w,
+            lanes=2,
+        )
         # an epilogue reading another array, a keepdims result broadcast back
         b = rng.standard_normal(37)
         a = rng.standard_normal((37, 16))
