@@ -176,3 +176,26 @@ def test_a_fused_plan_gets_the_grid_of_the_devices_real_sm_count():
     launched = [e.description for e in counter.events if e.kind == "launch"]
     assert f"kernel 'sm_total_k0_partial' grid [{16 * sm_count}, 1, 1]" in launched[0]
     assert np.isclose(float(r), float(cupy.asnumpy(a).sum()))
+
+
+@pytest.mark.parametrize("k", [1, 2, 15, 16, 17, 33, 64, 65, 127, 128, 1000])
+def test_short_row_reductions_on_gpu(k):
+    # lanes per row (1 to 16) for rows under 128, a warp per row above; a row count that
+    # leaves a warp's last rows past the end, NaNs in some rows, an int dtype, a strided view
+    rng = np.random.default_rng(k)
+    m = (1 << 16) + 3
+    a = rng.standard_normal((m, k))
+    a[5, k // 2] = np.nan
+    a[m - 1, k - 1] = np.nan
+    f = fuse(lambda x: x.max(axis=1) - x.min(axis=1), kernel_name="short_rows")
+    np.testing.assert_array_equal(cupy.asnumpy(f(cupy.asarray(a))), a.max(axis=1) - a.min(axis=1))
+    i = rng.integers(-1000, 1000, size=(m, k)).astype(np.int32)
+    s = fuse(lambda x: x.sum(axis=1), kernel_name="short_rows_sum")
+    got = cupy.asnumpy(s(cupy.asarray(i)))
+    assert got.dtype == i.sum(axis=1).dtype
+    np.testing.assert_array_equal(got, i.sum(axis=1))
+    wide = rng.standard_normal((m, 2 * k))
+    view = cupy.asarray(wide)[:, ::2]
+    np.testing.assert_array_equal(
+        cupy.asnumpy(f(view)), wide[:, ::2].max(axis=1) - wide[:, ::2].min(axis=1)
+    )

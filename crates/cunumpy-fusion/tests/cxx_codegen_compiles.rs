@@ -18,6 +18,7 @@ const SHIM: &str = r#"
 struct cn_dim3 { unsigned x, y, z; };
 static cn_dim3 threadIdx, blockIdx, blockDim, gridDim;
 template <class T> T __shfl_down_sync(unsigned, T v, int) { return v; }
+static unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 static void __syncthreads() {}
 "#;
 
@@ -36,10 +37,11 @@ const ALL: [DType; 11] = [
 ];
 
 /// One source per shape (preamble once, then the kernels of every dtype). The shapes reach
-/// every reduction strategy: split (both axes of the first, axis 0 of the second), one thread
-/// per output (axis 0 of the first) and one warp per output (axis 1 of the second).
+/// every reduction strategy: split (both axes of the first, axis 0 of the second and third),
+/// one thread per output (axis 0 of the first), four lanes per output (axis 1 of the second)
+/// and one warp per output (axis 1 of the third).
 fn sources() -> Vec<String> {
-    let shapes = [vec![3, 1 << 20], vec![1 << 20, 3]];
+    let shapes = [vec![3, 1 << 20], vec![1 << 20, 16], vec![4096, 300]];
     let mut out: Vec<String> = shapes
         .iter()
         .map(|_| format!("{PREAMBLE}{COMPLEX_PREAMBLE}"))
@@ -124,7 +126,12 @@ fn generated_cuda_type_checks_with_host_compiler() {
     ] {
         assert!(all.contains(needle), "no complex kernel code {needle}");
     }
-    for strategy in ["_partial(", "for (int k = 0; k < K; ++k)", "k += 32)"] {
+    for strategy in [
+        "_partial(",
+        "for (int k = 0; k < K; ++k)",
+        "k += 32)",
+        "k += 4)",
+    ] {
         assert!(all.contains(strategy), "no kernel with {strategy}");
     }
     let dir = std::env::temp_dir().join(format!("cunumpy-fusion-cxx-{}", std::process::id()));

@@ -191,6 +191,20 @@ fn golden_row_and_column_reductions() {
         &[vec![64, 100_000, 3]],
     );
 
+    // the range of each row of 16 (benches/fusion.py's `max(axis=1) - min(axis=1)`): both
+    // reductions and the subtraction in one kernel, 4 lanes per row, 8 rows per warp
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Float64, 2).unwrap();
+    let hi = g.reduce(ReduceKind::Max, x, &Axis::One(1), false).unwrap();
+    let lo = g.reduce(ReduceKind::Min, x, &Axis::One(1), false).unwrap();
+    let r = g.op(Op::Sub, &[hi, lo]).unwrap();
+    g.output(r).unwrap();
+    check(
+        "row_range_short_rows",
+        &g.finish().unwrap(),
+        &[vec![1 << 22, 16]],
+    );
+
     let mut g = GraphBuilder::new();
     let x = g.input(DType::Float64, 2).unwrap();
     let v = g.std(x, &Axis::One(0), 1, false).unwrap();

@@ -756,9 +756,13 @@ impl FusionPlan {
                     let s = match strategy {
                         Strategy::Split => "split",
                         Strategy::WarpPerRow => "warp_per_row",
+                        Strategy::LanesPerRow(_) => "lanes_per_row",
                         Strategy::ThreadPerOutput => "thread_per_output",
                     };
                     d.set_item("strategy", s)?;
+                    if let Strategy::LanesPerRow(lanes) = strategy {
+                        d.set_item("lanes_per_row", lanes)?;
+                    }
                 }
             }
             let names = |ops: &[Operand]| ops.iter().map(operand_name).collect::<Vec<_>>();

@@ -81,6 +81,9 @@ pub(crate) fn explain(plan: &Plan, device: Option<&OnDevice<'_>>) -> String {
                         "split into blocks per output (by the device's SM count) + final combine"
                             .into(),
                     (Strategy::WarpPerRow, _) => "one warp per output".into(),
+                    (Strategy::LanesPerRow(1), _) => "one thread per output (short rows)".into(),
+                    (Strategy::LanesPerRow(lanes), _) =>
+                        format!("{lanes} lanes per output ({} outputs per warp)", 32 / lanes),
                     (Strategy::ThreadPerOutput, _) => "one thread per output".into(),
                 }
             ),

@@ -520,12 +520,25 @@ fn make_kernel(name: String, kind: KernelKind, body: Body, fused_ops: Vec<String
     }
 }
 
+/// Rows shorter than this reduce with fewer than 32 lanes each (`Strategy::LanesPerRow`).
+pub(crate) const SHORT_ROW: usize = 128;
+
+/// The lanes per row of a short row of `k` elements: the largest power of two not above
+/// `k / 4` (each lane takes about four elements, loaded together), at least 1, at most 16.
+pub(crate) fn lanes_per_row(k: usize) -> u32 {
+    let quarter = (k / 4).max(1);
+    let p = 1usize << (usize::BITS - 1 - quarter.leading_zeros());
+    p.min(16) as u32
+}
+
 /// How a reduction maps outputs to threads (the number of blocks per output of a split is
 /// chosen per device: `Geometry`).
 fn choose_strategy(space: &Space, m: usize, k: usize) -> Strategy {
     let innermost_reduced = space.reduced.last().copied().unwrap_or(true);
     if innermost_reduced {
-        if m >= 2048 || k <= 2048 {
+        if k < SHORT_ROW {
+            Strategy::LanesPerRow(lanes_per_row(k))
+        } else if m >= 2048 || k <= 2048 {
             Strategy::WarpPerRow
         } else {
             Strategy::Split

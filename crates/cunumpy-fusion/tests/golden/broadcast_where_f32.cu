@@ -5,7 +5,7 @@ kernel 0 `broadcast_where_f32_k0`: elementwise over 300000 element(s)
   reads: in0: float32[1000, 300], in1: float32[300], s0: int64, s1: float64
   writes: out0: float32[1000, 300]
   bytes: 1201200 read, 1200000 written
-  launch broadcast_where_f32_k0<<<586, 256>>>(in0, in1, out0, s0, s1, d1, n)
+  launch broadcast_where_f32_k0<<<586, 256>>>(in0, in1, out0, s0, s1, d1, d1m, d1s, n)
 total: 1201200 bytes read, 1200000 bytes written
 */
 
@@ -16,6 +16,8 @@ extern "C" __global__ void broadcast_where_f32_k0(
     const long long s0,
     const double s1,
     const int d1,
+    const unsigned int d1m,
+    const int d1s,
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x * 2;
@@ -25,7 +27,8 @@ extern "C" __global__ void broadcast_where_f32_k0(
             for (int u = 0; u < 2; ++u) {
                 const int i = base + u * (int)blockDim.x;
                 int ctmp = i;
-                const int c1 = ctmp % d1; ctmp /= d1;
+                const int cq1 = (int)((__umulhi((unsigned)ctmp, d1m) + (unsigned)ctmp) >> d1s);
+                const int c1 = ctmp - cq1 * d1; ctmp = cq1;
                 const int c0 = ctmp;
                 const float r0 = in0[i];
                 const long long r1 = s0;
@@ -43,7 +46,8 @@ extern "C" __global__ void broadcast_where_f32_k0(
                 const int i = base + u * (int)blockDim.x;
                 if (i < n) {
                     int ctmp = i;
-                    const int c1 = ctmp % d1; ctmp /= d1;
+                    const int cq1 = (int)((__umulhi((unsigned)ctmp, d1m) + (unsigned)ctmp) >> d1s);
+                    const int c1 = ctmp - cq1 * d1; ctmp = cq1;
                     const int c0 = ctmp;
                     const float r0 = in0[i];
                     const long long r1 = s0;

@@ -11,7 +11,7 @@ kernel 1 `complex_rows_c64_k1`: elementwise over 256000 element(s)
   reads: in0: complex64[1000, 256], in1: float32[256], s0: complex128
   writes: out0: float32[1000, 256]
   bytes: 2049024 read, 1024000 written
-  launch complex_rows_c64_k1<<<500, 256>>>(in0, in1, out0, s0, d1, n)
+  launch complex_rows_c64_k1<<<500, 256>>>(in0, in1, out0, s0, d1, d1m, d1s, n)
 total: 4097024 bytes read, 1032000 bytes written
 */
 
@@ -165,6 +165,7 @@ extern "C" __global__ void complex_rows_c64_k0(
         const int c0 = m;
         const int b0 = c0 * stin0_0;
         cn_c128 acc0 = 0;
+#pragma unroll 4
         for (int k = lane; k < K; k += 32) {
             const int c1 = k;
             const cn_c64 r0 = in0[b0 + c1];
@@ -190,6 +191,8 @@ extern "C" __global__ void complex_rows_c64_k1(
     float* __restrict__ out0,
     const cn_c128 s0,
     const int d1,
+    const unsigned int d1m,
+    const int d1s,
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x * 2;
@@ -199,7 +202,8 @@ extern "C" __global__ void complex_rows_c64_k1(
             for (int u = 0; u < 2; ++u) {
                 const int i = base + u * (int)blockDim.x;
                 int ctmp = i;
-                const int c1 = ctmp % d1; ctmp /= d1;
+                const int cq1 = (int)((__umulhi((unsigned)ctmp, d1m) + (unsigned)ctmp) >> d1s);
+                const int c1 = ctmp - cq1 * d1; ctmp = cq1;
                 const int c0 = ctmp;
                 const cn_c64 r0 = in0[i];
                 const float r1 = in1[c1];
@@ -217,7 +221,8 @@ extern "C" __global__ void complex_rows_c64_k1(
                 const int i = base + u * (int)blockDim.x;
                 if (i < n) {
                     int ctmp = i;
-                    const int c1 = ctmp % d1; ctmp /= d1;
+                    const int cq1 = (int)((__umulhi((unsigned)ctmp, d1m) + (unsigned)ctmp) >> d1s);
+                    const int c1 = ctmp - cq1 * d1; ctmp = cq1;
                     const int c0 = ctmp;
                     const cn_c64 r0 = in0[i];
                     const float r1 = in1[c1];

@@ -5,7 +5,7 @@ kernel 0 `middle_axis_int32_k0`: reduction: 100000 output(s) x 192 reduced eleme
   reads: in0: int32[64, 100000, 3]
   writes: out0: int64[100000]
   bytes: 76800000 read, 800000 written
-  launch middle_axis_int32_k0<<<1056, 256>>>(in0, out0, d2, stin0_1, stin0_0, M, K)
+  launch middle_axis_int32_k0<<<1056, 256>>>(in0, out0, d2, d2m, d2s, stin0_1, stin0_0, M, K)
 total: 76800000 bytes read, 800000 bytes written
 */
 
@@ -13,6 +13,8 @@ extern "C" __global__ void middle_axis_int32_k0(
     const int* __restrict__ in0,
     long long* __restrict__ out0,
     const int d2,
+    const unsigned int d2m,
+    const int d2s,
     const int stin0_1,
     const int stin0_0,
     const int M,
@@ -25,9 +27,11 @@ extern "C" __global__ void middle_axis_int32_k0(
         const int b0 = c1 * stin0_1;
         long long acc0 = 0;
         int acc1 = (-2147483647 - 1);
+#pragma unroll 4
         for (int k = lane; k < K; k += 32) {
             int ctmp = k;
-            const int c2 = ctmp % d2; ctmp /= d2;
+            const int cq2 = (int)((__umulhi((unsigned)ctmp, d2m) + (unsigned)ctmp) >> d2s);
+            const int c2 = ctmp - cq2 * d2; ctmp = cq2;
             const int c0 = ctmp;
             const int r0 = in0[b0 + c0 * stin0_0 + c2];
             const long long r1 = (long long)(r0);

@@ -17,7 +17,7 @@ kernel 2 `softmax_rows_f32_k2`: elementwise over 51200000 element(s)
   reads: in0: float32[100000, 512], buf0: float32[100000], buf1: float32[100000]
   writes: out0: float32[100000, 512]
   bytes: 205600000 read, 204800000 written
-  launch softmax_rows_f32_k2<<<100000, 256>>>(in0, buf0, buf1, out0, d1, n)
+  launch softmax_rows_f32_k2<<<100000, 256>>>(in0, buf0, buf1, out0, d1, d1m, d1s, n)
 buf0: 100000 x float32 at workspace offset 0 (kernels 0..=2): result of max (%1)
 buf1: 100000 x float32 at workspace offset 400128 (kernels 1..=2): result of sum (%4)
 total: 615600000 bytes read, 205600000 bytes written
@@ -36,6 +36,7 @@ extern "C" __global__ void softmax_rows_f32_k0(
         const int c0 = m;
         const int b0 = c0 * stin0_0;
         float acc0 = -INFINITY;
+#pragma unroll 4
         for (int k = lane; k < K; k += 32) {
             const int c1 = k;
             const float r0 = in0[b0 + c1];
@@ -67,6 +68,7 @@ extern "C" __global__ void softmax_rows_f32_k1(
         const int b0 = c0 * stin0_0;
         const int b1 = c0;
         double acc0 = 0;
+#pragma unroll 4
         for (int k = lane; k < K; k += 32) {
             const int c1 = k;
             const float r0 = in0[b0 + c1];
@@ -93,6 +95,8 @@ extern "C" __global__ void softmax_rows_f32_k2(
     const float* __restrict__ buf1,
     float* __restrict__ out0,
     const int d1,
+    const unsigned int d1m,
+    const int d1s,
     const int n)
 {
     const int stride = (int)blockDim.x * (int)gridDim.x * 2;
@@ -102,7 +106,8 @@ extern "C" __global__ void softmax_rows_f32_k2(
             for (int u = 0; u < 2; ++u) {
                 const int i = base + u * (int)blockDim.x;
                 int ctmp = i;
-                const int c1 = ctmp % d1; ctmp /= d1;
+                const int cq1 = (int)((__umulhi((unsigned)ctmp, d1m) + (unsigned)ctmp) >> d1s);
+                const int c1 = ctmp - cq1 * d1; ctmp = cq1;
                 const int c0 = ctmp;
                 const float r0 = in0[i];
                 const float r1 = buf0[c0];
@@ -117,7 +122,8 @@ extern "C" __global__ void softmax_rows_f32_k2(
                 const int i = base + u * (int)blockDim.x;
                 if (i < n) {
                     int ctmp = i;
-                    const int c1 = ctmp % d1; ctmp /= d1;
+                    const int cq1 = (int)((__umulhi((unsigned)ctmp, d1m) + (unsigned)ctmp) >> d1s);
+                    const int c1 = ctmp - cq1 * d1; ctmp = cq1;
                     const int c0 = ctmp;
                     const float r0 = in0[i];
                     const float r1 = buf0[c0];
