@@ -596,7 +596,7 @@ def test_strided_views_of_a_struct_field_agree(emulated):
     src = generate_cuda(pk.eval_patch)
     assert "Array2D<double> cz;" in src and "Array2D<double> cm;" in src
     assert "__device__ double eval_2d(long long i, long long j, Array2D<double> c2)" in src
-    assert "M_PI" in src
+    assert "3.141592653589793" in src and "M_PI" not in src  # NVRTC has no <math.h>
     kernel = Kernel(pk.eval_patch, src.cuda_kernel())
     out = assert_kernels_agree(
         kernel, patch_args_maker(src.structs[0]), rtol=1e-12, atol=1e-12, outputs=["out"]

@@ -318,7 +318,7 @@ impl<'a> Translator<'a> {
                     if n.parse::<i64>().is_ok() {
                         Ok((n.clone(), sc(Scalar::I64)))
                     } else if n == "Infinity" {
-                        Ok(("INFINITY".into(), sc(Scalar::F64)))
+                        Ok(("__longlong_as_double(0x7ff0000000000000LL)".into(), sc(Scalar::F64)))
                     } else {
                         let t = if n.contains(['.', 'e', 'E']) {
                             n.clone()
@@ -346,9 +346,9 @@ impl<'a> Translator<'a> {
                     // `from numpy import pi` (or math): the constants
                     None if self.from_imports.get(n).is_some_and(|(_, r)| matches!(r.as_str(), "pi" | "e" | "inf")) => {
                         let c = match self.from_imports[n].1.as_str() {
-                            "pi" => "M_PI",
-                            "e" => "M_E",
-                            _ => "INFINITY",
+                            "pi" => "3.141592653589793",
+                            "e" => "2.718281828459045",
+                            _ => "__longlong_as_double(0x7ff0000000000000LL)",
                         };
                         Ok((c.to_string(), sc(Scalar::F64)))
                     }
@@ -364,9 +364,9 @@ impl<'a> Translator<'a> {
                 let base = name_of(e.get("value")).unwrap_or("");
                 if self.modules.contains_key(base) {
                     return match attr {
-                        "pi" => Ok(("M_PI".into(), sc(Scalar::F64))),
-                        "e" => Ok(("M_E".into(), sc(Scalar::F64))),
-                        "inf" => Ok(("INFINITY".into(), sc(Scalar::F64))),
+                        "pi" => Ok(("3.141592653589793".into(), sc(Scalar::F64))),
+                        "e" => Ok(("2.718281828459045".into(), sc(Scalar::F64))),
+                        "inf" => Ok(("__longlong_as_double(0x7ff0000000000000LL)".into(), sc(Scalar::F64))),
                         _ => Err(self.unsupported(
                             e,
                             "attribute",
