@@ -318,7 +318,10 @@ impl<'a> Translator<'a> {
                     if n.parse::<i64>().is_ok() {
                         Ok((n.clone(), sc(Scalar::I64)))
                     } else if n == "Infinity" {
-                        Ok(("__longlong_as_double(0x7ff0000000000000LL)".into(), sc(Scalar::F64)))
+                        Ok((
+                            "__longlong_as_double(0x7ff0000000000000LL)".into(),
+                            sc(Scalar::F64),
+                        ))
                     } else {
                         let t = if n.contains(['.', 'e', 'E']) {
                             n.clone()
@@ -366,7 +369,10 @@ impl<'a> Translator<'a> {
                     return match attr {
                         "pi" => Ok(("3.141592653589793".into(), sc(Scalar::F64))),
                         "e" => Ok(("2.718281828459045".into(), sc(Scalar::F64))),
-                        "inf" => Ok(("__longlong_as_double(0x7ff0000000000000LL)".into(), sc(Scalar::F64))),
+                        "inf" => Ok((
+                            "__longlong_as_double(0x7ff0000000000000LL)".into(),
+                            sc(Scalar::F64),
+                        )),
                         _ => Err(self.unsupported(
                             e,
                             "attribute",
