@@ -1301,34 +1301,17 @@ impl<'a> Translator<'a> {
         if e.kind() != "Subscript" {
             return None;
         }
-        let value = e.get("value");
-        let (base, t) = match struct_field(f, value) {
-            Some((k, t @ Ty::View(..))) => (k, t),
-            Some(_) => return None,
-            None => {
-                let n = name_of(value)?;
-                match f.vars.get(n) {
-                    Some(t @ (Ty::Array(..) | Ty::View(..))) => (n.to_string(), t.clone()),
-                    _ => return None,
-                }
-            }
-        };
+        let (base, t) = view_base(f, e.get("value"))?;
         let ix = indices(e);
         let lead: Vec<Json> = ix
             .iter()
             .take_while(|i| i.kind() != "Slice")
             .map(|i| (*i).clone())
             .collect();
-        let full = |i: &&Json| {
-            i.kind() == "Slice"
-                && matches!(i.get("lower"), Json::Null)
-                && matches!(i.get("upper"), Json::Null)
-                && matches!(i.get("step"), Json::Null)
-        };
         let rest = &ix[lead.len()..];
         if lead.is_empty()
             || rest.is_empty()
-            || !rest.iter().all(full)
+            || !rest.iter().all(|i| is_whole_axis(i))
             || lead.len() + rest.len() > t.rank()
         {
             return None;
@@ -1351,31 +1334,14 @@ impl<'a> Translator<'a> {
         if e.kind() != "Subscript" || self.row_view(f, e).is_some() {
             return None;
         }
-        let value = e.get("value");
-        let (base, t) = match struct_field(f, value) {
-            Some((k, t @ Ty::View(..))) => (k, t),
-            Some(_) => return None,
-            None => {
-                let n = name_of(value)?;
-                match f.vars.get(n) {
-                    Some(t @ (Ty::Array(..) | Ty::View(..))) => (n.to_string(), t.clone()),
-                    _ => return None,
-                }
-            }
-        };
+        let (base, t) = view_base(f, e.get("value"))?;
         let ix = indices(e);
         if ix.len() != t.rank() {
             return None;
         }
-        let full = |i: &Json| {
-            i.kind() == "Slice"
-                && matches!(i.get("lower"), Json::Null)
-                && matches!(i.get("upper"), Json::Null)
-                && matches!(i.get("step"), Json::Null)
-        };
         let mut pattern = Vec::new();
         for i in ix {
-            if full(i) {
+            if is_whole_axis(i) {
                 pattern.push(None);
             } else if i.kind() == "Slice" || const_int(i).is_some_and(|v| v < 0) {
                 return None;
@@ -2159,4 +2125,28 @@ pub(crate) fn key_type(f: &FnCx, key: &str) -> (usize, Scalar) {
 /// The parallel loop: the arrays whose `+=`/`-=` became atomic adds.
 pub struct Par {
     pub atomic: BTreeSet<String>,
+}
+
+/// The array a view subscript reads: an array-view field of a struct, or an array argument or
+/// view local (its C name and type).
+fn view_base(f: &FnCx, value: &Json) -> Option<(String, Ty)> {
+    match struct_field(f, value) {
+        Some((k, t @ Ty::View(..))) => Some((k, t)),
+        Some(_) => None,
+        None => {
+            let n = name_of(value)?;
+            match f.vars.get(n) {
+                Some(t @ (Ty::Array(..) | Ty::View(..))) => Some((n.to_string(), t.clone())),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// `:` (a whole axis: a slice with no bound and no step).
+fn is_whole_axis(i: &Json) -> bool {
+    i.kind() == "Slice"
+        && matches!(i.get("lower"), Json::Null)
+        && matches!(i.get("upper"), Json::Null)
+        && matches!(i.get("step"), Json::Null)
 }
