@@ -219,7 +219,7 @@ def _on_device(fields):
     return {k: xp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
 
 
-def _pic_structs(src, backend, rng, kind_map, n=90):
+def _pic_structs(src, backend, rng, kind_map, n=90, edit_markers=None):
     """struphy's ``MarkerArguments``, ``DomainArguments``, ``DerhamArguments`` (the Pyccel
     classes on the host, ``DerhamArguments`` allocating the spline scratch; their structs from
     ``src`` on the device) and the shape of spline coefficients for the Derham degrees
@@ -235,6 +235,8 @@ def _pic_structs(src, backend, rng, kind_map, n=90):
     markers = rng.normal(size=(13, n))
     markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
     markers[9:12] = 0.0  # no boundary shifts
+    if edit_markers is not None:
+        edit_markers(rng, markers)
     mk = {
         "markers": markers,
         "valid_mks": rng.uniform(size=n) > 0.2,
@@ -394,6 +396,60 @@ def _pullpush_case(kind_transform, kind_fun):
 
 
 FEEC = "feectools/linalg/kernels"
+
+
+def _holes(rng, markers):
+    """Accumulation markers: a tenth are holes (``eta1 = -1``), a tenth marked -2 in the last
+    column (``linear_vlasov_ampere`` skips them), column 7 (``s0``, divided by) in [0.5, 1.5]."""
+    n = markers.shape[1]
+    markers[0, rng.choice(n, size=n // 10, replace=False)] = -1.0
+    markers[-1, rng.choice(n, size=n // 10, replace=False)] = -2.0
+    markers[7] = rng.uniform(0.5, 1.5, size=n)
+
+
+# Shapes of struphy's accumulation data for the Derham degrees (2, 3, 1) on (5, 4, 6) cells of
+# ``_pic_structs`` (one process, starts 0): a V0 vector padded by p on each side; the V1
+# blocks, component mu with D-splines along axis mu, and 2 p + 1 diagonals per axis.
+_PN, _CELLS = np.array((2, 3, 1)), np.array((5, 4, 6))
+_V0 = tuple(_CELLS + 3 * _PN)
+_V1 = [tuple(_CELLS + 3 * _PN - (np.arange(3) == mu)) for mu in range(3)]
+_DIAG = tuple(2 * _PN + 1)
+
+
+def _accumulation_case(kind_map, v1, f0=False):
+    """A maker for struphy's accumulation kernels ``charge_density_0form`` (a V0 vector) and,
+    with ``v1``, ``vlasov_maxwell`` and (``f0``: the values of f0 per marker)
+    ``linear_vlasov_ampere`` (the six blocks of a symmetric V1 matrix and a V1 vector), all
+    zeroed, 90 markers (``_holes``); see ``_pic_structs``. The grid is added into by
+    many markers at once: the generated kernel's atomic adds, in another order than the host
+    loop's (the threads run shuffled), so the comparison allows the rounding of the sums."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, kind_map, edit_markers=_holes)
+            structs = (v["MarkerArguments"], v["DerhamArguments"], v["DomainArguments"])
+            if not v1:
+                return (*structs, xp.zeros(_V0))
+            blocks = (0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)
+            mats = [xp.zeros(_V1[mu] + _DIAG) for mu, _ in blocks]
+            vecs = [xp.zeros(_V1[mu]) for mu in range(3)]
+            extra = (xp.asarray(rng.uniform(0.1, 1.0, size=90)),) if f0 else ()
+            return (*structs, *mats, *vecs, *extra)
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = (
+        ["vec"]
+        if not v1
+        else ["mat11", "mat12", "mat13", "mat22", "mat23", "mat33", "vec1", "vec2", "vec3"]
+    )
+    factory.tolerance = 1e-10
+    factory.shuffle_seed = 7
+    return factory
+
+
 CASES = {
     "stencil_axpy_1d": (FEEC, _axpy((50,))),
     "stencil_axpy_2d": (FEEC, _axpy((9, 11))),
@@ -424,18 +480,34 @@ CASES = {
         "struphy/pic/pushing/kernels",
         _pusher_case(1, lambda rng, n: (xp.asarray(rng.uniform(0.5, 1.5, size=n)), 0.9, 1.1)),
     ),
+    "charge_density_0form": (
+        "struphy/pic/accumulation/kernels",
+        _accumulation_case(10, v1=False),
+    ),
+    "vlasov_maxwell": ("struphy/pic/accumulation/kernels", _accumulation_case(10, v1=True)),
+    "vlasov_maxwell (spline mapping)": (
+        "struphy/pic/accumulation/kernels",
+        _accumulation_case(1, v1=True),
+    ),
+    "linear_vlasov_ampere": (
+        "struphy/pic/accumulation/kernels",
+        _accumulation_case(1, v1=True, f0=True),
+    ),
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("site_packages", type=Path)
+    parser.add_argument("--only", nargs="+", help="run only the cases whose label starts so")
     opts = parser.parse_args()
     if os.environ.get("CUNUMPY_FAKE_CUPY") or importlib.util.find_spec("cupy") is None:
         install_fake_cupy()
     failed = 0
     sys.path.insert(0, str(opts.site_packages))
     for label, (folder, make) in CASES.items():
+        if opts.only and not any(label.startswith(o) for o in opts.only):
+            continue
         name = label.split(" ")[0]
         path = opts.site_packages / folder / name / f"{name}_kernels.py"
         spec = importlib.util.spec_from_file_location(f"_port_parity_{name}", path)
@@ -444,10 +516,14 @@ def main() -> None:
         src = translate_source(path.read_text(), name, search_paths=[opts.site_packages])
         kernel = Kernel(getattr(module, name), src.cuda_kernel())
         outputs = getattr(make, "outputs", None)
+        tol = getattr(make, "tolerance", 1e-12)
+        shuffle = getattr(make, "shuffle_seed", None)
         if getattr(make, "needs_source", False):
             make = make(src)
         try:
-            assert_kernels_agree(kernel, make, rtol=1e-12, atol=1e-12, outputs=outputs)
+            assert_kernels_agree(
+                kernel, make, rtol=tol, atol=tol, outputs=outputs, shuffle_seed=shuffle
+            )
             print(f"{label}: generated CUDA agrees with the host kernel")
         except AssertionError as exc:
             failed += 1

@@ -252,6 +252,9 @@ impl<'a> Translator<'a> {
                 atomics.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
+        if !self.atomic_params.is_empty() {
+            src.push_str(&self.atomic_params_comment());
+        }
         src.push_str("#include <cunumpy/array_view.cuh>\n");
         if self.atomic_used {
             src.push_str("#include <cunumpy/atomic.cuh>\n");
@@ -635,9 +638,12 @@ impl<'a> Translator<'a> {
                 continue;
             };
             if let Some(w) = writes.iter().find(|w| w.idx.is_none()) {
-                let h = w.helper.clone().unwrap_or_default();
-                return Err(self.e(PortErrorKind::Race, w.line, "helper writes array", Some(a),
-                    format!("passes '{a}' to {h}(), which writes it: the translator cannot see which elements (index it in the kernel instead)")));
+                // a helper only adding into it: atomic adds there (else the refusal)
+                if !self.helper_accumulation(f, body, a)? {
+                    let h = w.helper.clone().unwrap_or_default();
+                    return Err(self.e(PortErrorKind::Race, w.line, "helper writes array", Some(a),
+                        format!("passes '{a}' to {h}(), which writes it: the translator cannot see which elements (index it in the kernel instead)")));
+                }
             }
             // Positions where every access indexes with the bare loop variable.
             let (rank, s) = key_type(f, a);
@@ -701,6 +707,7 @@ impl<'a> Translator<'a> {
             }
             if let Some(w) = writes
                 .iter()
+                .filter(|w| w.idx.is_some()) // (a helper's writes: adds, proven above)
                 .find(|w| matches!(w.access, Access::Store | Access::OtherAug))
             {
                 let what = if w.access == Access::Store {

@@ -74,6 +74,9 @@ pub struct Translator<'a> {
     /// Helpers returning a tuple of scalars (`return span1, span2, span3`): the element types;
     /// in CUDA they return through out-parameters `cunumpy_ret<k>`.
     pub(crate) tuple_ret: BTreeMap<String, Vec<Scalar>>,
+    /// (helper, parameter) whose `+=`/`-=` are atomic adds: the parallel loop passes it a
+    /// shared array it only adds into (see `Translator::helper_accumulation`).
+    pub(crate) atomic_params: BTreeSet<(String, String)>,
 }
 
 const MATH: &[(&str, &str)] = &[
@@ -217,6 +220,7 @@ impl<'a> Translator<'a> {
             current: String::new(),
             scratch: BTreeMap::new(),
             tuple_ret: BTreeMap::new(),
+            atomic_params: BTreeSet::new(),
         };
         for node in module.get("body").as_list() {
             match node.kind() {
@@ -768,6 +772,7 @@ impl<'a> Translator<'a> {
         };
         let helper_call = module.is_none() && self.funcs.contains_key(&name);
         if helper_call {
+            self.check_atomic_args(f, &name, args, e.line())?;
             for (k, a) in args.iter().enumerate() {
                 if let Some(v) = name_of(a)
                     .filter(|v| f.vars.get(*v).is_some_and(Ty::is_view) && !f.params.contains(*v))
@@ -1779,7 +1784,8 @@ impl<'a> Translator<'a> {
                 } else {
                     None
                 };
-                let atomic = array.is_some_and(|a| par.is_some_and(|p| p.atomic.contains(&a)));
+                let atomic = array.is_some_and(|a| par.is_some_and(|p| p.atomic.contains(&a)))
+                    || (matches!(op, "Add" | "Sub") && self.atomic_in_helper(f, target));
                 if atomic {
                     let v = if op == "Sub" { format!("-({x})") } else { x };
                     self.atomic_used = true;
