@@ -76,7 +76,12 @@ impl<'a> Translator<'a> {
         };
         pairs.insert((h.to_string(), p.to_string()));
         let refuse = |line: u32, what: &str| {
-            err(PortErrorKind::Race, h, line, "helper writes array", Some(a),
+            let construct = if what.starts_with("reads") {
+                "read of accumulated array"
+            } else {
+                "helper writes array"
+            };
+            err(PortErrorKind::Race, h, line, construct, Some(a),
                 format!("{h}() {what} '{p}' (the kernel's '{a}', which every iteration shares): only += / -= into it can be made atomic adds, anything else would race"))
         };
         let mut nested = Vec::new();
