@@ -111,3 +111,72 @@ def test_strided_views_of_a_struct_field_agree_on_the_gpu():
         atol=1e-12,
         outputs=["out"],
     )
+
+
+def _charge_markers(rng, n):
+    m = np.empty((n, 3))
+    m[:, 0:2] = rng.uniform(0.0, 1.0, size=(n, 2))
+    m[:, 2] = rng.uniform(0.5, 1.5, size=n)
+    m[::9, 2] = -1.0  # holes, skipped
+    return m
+
+
+def _charge_args(n):
+    import cunumpy as xp
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        return (xp.asarray(_charge_markers(rng, n)), n, xp.zeros((6, 5)), 1.0 / 6)
+
+    return make
+
+
+@pytest.mark.parametrize("n", [1000, 200_000])
+def test_adds_in_helpers_are_atomic_on_the_gpu(n):
+    """struphy's accumulation style (tests/port_accumulate_kernels.py): the kernel hands each
+    marker to a helper of another module that adds into a 6 x 5 grid; the adds are atomic
+    and the result is the host kernel's (up to the rounding of sums added in another order)."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    import port_accumulate_kernels as pa
+
+    src = generate_cuda(pa.charge_2d)
+    assert src.atomics == ("grid",)
+    out = assert_kernels_agree(
+        Kernel(pa.charge_2d, src.cuda_kernel()),
+        _charge_args(n),
+        rtol=1e-10,
+        atol=1e-10,
+        outputs=["grid"],
+    )
+    (grid,) = out.values()
+    assert grid.sum() > 0.0
+
+
+def test_plain_adds_in_helpers_lose_updates_on_the_gpu():
+    """Why the helper's ``+=`` must be atomic: the generated source with the atomic adds written
+    back as plain ``+=`` loses adds when 200 000 threads hit 30 cells (the atomic version keeps
+    the total, every valid marker's weight)."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    import re
+
+    import port_accumulate_kernels as pa
+
+    import cunumpy as xp
+    from cunumpy.kernels import CudaKernel
+
+    src = generate_cuda(pa.charge_2d)
+    plain = re.sub(r"cunumpy_atomic_add\(&(.+?), \((\w+)\)(\(.*\))\);", r"\1 += \3;", src)
+    assert "cunumpy_atomic_add(" not in plain
+    n = 200_000
+    markers = _charge_markers(np.random.default_rng(3), n)
+    total = markers[markers[:, 2] >= 0.0, 2].sum()
+    with xp.use_backend("cupy"):
+        sums = []
+        for kernel in (src.cuda_kernel(), CudaKernel(plain, "charge_2d")):
+            grid = xp.zeros((6, 5))
+            kernel(xp.asarray(markers), n, grid, 1.0 / 6, n_threads=n)
+            sums.append(float(xp.to_numpy(grid).sum()))
+    assert sums[0] == pytest.approx(total, rel=1e-10)
+    assert sums[1] < total * (1.0 - 1e-6), "plain += kept every add: no race seen"
