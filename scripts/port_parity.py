@@ -8,11 +8,14 @@ whose arguments are built here (feectools' axpy, inner, dot and transpose stenci
 process with pads 1; struphy's spline evaluations with a ``SplineArguments`` struct, the
 pushers, ``bstar_parallel_3form``, ``kernel_evaluate`` and ``kernel_pullpush`` with
 ``MarkerArguments``, ``DomainArguments`` and ``DerhamArguments`` structs, cuboid and spline
-mappings), translates
+mappings; the accumulation kernels ``charge_density_0form``, ``vlasov_maxwell`` and
+``linear_vlasov_ampere``, whose helpers add into the grid atomically, with the threads
+shuffled and rtol = atol = 1e-10), translates
 each kernel from its file (``translate_source``, the package's other modules read from
 SITE_PACKAGES), runs the generated CUDA on the emulated device (or the GPU, when CuPy is there
 and ``CUNUMPY_FAKE_CUPY`` is unset) and compares it with the host kernel on random inputs
 (``assert_kernels_agree``). Prints one line per kernel; exits 1 on a disagreement.
+``--only LABEL ...`` runs the cases whose label starts so.
 """
 
 from __future__ import annotations

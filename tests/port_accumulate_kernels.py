@@ -88,3 +88,21 @@ def add_then_read(markers: "float[:,:]", n_markers: int, grid: "float[:]", out: 
     for ip in range(n_markers):
         scale_add(0, 1.0, markers[ip, 2], grid)
         out[ip] = grid[0]
+
+
+class CellArguments:
+    """A Pyccel argument class with a scratch array its ``__init__`` allocates (each thread's
+    own in the generated kernel)."""
+
+    def __init__(self, h: float, p: "int[:]"):
+        self.h = h
+        self.p = p
+        self.w = np.zeros(int(p[0] + 1), dtype=float)
+
+
+def scratch_and_shared(markers: "float[:,:]", args: "CellArguments", grid: "float[:]", n: int):
+    """Refused: ``scale_add`` adds atomically into the grid; passed the scratch field too, its
+    adds there would be atomic adds on the thread's own memory."""
+    for ip in range(n):
+        scale_add(0, 1.0, markers[ip, 2], args.w)
+        scale_add(int(markers[ip, 0] / args.h) % grid.shape[0], args.w[0], 1.0, grid)

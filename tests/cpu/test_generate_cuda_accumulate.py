@@ -149,9 +149,16 @@ def test_assignment_in_a_helper_of_the_same_module_is_refused():
     assert "store_helper() assigns (=) into 'grid'" in str(err)
 
 
-def test_a_local_array_passed_where_the_helper_adds_atomically_is_refused():
+@pytest.mark.parametrize(
+    ("kernel", "line", "array"),
+    [("local_and_shared", 72, "tmp"), ("scratch_and_shared", 107, "args.w")],
+)
+def test_a_thread_own_array_where_the_helper_adds_atomically_is_refused(kernel, line, array):
+    """A local array or a struct's scratch field is the thread's own (local memory), where
+    atomic adds are not defined: the helper adding atomically into the grid cannot take it."""
     with pytest.raises(CudaPortUnsupportedError) as info:
-        generate_cuda(pa.local_and_shared)
+        generate_cuda(getattr(pa, kernel))
     err = info.value
-    assert (err.function, err.line, err.array) == ("local_and_shared", 72, "tmp")
+    assert (err.function, err.line, err.array) == (kernel, line, array)
+    assert f"passes '{array}', an array of the thread's own" in str(err)
     assert "scale_add(), whose adds into 'grid' are atomic" in str(err)

@@ -118,7 +118,8 @@ impl<'a> Translator<'a> {
     }
 
     /// A call of helper `name` whose argument for a parameter it adds into atomically is an
-    /// array of the thread's own (a local array): refused, as atomic adds need global memory.
+    /// array of the thread's own (a local array, a struct's scratch field): refused, as atomic adds
+    /// need global memory.
     pub(crate) fn check_atomic_args(
         &self,
         f: &FnCx,
@@ -145,11 +146,18 @@ impl<'a> Translator<'a> {
             {
                 continue;
             }
-            if let Some(v) = name_of(x)
+            // a local array, or a struct's scratch field (each thread's own, in local memory)
+            let local = name_of(x)
                 .filter(|v| matches!(f.vars.get(*v), Some(Ty::Local(..) | Ty::LocalDyn(..))))
-            {
-                return Err(self.e(PortErrorKind::Unsupported, line, "helper writes array", Some(v),
-                    format!("passes the local array '{v}' to {name}(), whose adds into '{p}' are atomic (another call passes it a shared array): atomic adds need an array argument; use two helpers")));
+                .map(str::to_string)
+                .or_else(|| {
+                    crate::translate::struct_field(f, x)
+                        .map(|(key, _)| key)
+                        .filter(|key| self.is_scratch_key(f, key))
+                });
+            if let Some(v) = local {
+                return Err(self.e(PortErrorKind::Unsupported, line, "helper writes array", Some(&v),
+                    format!("passes '{v}', an array of the thread's own (a local array or a struct's scratch field), to {name}(), whose adds into '{p}' are atomic (another call passes it a shared array): atomic adds need an array argument in global memory; use two helpers")));
             }
         }
         Ok(())
