@@ -16,7 +16,9 @@ repository). For each case:
 2. at about ``--n`` markers, evaluation points or grid points (``port_parity.sized``) both CUDA
    versions run once from the same inputs and must agree with each other;
 3. then each is timed ``--reps`` launches per round with CUDA events, interleaved, for
-   ``--rounds`` rounds; ``hand_ms`` and ``generated_ms`` are the medians per launch and
+   ``--rounds`` rounds (without ``--reps``: on the GPU as many launches, up to 20, as take
+   about 20 ms on the slower side, so a slow case costs no more time than a fast one; on the
+   emulated device one); ``hand_ms`` and ``generated_ms`` are the medians per launch and
    ``ratio`` = hand_ms / generated_ms (>= 1: the generated kernel is as fast).
 
 Each side gets its arguments as its kernel expects them, from the same NumPy data: the case's
@@ -321,9 +323,13 @@ def run_case(
         # 3. interleaved timing
         run_hand, run_gen = launch(hand, hand_args, n_hand), launch(generated, gen_args, n_gen)
         hand_ms, gen_ms = [], []
+        reps = opts.reps
+        if reps is None:  # as many launches as take about 20 ms on the slower side, 1 to 20
+            slowest = max(timed_ms(cupy, run_hand, 1), timed_ms(cupy, run_gen, 1), 1e-3)
+            reps = max(1, min(20, round(20.0 / slowest)))
         for _ in range(opts.rounds):
-            hand_ms.append(timed_ms(cupy, run_hand, opts.reps))
-            gen_ms.append(timed_ms(cupy, run_gen, opts.reps))
+            hand_ms.append(timed_ms(cupy, run_hand, reps))
+            gen_ms.append(timed_ms(cupy, run_gen, reps))
     h, g = statistics.median(hand_ms), statistics.median(gen_ms)
     sizes = {k: list(v.shape) for k, v in selected(params, outputs, gen_args).items()}
     return {
@@ -331,7 +337,7 @@ def run_case(
         "generated_ms": g,
         "ratio": h / g if g > 0 else None,
         "rounds": opts.rounds,
-        "reps": opts.reps,
+        "reps": reps,
         "n_threads": {"hand": n_hand, "generated": n_gen},
         "outputs": sizes,
         "hand_ms_rounds": hand_ms,
@@ -348,9 +354,10 @@ def table(paths: list[Path]) -> str:
     for run in runs:
         labels += [k for k in run["results"] if k not in labels]
     first = runs[0]
+    reps = first["reps"] or "1 to 20 (adaptive)"
     lines = [
         f"`benches/generated_cuda_struphy.py`, {first['device']}, n = {first['n']}, "
-        f"{len(runs)} run(s) of {first['rounds']} rounds x {first['reps']} launches; "
+        f"{len(runs)} run(s) of {first['rounds']} rounds of {reps} launches; "
         "ratio = hand-written time / generated time (target >= 0.9)",
         "",
         "| kernel | hand ms | generated ms | ratio (median) | ratios of the runs "
@@ -396,7 +403,9 @@ def main() -> None:
     parser.add_argument("--table", type=Path, nargs="+", help="runs' JSON: print their table")
     parser.add_argument("--device", choices=("gpu", "emulated"), default="gpu")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--reps", type=int, default=None, help="launches per timed round")
+    parser.add_argument(
+        "--reps", type=int, default=None, help="launches per timed round (default: adaptive)"
+    )
     parser.add_argument("--n", type=int, default=None, help="markers / points per case")
     parser.add_argument("--rtol", type=float, default=1e-10)
     parser.add_argument("--atol", type=float, default=1e-10)
@@ -411,8 +420,8 @@ def main() -> None:
     emulated = opts.device == "emulated"
     if opts.n is None:
         opts.n = 300 if emulated else 1_000_000
-    if opts.reps is None:
-        opts.reps = 1 if emulated else 20
+    if opts.reps is None and emulated:
+        opts.reps = 1
 
     if emulated:
         from cunumpy.kernel_testing import install_fake_cupy
