@@ -74,6 +74,9 @@ HAND_LAUNCH: dict[str, Callable[[tuple[Any, ...]], int]] = {
     "eval_spline_mpi_sparse_meshgrid": lambda a: a[-1].size,
     "kernel_evaluate": lambda a: math.prod(a[5].shape[:3]),
     "kernel_pullpush": lambda a: math.prod(a[-1].shape[:3]),
+    "kernel_evaluate_pic": lambda a: a[0].shape[1],  # markers: one thread per marker
+    "kernel_pullpush_pic": lambda a: a[1].shape[1],
+    "reflect": lambda a: len(a[2]),  # outside_inds (pic/base.py)
 }
 
 
