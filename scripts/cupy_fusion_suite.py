@@ -562,6 +562,8 @@ def _run(mode: str, pkg: Path, root: Path, extra: list[str], jobs: int = 1) -> d
         [str(Path(__file__).resolve().parent), str(root), env.get("PYTHONPATH", "")]
     )
     env.pop("CUNUMPY_FAKE_CUPY", None)
+    # wide enough that pytest's summary keeps each failure's message on its line
+    env["COLUMNS"] = "400"
     if mode == "emulated":
         env["CUNUMPY_FAKE_CUPY"] = "1"
     report = root / f"report-{mode}.txt"
@@ -632,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--failures", help="write each failing test and its message to this JSON")
     p.add_argument("--skip-slow", action="store_true", help="leave out tests marked slow")
     p.add_argument("--keep", action="store_true", help="keep the staging directory")
+    p.add_argument("--log", help="copy every pytest process's output into this file")
     p.add_argument("-k", help="pytest -k expression")
     p.add_argument(
         "--jobs", type=int, default=1, help="pytest processes at once (each a shard of a file)"
@@ -660,6 +663,8 @@ def main(argv: list[str] | None = None) -> int:
                     {k: r[k] for k in ("mode", "passed", "ran", "pass_rate", "counts", "summary")}
                 )
             )
+        if args.log:
+            Path(args.log).write_text("\n".join(Path(r["log"]).read_text() for r in results))
         if args.failures:
             Path(args.failures).write_text(
                 json.dumps({r["mode"]: r["failures"] for r in results}, indent=1)
