@@ -199,6 +199,7 @@ def test_offsets_computed_in_an_inner_loop_are_owned():
     src = generate_cuda(pk.stencil_rows_2d)
     assert src.writes == (("out", 205, "owned"),)
     assert src.loop_var == "i1"
+    assert src.collapsed == (("i2", 196),)
 
 
 @needs_compiler
@@ -500,7 +501,8 @@ def test_a_trip_count_read_from_device_arrays_is_one_counted_copy_each(emulated)
         args = make_args("cupy", 1)
     assert type(args[3]).__module__.startswith("cupy"), type(args[3])
     with xp.profiling.count_transfers() as c:
-        assert src.n_threads_of(args) == 8  # rows 2..9
+        # rows 2..9 and columns 1..6, collapsed: one thread per (i1, i2)
+        assert src.n_threads_of(args) == 8 * 6
     assert c.to_host == 2 and c.to_device == 0, (c.to_host, c.to_device)
 
 

@@ -114,12 +114,47 @@ impl<'a> Translator<'a> {
             }
         }
         let reductions = self.reductions(&f, &preamble, lp);
-        let par = self.prove(&f, &preamble, lp, &reductions)?;
+        let var0 = name_of(lp.get("target")).unwrap_or("").to_string();
+        let mut par = self.prove(
+            &f,
+            &preamble,
+            std::slice::from_ref(&var0),
+            lp.get("body").as_list(),
+            &reductions,
+        )?;
+        // Loop collapsing: the perfect nest of independent loops below the parallel one (each
+        // level's body its statements of loop-invariant locals, then the next loop), as deep as
+        // the proof holds with the same atomics as the one loop (an inner sum into a local, a
+        // write owned by the outer variables only, bounds that change: it stops there).
+        let nest = self.nest(&f, lp);
+        let mut levels: Vec<&Json> = vec![lp];
+        let mut flat: Vec<Json> = lp.get("body").as_list().to_vec();
+        for d in (2..=nest.len()).rev() {
+            let vars: Vec<String> = nest[..d]
+                .iter()
+                .map(|(l, _)| name_of(l.get("target")).unwrap_or("").to_string())
+                .collect();
+            let mut body: Vec<Json> = Vec::new();
+            for (_, pre) in &nest[..d - 1] {
+                body.extend(pre.iter().map(|s| (*s).clone()));
+            }
+            body.extend(nest[d - 1].0.get("body").as_list().iter().cloned());
+            let kept = self.atomic_params.clone();
+            match self.prove(&f, &preamble, &vars, &body, &reductions) {
+                Ok(p) if p.atomic == par.atomic => {
+                    par = p;
+                    levels = nest[..d].iter().map(|(l, _)| *l).collect();
+                    flat = body;
+                    break;
+                }
+                _ => self.atomic_params = kept,
+            }
+        }
         // After the loop: nothing but `out[k] += s` of a reduction (an atomic add of each
         // thread's partial sum).
         let mut folds: Vec<(&Json, String)> = Vec::new();
         let mut loop_seen = Vec::new();
-        for s in lp.get("body").as_list() {
+        for s in &flat {
             self.accesses_stmt(&f, s, &mut loop_seen);
         }
         for s in &body[at + 1..] {
@@ -144,19 +179,24 @@ impl<'a> Translator<'a> {
             }
         }
         // The code.
-        let (var, start, stop, step) = self.range(&f, lp)?;
-        let step_n: i64 = step.parse().unwrap_or(1);
-        let trip = match (start.as_str(), step_n) {
-            ("0", 1) => stop.clone(),
-            (_, 1) => format!("{stop} - {start}"),
-            (_, s) if s > 0 => format!("({stop} - {start} + {}) / {s}", s - 1),
-            (_, s) => format!("({start} - {stop} + {}) / {}", -s - 1, -s),
-        };
-        let first = match (start.as_str(), step_n) {
-            ("0", 1) => "cunumpy_t".to_string(),
-            (_, 1) => format!("{start} + cunumpy_t"),
-            (_, s) => format!("{start} + cunumpy_t * {s}"),
-        };
+        let mut ranges = Vec::new();
+        for l in &levels {
+            let (v, start, stop, step) = self.range(&f, l)?;
+            let step_n: i64 = step.parse().unwrap_or(1);
+            let trip = match (start.as_str(), step_n) {
+                ("0", 1) => stop.clone(),
+                (_, 1) => format!("{stop} - {start}"),
+                (_, s) if s > 0 => format!("({stop} - {start} + {}) / {s}", s - 1),
+                (_, s) => format!("({start} - {stop} + {}) / {}", -s - 1, -s),
+            };
+            let first = move |t: &str| match (start.as_str(), step_n) {
+                ("0", 1) => t.to_string(),
+                (_, 1) => format!("{start} + {t}"),
+                (_, s) => format!("{start} + {t} * {s}"),
+            };
+            ranges.push((v, trip, first));
+        }
+        let var = ranges[0].0.clone();
         let mut code = String::new();
         code.push_str(&self.decls(&f, "    "));
         code.push_str(&self.block(&mut f, &preamble, 1, None)?);
@@ -166,13 +206,62 @@ impl<'a> Translator<'a> {
                 "    // '{r}' is a sum: each thread adds its iterations into its own partial, from 0\n    const {c} cunumpy_{r}_init = {r};\n    {r} = ({c})0;\n"
             ));
         }
-        code.push_str(&self.comment(lp.line(), "    "));
-        code.push_str("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n");
-        code.push_str(&format!("    const long long cunumpy_n = {trip};\n"));
-        code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
-        code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
-        code.push_str(&format!("        {var} = {first};\n"));
-        code.push_str(&self.block(&mut f, lp.get("body").as_list(), 2, Some(&par))?);
+        for l in &levels {
+            code.push_str(&self.comment(l.line(), "    "));
+        }
+        if let [(v, trip, first)] = ranges.as_slice() {
+            code.push_str("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n");
+            code.push_str(&format!("    const long long cunumpy_n = {trip};\n"));
+            code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
+            code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
+            code.push_str(&format!("        {v} = {};\n", first("cunumpy_t")));
+        } else {
+            let names: Vec<&str> = ranges.iter().map(|(v, _, _)| v.as_str()).collect();
+            code.push_str(&format!(
+                "    // (parallel, collapsed: one ({}) per thread, {} fastest as in C order; grid-stride so any launch shape is right)\n",
+                names.join(", "),
+                names[names.len() - 1]
+            ));
+            for (k, (_, trip, _)) in ranges.iter().enumerate() {
+                code.push_str(&format!(
+                    "    const long long cunumpy_n{k} = cunumpy_port_trip({trip});\n"
+                ));
+            }
+            let all: Vec<String> = (0..ranges.len()).map(|k| format!("cunumpy_n{k}")).collect();
+            code.push_str(&format!(
+                "    const long long cunumpy_n = {};\n",
+                all.join(" * ")
+            ));
+            code.push_str("    // (32-bit division where the flat index fits, 64-bit otherwise)\n");
+            code.push_str("    const bool cunumpy_small = cunumpy_n <= 0xffffffffLL;\n");
+            code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
+            code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
+            for (ty, cast, cond) in [
+                ("unsigned int", "(unsigned int)", "if (cunumpy_small) {"),
+                ("long long", "", "} else {"),
+            ] {
+                code.push_str(&format!(
+                    "        {cond}\n            {ty} cunumpy_r = {cast}cunumpy_t;\n"
+                ));
+                for k in (0..ranges.len()).rev() {
+                    let (v, _, first) = &ranges[k];
+                    if k == 0 {
+                        code.push_str(&format!(
+                            "            {v} = {};\n",
+                            first("(long long)cunumpy_r")
+                        ));
+                    } else {
+                        code.push_str(&format!(
+                            "            {v} = {};\n            cunumpy_r /= {cast}cunumpy_n{k};\n",
+                            first(&format!("(long long)(cunumpy_r % {cast}cunumpy_n{k})"))
+                        ));
+                    }
+                }
+            }
+            code.push_str("        }\n");
+            self.prelude.insert("trip");
+        }
+        code.push_str(&self.block(&mut f, &flat, 2, Some(&par))?);
         code.push_str("    }\n");
         for r in &reductions {
             code.push_str(&format!(
@@ -206,7 +295,7 @@ impl<'a> Translator<'a> {
         }
         let mut writes = Vec::new();
         let mut seen = Vec::new();
-        for s in lp.get("body").as_list() {
+        for s in &flat {
             self.accesses_stmt(&f, s, &mut seen);
         }
         for (s, _) in &folds {
@@ -236,10 +325,24 @@ impl<'a> Translator<'a> {
         }
         let mut src = String::new();
         src.push_str(&format!("// CUDA version of {name}, generated by cunumpy from the host kernel (edit it: it is yours).\n"));
-        src.push_str(&format!(
-            "// Parallel loop: line {}, `for {var} in range(...)`: one iteration per thread.\n",
-            lp.line()
-        ));
+        if let [_, inner @ ..] = levels.as_slice() {
+            if inner.is_empty() {
+                src.push_str(&format!(
+                    "// Parallel loop: line {}, `for {var} in range(...)`: one iteration per thread.\n",
+                    lp.line()
+                ));
+            } else {
+                let names: Vec<String> = ranges.iter().map(|(v, _, _)| v.clone()).collect();
+                let lines: Vec<String> = levels.iter().map(|l| l.line().to_string()).collect();
+                src.push_str(&format!(
+                    "// Parallel loop: line {}, `for {var} in range(...)`, collapsed with the loops nested in it (lines {}: {}): one ({}) per thread, threads = the product of their trip counts.\n",
+                    lp.line(),
+                    lines.join(", "),
+                    names.iter().map(|n| format!("`for {n}`")).collect::<Vec<_>>().join(", "),
+                    names.join(", ")
+                ));
+            }
+        }
         let mut atomics: BTreeSet<&str> = par.atomic.iter().map(String::as_str).collect();
         for w in &writes {
             if w.how == "reduction" {
@@ -348,17 +451,130 @@ impl<'a> Translator<'a> {
                 .collect();
             src.push_str(&format!("    {name}__body({});\n}}\n", call.join(", ")));
         }
-        let n_threads = self.py_trip(&f, &preamble, lp);
+        let n_threads = if levels.len() == 1 {
+            self.py_trip(&f, &preamble, lp)
+        } else {
+            let parts: Option<Vec<String>> = levels
+                .iter()
+                .map(|l| {
+                    self.py_trip(&f, &preamble, l)
+                        .map(|t| format!("max(0, {t})"))
+                })
+                .collect();
+            parts.map(|p| p.join(" * "))
+        };
         Ok(Translation {
             source: src,
             kernel: name,
             params: params.iter().map(|(n, _)| n.clone()).collect(),
             loop_line: lp.line(),
             loop_var: var,
+            collapsed: levels[1..]
+                .iter()
+                .map(|l| (name_of(l.get("target")).unwrap_or("").to_string(), l.line()))
+                .collect(),
             n_threads,
             writes,
             helpers: self.helpers_done.keys().cloned().collect(),
         })
+    }
+
+    /// The nest below the parallel loop `lp` that may be collapsed into it: `(loop, statements
+    /// of its body before the next loop)` per level, `lp` first. A level continues the nest when
+    /// its body is assignments of locals (no helper calls; a scalar, or an element or slice of a
+    /// local array) and then a last `for v in range(...)` whose bounds read nothing the nest
+    /// assigns or writes (no loop variable of it either) and no helper. Whether the writes allow
+    /// collapsing is the proof's to say.
+    fn nest<'j>(&self, f: &FnCx, lp: &'j Json) -> Vec<(&'j Json, Vec<&'j Json>)> {
+        let mut updated = Vec::new();
+        collect_updates(lp.get("body").as_list(), &mut updated);
+        let mut changing: BTreeSet<String> = updated.into_iter().map(|(n, _)| n).collect();
+        if let Some(v) = name_of(lp.get("target")) {
+            changing.insert(v.to_string());
+        }
+        let mut seen = Vec::new();
+        for s in lp.get("body").as_list() {
+            self.accesses_stmt(f, s, &mut seen);
+        }
+        for w in seen.iter().filter(|w| w.access != Access::Read) {
+            changing.insert(w.array.clone());
+        }
+        fn calls_helper(t: &Translator, e: &Json) -> bool {
+            match e {
+                Json::Obj(m) => {
+                    (e.kind() == "Call"
+                        && name_of(e.get("func")).is_some_and(|h| t.funcs.contains_key(h)))
+                        || m.values().any(|v| calls_helper(t, v))
+                }
+                Json::List(v) => v.iter().any(|x| calls_helper(t, x)),
+                _ => false,
+            }
+        }
+        // every name read is unchanged in the nest; array elements only of unwritten arguments
+        fn steady(f: &FnCx, changing: &BTreeSet<String>, e: &Json) -> bool {
+            match e {
+                Json::Obj(m) => {
+                    if name_of(e).is_some_and(|n| changing.contains(n)) {
+                        return false;
+                    }
+                    if e.kind() == "Subscript" {
+                        let v = e.get("value");
+                        let shape = v.kind() == "Call" || v.get("attr").as_str() == Some("shape");
+                        let fixed = array_key(f, v).is_some_and(|a| !changing.contains(&a));
+                        if !shape && !fixed {
+                            return false;
+                        }
+                    }
+                    m.values().all(|v| steady(f, changing, v))
+                }
+                Json::List(v) => v.iter().all(|x| steady(f, changing, x)),
+                _ => true,
+            }
+        }
+        let simple = |s: &Json| {
+            if s.kind() != "Assign" || calls_helper(self, s.get("value")) {
+                return false;
+            }
+            match s.get("targets").as_list() {
+                [t] if t.kind() == "Name" => {
+                    name_of(t).is_some_and(|n| f.vars.get(n).is_some_and(|ty| ty.rank() == 0))
+                }
+                [t] if t.kind() == "Subscript" => name_of(t.get("value")).is_some_and(|a| {
+                    !f.params.contains(a) && !matches!(f.vars.get(a), Some(Ty::Struct(..)) | None)
+                }),
+                _ => false,
+            }
+        };
+        let mut out: Vec<(&'j Json, Vec<&'j Json>)> = vec![(lp, Vec::new())];
+        let mut cur = lp;
+        loop {
+            let body = cur.get("body").as_list();
+            let Some((inner, pre)) = body.split_last() else {
+                break;
+            };
+            let it = inner.get("iter");
+            let args = it.get("args").as_list();
+            let ok = inner.kind() == "For"
+                && name_of(inner.get("target")).is_some()
+                && it.kind() == "Call"
+                && name_of(it.get("func")) == Some("range")
+                && inner.get("orelse").as_list().is_empty()
+                && (1..=3).contains(&args.len())
+                && (args.len() < 3 || const_int(&args[2]).is_some_and(|c| c != 0))
+                && args
+                    .iter()
+                    .all(|a| !calls_helper(self, a) && steady(f, &changing, a))
+                && pre.iter().all(&simple);
+            if !ok {
+                break;
+            }
+            if let Some(last) = out.last_mut() {
+                last.1 = pre.iter().collect();
+            }
+            out.push((inner, Vec::new()));
+            cur = inner;
+        }
+        out
     }
 
     /// The per-thread version `<p>__thread` of struct argument `p`: its fields, and its scratch
@@ -556,15 +772,18 @@ impl<'a> Translator<'a> {
     }
 
     /// The proof: classifies every array access and scalar update of the loop body.
+    /// `vars`: the variables of the loops run in parallel (one, or the collapsed nest's, outer
+    /// first); `body`: what one thread runs per iteration (the innermost collapsed loop's body,
+    /// after the statements of the levels above it).
     fn prove(
         &mut self,
         f: &FnCx,
         preamble: &[Json],
-        lp: &Json,
+        vars: &[String],
+        body: &[Json],
         reductions: &BTreeSet<String>,
     ) -> R<Par> {
-        let var = name_of(lp.get("target")).unwrap_or("").to_string();
-        let body = lp.get("body").as_list();
+        let var = vars.join(", ");
         // Control flow that ties iterations together.
         check_flow(self, body, 0)?;
         // Scalars: nothing assigned before the loop (or a parameter) may be updated in it.
@@ -578,13 +797,13 @@ impl<'a> Translator<'a> {
         let mut inner = Vec::new();
         collect_updates(body, &mut inner);
         for (n, line) in &inner {
-            if *n == var {
+            if vars.contains(n) {
                 return Err(self.e(
                     PortErrorKind::Race,
                     *line,
                     "loop variable",
                     None,
-                    format!("assigns the loop variable '{var}' inside the parallel loop"),
+                    format!("assigns the loop variable '{n}' inside the parallel loop"),
                 ));
             }
             if outer.contains(n.as_str())
@@ -601,8 +820,7 @@ impl<'a> Translator<'a> {
             .map(|(n, _)| n.clone())
             .filter(|n| !reductions.contains(n))
             .collect();
-        let mut assigned: BTreeSet<String> = BTreeSet::new();
-        assigned.insert(var.clone());
+        let mut assigned: BTreeSet<String> = vars.iter().cloned().collect();
         if let Some((n, line)) = first_carried(body, &locals, &mut assigned) {
             return Err(self.e(PortErrorKind::Race, line, "carried scalar", None,
                 format!("reads '{n}' before assigning it in the iteration: it carries a value from the previous iteration")));
@@ -626,7 +844,7 @@ impl<'a> Translator<'a> {
             .filter(|(n, t)| !matches!(t, Ty::Array(..)) || writes.contains(n))
             .map(|(n, _)| n.clone())
             .collect();
-        let owner = Owner::new(&var, body, &inner, written);
+        let owner = Owner::new(vars, body, &inner, written);
         let mut arrays: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
         for w in &seen {
             arrays.entry(w.array.as_str()).or_default().push(w);
@@ -645,53 +863,39 @@ impl<'a> Translator<'a> {
                         format!("passes '{a}' to {h}(), which writes it: the translator cannot see which elements (index it in the kernel instead)")));
                 }
             }
-            // Positions where every access indexes with the bare loop variable.
+            // For each loop variable, a position where every access indexes with it plus the
+            // same invariant offset: distinct iterations (tuples, when collapsed) differ there.
             let (rank, s) = key_type(f, a);
-            let owned_at = (0..rank).find(|&k| {
-                let first = uses[0]
-                    .idx
+            let key_at = |w: &Seen, k: usize, v: usize| {
+                w.idx
                     .as_ref()
                     .and_then(|ix| ix.get(k))
-                    .and_then(|e| owner.key(e));
-                first.is_some()
-                    && uses.iter().all(|w| {
-                        w.idx
-                            .as_ref()
-                            .and_then(|ix| ix.get(k))
-                            .and_then(|e| owner.key(e))
-                            == first
-                    })
-            });
-            if owned_at.is_some() {
+                    .and_then(|e| owner.key(e, v))
+            };
+            let owned_by = |group: &[&Seen], v: usize| {
+                (0..rank).find_map(|k| {
+                    let first = key_at(group[0], k, v)?;
+                    group
+                        .iter()
+                        .all(|w| key_at(w, k, v).as_ref() == Some(&first))
+                        .then_some((k, first))
+                })
+            };
+            let all: Vec<&Seen> = uses.to_vec();
+            if (0..vars.len()).all(|v| owned_by(&all, v).is_some()) {
                 continue;
             }
-            // Every write owned at position k, but a read elsewhere: another iteration's element.
-            let writes_owned_at = (0..rank).find_map(|k| {
-                let first = writes[0]
-                    .idx
-                    .as_ref()
-                    .and_then(|ix| ix.get(k))
-                    .and_then(|e| owner.key(e))?;
-                writes
-                    .iter()
-                    .all(|w| {
-                        w.idx
-                            .as_ref()
-                            .and_then(|ix| ix.get(k))
-                            .and_then(|e| owner.key(e))
-                            .as_ref()
-                            == Some(&first)
-                    })
-                    .then_some((k, first))
-            });
-            if let Some((k, first)) = writes_owned_at {
-                if let Some(r) = uses.iter().find(|w| {
-                    w.idx
-                        .as_ref()
-                        .and_then(|ix| ix.get(k))
-                        .and_then(|e| owner.key(e))
-                        .as_ref()
-                        != Some(&first)
+            // Every write owned, but a read elsewhere: another iteration's element.
+            let ws: Vec<&Seen> = writes.iter().map(|w| **w).collect();
+            let writes_owned: Option<Vec<(usize, String)>> =
+                (0..vars.len()).map(|v| owned_by(&ws, v)).collect();
+            if let Some(owned) = writes_owned {
+                if let Some((r, k, first)) = uses.iter().find_map(|w| {
+                    owned
+                        .iter()
+                        .enumerate()
+                        .find(|(v, (k, first))| key_at(w, *k, *v).as_ref() != Some(first))
+                        .map(|(_, (k, first))| (w, *k, first.clone()))
                 }) {
                     return Err(self.e(
                         PortErrorKind::Race,
@@ -716,7 +920,7 @@ impl<'a> Translator<'a> {
                     "an augmented assignment other than += / -="
                 };
                 return Err(self.e(PortErrorKind::Race, w.line, "unprovable write", Some(a),
-                    format!("writes '{a}' with {what} at an index that is not the loop variable '{var}' (in the same position in every access of '{a}'): iterations may write the same element, so it is refused rather than left to race")));
+                    format!("writes '{a}' with {what} at an index that is not the loop variable '{var}' (in the same position in every access of '{a}'{}): iterations may write the same element, so it is refused rather than left to race", if vars.len() > 1 { ", each of them" } else { "" })));
             }
             if let Some(r) = uses.iter().find(|w| w.access == Access::Read) {
                 return Err(self.e(PortErrorKind::Race, r.line, "read of accumulated array", Some(a),
@@ -1349,7 +1553,8 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, Json>, e: &Json, depth: usize) -> O
 /// of the loop body (`i_loc = i - s_out`). `key` is the expression's canonical text (locals
 /// replaced), so two accesses hit the same element exactly when their keys are equal.
 struct Owner<'j> {
-    var: String,
+    /// The parallel loops' variables (one, or a collapsed nest's).
+    vars: Vec<String>,
     updated: BTreeSet<String>,
     /// Names whose elements are not invariant: arrays written in the loop, local arrays, scalars.
     written: BTreeSet<String>,
@@ -1358,7 +1563,7 @@ struct Owner<'j> {
 
 impl<'j> Owner<'j> {
     fn new(
-        var: &str,
+        vars: &[String],
         body: &'j [Json],
         updates: &[(String, u32)],
         written: BTreeSet<String>,
@@ -1391,42 +1596,42 @@ impl<'j> Owner<'j> {
         let mut defs = BTreeMap::new();
         single_defs(body, &count, &mut defs);
         Owner {
-            var: var.to_string(),
+            vars: vars.to_vec(),
             updated: updates.iter().map(|(n, _)| n.clone()).collect(),
             written,
             defs,
         }
     }
 
-    fn key(&self, e: &Json) -> Option<String> {
-        self.affine(e, 0)
+    /// The canonical text of `e` when it is loop variable number `v` plus an invariant offset.
+    fn key(&self, e: &Json, v: usize) -> Option<String> {
+        self.affine(e, v, 0)
     }
 
-    /// The canonical text of `e` when it is the loop variable plus an invariant offset.
-    fn affine(&self, e: &Json, depth: usize) -> Option<String> {
+    fn affine(&self, e: &Json, v: usize, depth: usize) -> Option<String> {
         if depth > 8 {
             return None;
         }
         match e.kind() {
             "Name" => {
                 let n = name_of(e)?;
-                if n == self.var {
+                if Some(n) == self.vars.get(v).map(String::as_str) {
                     Some(n.to_string())
                 } else {
-                    self.affine(self.defs.get(n)?, depth + 1)
+                    self.affine(self.defs.get(n)?, v, depth + 1)
                 }
             }
             "BinOp" => {
                 let (l, r) = (e.get("left"), e.get("right"));
                 match e.get("op").kind() {
-                    "Add" => match (self.affine(l, depth + 1), self.affine(r, depth + 1)) {
+                    "Add" => match (self.affine(l, v, depth + 1), self.affine(r, v, depth + 1)) {
                         (Some(a), None) => Some(format!("({a} + {})", self.invariant(r)?)),
                         (None, Some(b)) => Some(format!("({} + {b})", self.invariant(l)?)),
                         _ => None,
                     },
                     "Sub" => Some(format!(
                         "({} - {})",
-                        self.affine(l, depth + 1)?,
+                        self.affine(l, v, depth + 1)?,
                         self.invariant(r)?
                     )),
                     _ => None,
@@ -1444,7 +1649,7 @@ impl<'j> Owner<'j> {
                 _ => None,
             },
             "Name" => name_of(e)
-                .filter(|n| !self.updated.contains(*n) && *n != self.var)
+                .filter(|n| !self.updated.contains(*n) && !self.vars.iter().any(|v| v == n))
                 .map(str::to_string),
             "Attribute" => Some(format!(
                 "{}.{}",

@@ -37,6 +37,9 @@ pub struct Translation {
     pub params: Vec<String>,
     pub loop_line: u32,
     pub loop_var: String,
+    /// The loops collapsed into the parallel one (variable, line), outer first: empty when
+    /// one iteration of the parallel loop is one thread.
+    pub collapsed: Vec<(String, u32)>,
     /// The loop's trip count as a Python expression of the kernel's parameters (the launch
     /// shape `n_threads`), when it can be written so.
     pub n_threads: Option<String>,
@@ -110,6 +113,11 @@ const MATH: &[(&str, &str)] = &[
 ];
 
 pub(crate) const PRELUDE: &[(&str, &str)] = &[
+    (
+        "trip",
+        "// The trip count of a collapsed loop (a range that is empty gives no iterations).\n\
+         __device__ __forceinline__ long long cunumpy_port_trip(long long n) { return n > 0 ? n : 0; }\n",
+    ),
     (
         "mod",
         "// Python's % on integers: the result takes the sign of the divisor.\n\

@@ -1,0 +1,79 @@
+"""Grid kernels in struphy's and feectools' style (a nest of loops over the points of a grid)
+for the loop collapsing of ``xp.kernels.generate_cuda``: the perfect nest of independent loops
+under the parallel one runs as one flat thread index, as deep as every write stays owned by
+one iteration of the nest. Plain Python: the host versions are the reference the generated
+CUDA is compared with."""
+
+import numpy as np
+
+
+def scale_2d(a: "float[:,:]", b: "float[:,:]", c: float):
+    """Collapsed: (i, j), one thread per element of ``b``."""
+    n1 = a.shape[0]
+    n2 = a.shape[1]
+    for i in range(n1):
+        for j in range(n2):
+            b[i, j] = c * a[i, j] + i - 2 * j
+
+
+def shifted_3d(x: "float[:,:,:]", out: "float[:,:,:]", s: "int[:]", e: "int[:]", p: "int[:]"):
+    """Collapsed: (i1, i2, i3), a local row index between the levels, a range with a start
+    and one with a step; the element of each axis is its variable plus an invariant offset."""
+    for i1 in range(s[0], e[0] + 1):
+        i1_loc = i1 - s[0]
+        for i2 in range(s[1], e[1] + 1):
+            for i3 in range(s[2], e[2] + 1, 2):
+                v = x[p[0] + i1_loc, p[1] + i2 - s[1], p[2] + i3 - s[2]]
+                out[p[0] + i1_loc, p[1] + i2 - s[1], p[2] + i3 - s[2]] = 2.0 * v + i1_loc
+
+
+def row_dot(m: "float[:,:,:]", v: "float[:]", out: "float[:,:]"):
+    """Collapsed down to the sum: (i, j); the loop over k adds into the local ``s``."""
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            s = 0.0
+            for k in range(m.shape[2]):
+                s += m[i, j, k] * v[k]
+            out[i, j] = s
+
+
+def tensor_fixed(b1s: "float[:,:]", b2s: "float[:,:]", c: "float[:,:]", out: "float[:,:]"):
+    """Collapsed: (i, j); a local array filled between the levels (each thread its own)."""
+    b1 = np.empty(b1s.shape[1], dtype=float)
+    for i in range(b1s.shape[0]):
+        b1[:] = b1s[i, :]
+        for j in range(b2s.shape[0]):
+            val = 0.0
+            for a in range(b1s.shape[1]):
+                for b in range(b2s.shape[1]):
+                    val += b1[a] * b2s[j, b] * c[a, b]
+            out[i, j] = val
+
+
+def histogram_2d(cell: "int[:,:]", w: "float[:,:]", hist: "float[:]"):
+    """Collapsed: (i, j); the += into ``hist`` is an atomic add either way."""
+    for i in range(cell.shape[0]):
+        for j in range(cell.shape[1]):
+            hist[cell[i, j]] += w[i, j]
+
+
+def last_in_row(m: "float[:,:]", last: "float[:]", twice: "float[:,:]"):
+    """Not collapsed: ``last[i]`` is written by every j of row i (in order: the last wins)."""
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            twice[i, j] = 2.0 * m[i, j]
+            last[i] = m[i, j]
+
+
+def row_totals(m: "float[:,:]", tot: "float[:]"):
+    """Not collapsed: ``tot[i] +=`` is owned by row i; collapsed it would be an atomic add."""
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            tot[i] += m[i, j]
+
+
+def lower_triangle(m: "float[:,:]"):
+    """Not collapsed: the inner bound depends on the outer variable."""
+    for i in range(m.shape[0]):
+        for j in range(i + 1):
+            m[i, j] = 2.0 * m[i, j] + 1.0
