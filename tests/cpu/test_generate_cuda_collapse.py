@@ -1,0 +1,158 @@
+"""``xp.kernels.generate_cuda`` collapsing loop nests (tests/port_collapse_kernels.py): the
+perfect nest of independent loops under the parallel one runs as one flat thread index (one
+thread per grid point, the innermost loop fastest), as deep as every write stays owned by one
+iteration of the nest; the generated kernels agree with their host versions on the emulated
+device, the threads shuffled (a race between threads would show)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cunumpy as xp
+from cunumpy.kernel_testing import (
+    assert_kernels_agree,
+    emulation_compiler,
+    install_fake_cupy,
+    uninstall_fake_cupy,
+)
+from cunumpy.kernels import Kernel, generate_cuda
+
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+import port_collapse_kernels as pc  # noqa: E402
+
+needs_compiler = pytest.mark.skipif(
+    emulation_compiler() is None, reason="no host C++ compiler for the emulator"
+)
+
+
+@pytest.fixture
+def emulated():
+    install_fake_cupy()
+    try:
+        yield
+    finally:
+        uninstall_fake_cupy()
+
+
+def _normal(rng, *shape):
+    return xp.asarray(rng.normal(size=shape))
+
+
+def args_scale_2d(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 7, 5), xp.zeros((7, 5)), 0.5)
+
+
+def args_shifted_3d(backend, seed):
+    rng = np.random.default_rng(seed)
+    s, e, p = np.array([2, 1, 3]), np.array([6, 4, 9]), np.array([1, 2, 1])
+    shape = tuple(p + e - s + 2)
+    return (
+        _normal(rng, *shape),
+        xp.zeros(shape),
+        xp.asarray(s),
+        xp.asarray(e),
+        xp.asarray(p),
+    )
+
+
+def args_row_dot(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 6, 4, 5), _normal(rng, 5), xp.zeros((6, 4)))
+
+
+def args_tensor_fixed(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 5, 3), _normal(rng, 4, 2), _normal(rng, 3, 2), xp.zeros((5, 4)))
+
+
+def args_histogram_2d(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.integers(0, 7, size=(9, 8))), _normal(rng, 9, 8), xp.zeros(7))
+
+
+def args_last_in_row(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 6, 5), xp.zeros(6), xp.zeros((6, 5)))
+
+
+def args_row_totals(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 6, 5), xp.zeros(6))
+
+
+def args_lower_triangle(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 6, 6),)
+
+
+# kernel: (arguments, the loops collapsed with the parallel one, the thread count of the
+# arguments of seed 0)
+CASES = {
+    "scale_2d": (args_scale_2d, ("j",), 7 * 5),
+    "shifted_3d": (args_shifted_3d, ("i2", "i3"), 5 * 4 * 4),
+    "row_dot": (args_row_dot, ("j",), 6 * 4),
+    "tensor_fixed": (args_tensor_fixed, ("j",), 5 * 4),
+    "histogram_2d": (args_histogram_2d, ("j",), 9 * 8),
+    "last_in_row": (args_last_in_row, (), 6),
+    "row_totals": (args_row_totals, (), 6),
+    "lower_triangle": (args_lower_triangle, (), 6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_what_is_collapsed(name):
+    make, collapsed, threads = CASES[name]
+    src = generate_cuda(getattr(pc, name))
+    assert tuple(v for v, _ in src.collapsed) == collapsed
+    with xp.use_backend("numpy"):
+        assert src.n_threads_of(make("numpy", 0)) == threads
+    first = src.describe().splitlines()[0]
+    if collapsed:
+        names = ", ".join([src.loop_var, *collapsed])
+        assert f"one ({names}) per thread" in first, first
+        assert "collapsed with the loops nested in it" in src
+    else:
+        assert "collapsed" not in first
+        assert "one iteration per thread" in src
+
+
+def test_decisions_name_the_collapsed_loops():
+    src = generate_cuda(pc.shifted_3d)
+    text = src.describe()
+    assert text.splitlines()[0] == (
+        "shifted_3d: parallel loop `for i1 in range(...)` at line 22, collapsed with "
+        "`for i2` at line 24, `for i3` at line 25: one (i1, i2, i3) per thread"
+    )
+    assert "write to out: indexed by (i1, i2, i3): safe" in text
+    assert src.collapsed == (("i2", 24), ("i3", 25))
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_collapsed_kernels_agree_with_the_host_kernel(name, emulated):
+    host = getattr(pc, name)
+    kernel = Kernel(host, generate_cuda(host).cuda_kernel())
+    assert_kernels_agree(kernel, CASES[name][0], rtol=1e-12, atol=1e-12, shuffle_seed=5)
+
+
+@needs_compiler
+def test_any_launch_shape_covers_the_nest(emulated):
+    """The flat index is grid-stride: fewer threads than points still cover every point."""
+    src = generate_cuda(pc.scale_2d)
+    kernel = src.cuda_kernel()
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(7, 5))
+    expected = np.zeros((7, 5))
+    pc.scale_2d(a, expected, 0.5)
+    with xp.use_backend("cupy"):
+        b = xp.zeros((7, 5))
+        kernel(xp.asarray(a), b, 0.5, n_threads=3)
+        np.testing.assert_allclose(xp.to_numpy(b), expected, rtol=1e-15, atol=0)
