@@ -77,3 +77,28 @@ def lower_triangle(m: "float[:,:]"):
     for i in range(m.shape[0]):
         for j in range(i + 1):
             m[i, j] = 2.0 * m[i, j] + 1.0
+
+
+def diag_rows_3d(x: "float[:,:,:]", out: "float[:,:,:]", e: "int[:]"):
+    """Collapsed: (i1, i2, i3); a level sets its locals, with an ``if`` for the last row
+    (feectools' stencil_dot_3d style), before the next loop."""
+    for i1 in range(x.shape[0]):
+        for i2 in range(x.shape[1]):
+            w2 = 1.0
+            if i2 == e[1]:
+                w2 = 0.5
+            for i3 in range(x.shape[2]):
+                w3 = w2
+                if i3 == e[2]:
+                    w3 = 2.0 * w2
+                out[i1, i2, i3] = w3 * x[i1, i2, i3] + i1
+
+
+def carried_level(x: "float[:,:]", out: "float[:,:]"):
+    """Not collapsed: the inner loop changes ``w``, set by the outer level, for its next
+    iteration."""
+    for i in range(x.shape[0]):
+        w = 1.0
+        for j in range(x.shape[1]):
+            out[i, j] = w * x[i, j]
+            w = 2.0 * w

@@ -93,6 +93,16 @@ def args_lower_triangle(backend, seed):
     return (_normal(rng, 6, 6),)
 
 
+def args_diag_rows_3d(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 4, 3, 5), xp.zeros((4, 3, 5)), xp.asarray(np.array([3, 2, 4])))
+
+
+def args_carried_level(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 5, 4), xp.zeros((5, 4)))
+
+
 # kernel: (arguments, the loops collapsed with the parallel one, the thread count of the
 # arguments of seed 0)
 CASES = {
@@ -104,6 +114,8 @@ CASES = {
     "last_in_row": (args_last_in_row, (), 6),
     "row_totals": (args_row_totals, (), 6),
     "lower_triangle": (args_lower_triangle, (), 6),
+    "diag_rows_3d": (args_diag_rows_3d, ("i2", "i3"), 4 * 3 * 5),
+    "carried_level": (args_carried_level, (), 5),
 }
 
 

@@ -531,8 +531,16 @@ impl<'a> Translator<'a> {
                 _ => true,
             }
         }
-        let simple = |s: &Json| {
-            if s.kind() != "Assign" || calls_helper(self, s.get("value")) {
+        fn simple(t: &Translator, f: &FnCx, s: &Json) -> bool {
+            if s.kind() == "If" {
+                return !calls_helper(t, s.get("test"))
+                    && s.get("body")
+                        .as_list()
+                        .iter()
+                        .chain(s.get("orelse").as_list())
+                        .all(|c| simple(t, f, c));
+            }
+            if s.kind() != "Assign" || calls_helper(t, s.get("value")) {
                 return false;
             }
             match s.get("targets").as_list() {
@@ -544,7 +552,51 @@ impl<'a> Translator<'a> {
                 }),
                 _ => false,
             }
-        };
+        }
+        // Names a statement list assigns, or whose elements it assigns.
+        fn assigned(body: &[Json], out: &mut BTreeSet<String>) {
+            for s in body {
+                if s.kind() == "Assign" {
+                    for t in s.get("targets").as_list() {
+                        let base = if t.kind() == "Subscript" {
+                            t.get("value")
+                        } else {
+                            t
+                        };
+                        if let Some(n) = name_of(base) {
+                            out.insert(n.to_string());
+                        }
+                    }
+                }
+                for key in ["body", "orelse"] {
+                    assigned(s.get(key).as_list(), out);
+                }
+            }
+        }
+        // Whether a block assigns (=, op=, elements) or passes to a call any of `names`.
+        fn touches(e: &Json, names: &BTreeSet<String>) -> bool {
+            match e {
+                Json::Obj(m) => {
+                    let hit = |t: &Json| {
+                        let base = if t.kind() == "Subscript" {
+                            t.get("value")
+                        } else {
+                            t
+                        };
+                        name_of(base).is_some_and(|n| names.contains(n))
+                    };
+                    let direct = match e.kind() {
+                        "Assign" => e.get("targets").as_list().iter().any(hit),
+                        "AugAssign" | "For" => hit(e.get("target")),
+                        "Call" => e.get("args").as_list().iter().any(hit),
+                        _ => false,
+                    };
+                    direct || m.values().any(|v| touches(v, names))
+                }
+                Json::List(v) => v.iter().any(|x| touches(x, names)),
+                _ => false,
+            }
+        }
         let mut out: Vec<(&'j Json, Vec<&'j Json>)> = vec![(lp, Vec::new())];
         let mut cur = lp;
         loop {
@@ -564,8 +616,15 @@ impl<'a> Translator<'a> {
                 && args
                     .iter()
                     .all(|a| !calls_helper(self, a) && steady(f, &changing, a))
-                && pre.iter().all(&simple);
+                && pre.iter().all(|s| simple(self, f, s));
             if !ok {
+                break;
+            }
+            // what the level's statements set, the loops below may not change (a thread sets
+            // it afresh where the host loop would carry the change to the next iteration)
+            let mut set = BTreeSet::new();
+            assigned(pre, &mut set);
+            if touches(inner, &set) {
                 break;
             }
             if let Some(last) = out.last_mut() {

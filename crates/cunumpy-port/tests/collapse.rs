@@ -128,3 +128,17 @@ fn bounds_depending_on_the_outer_variable_are_not_collapsed() {
     assert!(t.collapsed.is_empty());
     assert_eq!(t.n_threads.as_deref(), Some("m.shape[0]"));
 }
+
+#[test]
+fn a_level_may_set_its_locals_with_an_if_first() {
+    let t = run("diag_rows_3d");
+    assert_eq!(collapsed(&t), ["i2", "i3"]);
+    assert!(t.writes.iter().all(|w| w.how == "owned"));
+}
+
+#[test]
+fn a_local_of_a_level_changed_below_it_is_not_collapsed() {
+    // `w` set per row and doubled per column: collapsed, each thread would start from 1.0
+    let t = run("carried_level");
+    assert!(t.collapsed.is_empty());
+}
