@@ -102,3 +102,16 @@ def carried_level(x: "float[:,:]", out: "float[:,:]"):
         for j in range(x.shape[1]):
             out[i, j] = w * x[i, j]
             w = 2.0 * w
+
+
+def masked_3d(a: "float[:,:,:]", m1: "float[:]", m3: "float[:]", out: "float[:,:,:]"):
+    """Collapsed: (i, j, k); a ``continue`` at a level skips the points below it, in the flat
+    index the thread's point (struphy's eval_spline_mpi_sparse_meshgrid style)."""
+    for i in range(a.shape[0]):
+        if m1[i] < 0.0:
+            continue
+        for j in range(a.shape[1]):
+            for k in range(a.shape[2]):
+                if m3[k] < 0.0:
+                    continue
+                out[i, j, k] = a[i, j, k] * m1[i] + m3[k]

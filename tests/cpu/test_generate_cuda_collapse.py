@@ -103,6 +103,13 @@ def args_carried_level(backend, seed):
     return (_normal(rng, 5, 4), xp.zeros((5, 4)))
 
 
+def args_masked_3d(backend, seed):
+    rng = np.random.default_rng(seed)
+    m1, m3 = rng.normal(size=4), rng.normal(size=6)
+    m1[1], m3[2] = -1.0, -1.0  # at least one skipped
+    return (_normal(rng, 4, 3, 6), xp.asarray(m1), xp.asarray(m3), xp.zeros((4, 3, 6)))
+
+
 # kernel: (arguments, the loops collapsed with the parallel one, the thread count of the
 # arguments of seed 0)
 CASES = {
@@ -116,6 +123,7 @@ CASES = {
     "lower_triangle": (args_lower_triangle, (), 6),
     "diag_rows_3d": (args_diag_rows_3d, ("i2", "i3"), 4 * 3 * 5),
     "carried_level": (args_carried_level, (), 5),
+    "masked_3d": (args_masked_3d, ("j", "k"), 4 * 3 * 6),
 }
 
 

@@ -482,7 +482,7 @@ impl<'a> Translator<'a> {
     /// The nest below the parallel loop `lp` that may be collapsed into it: `(loop, statements
     /// of its body before the next loop)` per level, `lp` first. A level continues the nest when
     /// its body is assignments of locals (no helper calls; a scalar, or an element or slice of a
-    /// local array) and then a last `for v in range(...)` whose bounds read nothing the nest
+    /// local array), `if`s of them and of `continue`, and then a last `for v in range(...)` whose bounds read nothing the nest
     /// assigns or writes (no loop variable of it either) and no helper. Whether the writes allow
     /// collapsing is the proof's to say.
     fn nest<'j>(&self, f: &FnCx, lp: &'j Json) -> Vec<(&'j Json, Vec<&'j Json>)> {
@@ -532,6 +532,11 @@ impl<'a> Translator<'a> {
             }
         }
         fn simple(t: &Translator, f: &FnCx, s: &Json) -> bool {
+            // `continue` at a level skips every iteration of the loops below it: in the flat
+            // index, the thread's iteration
+            if matches!(s.kind(), "Continue" | "Pass") {
+                return true;
+            }
             if s.kind() == "If" {
                 return !calls_helper(t, s.get("test"))
                     && s.get("body")

@@ -142,3 +142,10 @@ fn a_local_of_a_level_changed_below_it_is_not_collapsed() {
     let t = run("carried_level");
     assert!(t.collapsed.is_empty());
 }
+
+#[test]
+fn continue_at_a_level_skips_the_threads_point() {
+    let t = run("masked_3d");
+    assert_eq!(collapsed(&t), ["j", "k"]);
+    assert!(t.source.contains("continue;"), "{}", t.source);
+}
