@@ -115,3 +115,20 @@ def masked_3d(a: "float[:,:,:]", m1: "float[:]", m3: "float[:]", out: "float[:,:
                 if m3[k] < 0.0:
                     continue
                 out[i, j, k] = a[i, j, k] * m1[i] + m3[k]
+
+
+def weighted_row(b: "float[:]", c: "float[:,:]", j: int) -> float:
+    s = 0.0
+    for a in range(b.shape[0]):
+        s += b[a] * c[a, j]
+    return s
+
+
+def tensor_helper(b1s: "float[:,:]", c: "float[:,:]", out: "float[:,:]"):
+    """Collapsed: (i, j); the local array a level fills is passed below to a helper that only
+    reads it."""
+    b1 = np.empty(b1s.shape[1], dtype=float)
+    for i in range(b1s.shape[0]):
+        b1[:] = b1s[i, :]
+        for j in range(c.shape[1]):
+            out[i, j] = weighted_row(b1, c, j)

@@ -110,6 +110,11 @@ def args_masked_3d(backend, seed):
     return (_normal(rng, 4, 3, 6), xp.asarray(m1), xp.asarray(m3), xp.zeros((4, 3, 6)))
 
 
+def args_tensor_helper(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (_normal(rng, 5, 3), _normal(rng, 3, 4), xp.zeros((5, 4)))
+
+
 # kernel: (arguments, the loops collapsed with the parallel one, the thread count of the
 # arguments of seed 0)
 CASES = {
@@ -124,6 +129,7 @@ CASES = {
     "diag_rows_3d": (args_diag_rows_3d, ("i2", "i3"), 4 * 3 * 5),
     "carried_level": (args_carried_level, (), 5),
     "masked_3d": (args_masked_3d, ("j", "k"), 4 * 3 * 6),
+    "tensor_helper": (args_tensor_helper, ("j",), 5 * 4),
 }
 
 

@@ -578,8 +578,9 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        // Whether a block assigns (=, op=, elements) or passes to a call any of `names`.
-        fn touches(e: &Json, names: &BTreeSet<String>) -> bool {
+        // Whether a block assigns (=, op=, elements) any of `names`, or passes one to a helper
+        // that writes it (or to a method or module function, which might).
+        fn touches(t: &Translator, e: &Json, names: &BTreeSet<String>) -> bool {
             match e {
                 Json::Obj(m) => {
                     let hit = |t: &Json| {
@@ -593,12 +594,24 @@ impl<'a> Translator<'a> {
                     let direct = match e.kind() {
                         "Assign" => e.get("targets").as_list().iter().any(hit),
                         "AugAssign" | "For" => hit(e.get("target")),
-                        "Call" => e.get("args").as_list().iter().any(hit),
+                        "Call" => {
+                            let func = name_of(e.get("func"));
+                            e.get("args").as_list().iter().enumerate().any(|(k, a)| {
+                                hit(a)
+                                    && match func {
+                                        Some(h) if t.funcs.contains_key(h) => {
+                                            t.helper_writes(h, k, &mut Busy::new())
+                                        }
+                                        Some(_) => false, // range, min, a math function
+                                        None => true,
+                                    }
+                            })
+                        }
                         _ => false,
                     };
-                    direct || m.values().any(|v| touches(v, names))
+                    direct || m.values().any(|v| touches(t, v, names))
                 }
-                Json::List(v) => v.iter().any(|x| touches(x, names)),
+                Json::List(v) => v.iter().any(|x| touches(t, x, names)),
                 _ => false,
             }
         }
@@ -629,7 +642,7 @@ impl<'a> Translator<'a> {
             // it afresh where the host loop would carry the change to the next iteration)
             let mut set = BTreeSet::new();
             assigned(pre, &mut set);
-            if touches(inner, &set) {
+            if touches(self, inner, &set) {
                 break;
             }
             if let Some(last) = out.last_mut() {

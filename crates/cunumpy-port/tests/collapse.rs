@@ -149,3 +149,10 @@ fn continue_at_a_level_skips_the_threads_point() {
     assert_eq!(collapsed(&t), ["j", "k"]);
     assert!(t.source.contains("continue;"), "{}", t.source);
 }
+
+#[test]
+fn a_level_local_passed_to_a_reading_helper_is_collapsed() {
+    let t = run("tensor_helper");
+    assert_eq!(collapsed(&t), ["j"]);
+    assert_eq!(t.helpers, ["weighted_row"]);
+}
