@@ -286,6 +286,9 @@ def test_example_runs(device):
     assert f"backend {backend}: total charge 1000.000000" in result.stdout
     assert "rho: atomic add" in result.stdout
     assert "cunumpy_atomic_add(&rho(" in result.stdout
+    # the grid kernel: one thread per interior point, each the mean of five ones
+    assert "collapsed with `for j` at line" in result.stdout
+    assert "smooth: 2852 threads, sum 2852.0" in result.stdout
 
 
 KERNEL = """
