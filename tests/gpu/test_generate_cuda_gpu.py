@@ -180,3 +180,39 @@ def test_plain_adds_in_helpers_lose_updates_on_the_gpu():
             sums.append(float(xp.to_numpy(grid).sum()))
     assert sums[0] == pytest.approx(total, rel=1e-10)
     assert sums[1] < total * (1.0 - 1e-6), "plain += kept every add: no race seen"
+
+
+def test_collapsed_nests_agree_on_the_gpu():
+    """The collapsed loop nests of tests/port_collapse_kernels.py on the GPU at the test's
+    sizes (tests/cpu/test_generate_cuda_collapse.py), and a 3-D grid of about 2.4 million
+    points, past one block's worth of rows: one thread per point, every point written once."""
+    import port_collapse_kernels as pc
+
+    import cunumpy as xp
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    sys.path.insert(0, str(TESTS / "cpu"))
+    try:
+        from test_generate_cuda_collapse import CASES as COLLAPSE
+    finally:
+        sys.path.remove(str(TESTS / "cpu"))
+    for name, (make, collapsed, _) in sorted(COLLAPSE.items()):
+        host = getattr(pc, name)
+        src = generate_cuda(host)
+        assert tuple(v for v, _ in src.collapsed) == collapsed, name
+        assert_kernels_agree(Kernel(host, src.cuda_kernel()), make, rtol=1e-12, atol=1e-12)
+
+    src = generate_cuda(pc.shifted_3d)
+    rng = np.random.default_rng(3)
+    s, e, p = np.array([5, 0, 2]), np.array([204, 119, 201]), np.array([2, 1, 3])
+    shape = tuple(p + e - s + 2)
+    x = rng.normal(size=shape)
+    expected = np.zeros(shape)
+    pc.shifted_3d(x, expected, s, e, p)
+    with xp.use_backend("cupy"):
+        args = (xp.asarray(x), xp.zeros(shape), xp.asarray(s), xp.asarray(e), xp.asarray(p))
+        assert src.n_threads_of(args) == 200 * 120 * 100
+        src.cuda_kernel()(*args)
+        got = xp.to_numpy(args[1])
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
