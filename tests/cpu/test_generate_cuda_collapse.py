@@ -182,3 +182,56 @@ def test_any_launch_shape_covers_the_nest(emulated):
         b = xp.zeros((7, 5))
         kernel(xp.asarray(a), b, 0.5, n_threads=3)
         np.testing.assert_allclose(xp.to_numpy(b), expected, rtol=1e-15, atol=0)
+
+
+GRID_KERNEL = """
+def scale(a: "float[:,:,:]", b: "float[:,:,:]", c: float):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            for k in range(a.shape[2]):
+                b[i, j, k] = c * a[i, j, k]
+"""
+
+GRID_TEST_ARGS = """
+import numpy as np
+
+import cunumpy as xp
+
+RTOL = 1e-12
+ATOL = 1e-12
+
+
+def make_args(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.normal(size=(4, 3, 5))), xp.zeros((4, 3, 5)), 1.5)
+"""
+
+
+@needs_compiler
+def test_port_command_says_which_loops_are_collapsed(tmp_path):
+    import os
+    import subprocess
+
+    folder = tmp_path / "gridpkg" / "scale"
+    folder.mkdir(parents=True)
+    (tmp_path / "gridpkg" / "__init__.py").write_text("")
+    (folder / "__init__.py").write_text("")
+    (folder / "scale_kernels.py").write_text(GRID_KERNEL)
+    (folder / "scale_test_args.py").write_text(GRID_TEST_ARGS)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "cunumpy", "port", "gridpkg.scale.scale_kernels:scale"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "parallel loop `for i in range(...)` at line 3, collapsed with `for j` at line 4, "
+        "`for k` at line 5: one (i, j, k) per thread" in result.stdout
+    )
+    assert "line 6: write to b: indexed by (i, j, k): safe" in result.stdout
+    assert "parity: the generated kernel agrees with the host kernel" in result.stdout
+    written = (folder / "scale_cuda.cu").read_text()
+    assert "collapsed with the loops nested in it (lines 3, 4, 5" in written
