@@ -248,7 +248,9 @@ fn only_shifts_along_an_outer_axis_choose_tiles() {
     // mapping; a 3-D stencil walks its outermost axis
     let mut g = GraphBuilder::new();
     let u = g.input(DType::Float64, 2).unwrap();
-    let a = g.index(u, &[sl(None, None, 1), sl(Some(1), None, 1)]).unwrap();
+    let a = g
+        .index(u, &[sl(None, None, 1), sl(Some(1), None, 1)])
+        .unwrap();
     let b = g
         .index(u, &[sl(None, None, 1), sl(None, Some(-1), 1)])
         .unwrap();
@@ -260,8 +262,12 @@ fn only_shifts_along_an_outer_axis_choose_tiles() {
         .contains("tile"));
     let mut g = GraphBuilder::new();
     let x = g.input(DType::Float32, 1).unwrap();
-    let row = g.index(x, &[IndexItem::NewAxis, sl(None, None, 1)]).unwrap();
-    let col = g.index(x, &[sl(None, None, 1), IndexItem::NewAxis]).unwrap();
+    let row = g
+        .index(x, &[IndexItem::NewAxis, sl(None, None, 1)])
+        .unwrap();
+    let col = g
+        .index(x, &[sl(None, None, 1), IndexItem::NewAxis])
+        .unwrap();
     let r = g.op(Op::Sub, &[row, col]).unwrap();
     g.output(r).unwrap();
     let outer = g.finish().unwrap();
