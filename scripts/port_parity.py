@@ -6,7 +6,8 @@ versions.
 For the feectools 0.10.0 and struphy 3.5.0 kernels that ``scripts/port_harness.py`` accepts and
 whose arguments are built here (feectools' axpy, inner, dot and transpose stencils on one
 process with pads 1; struphy's spline evaluations with a ``SplineArguments`` struct, the
-pushers, ``bstar_parallel_3form``, ``kernel_evaluate`` and ``kernel_pullpush`` with
+pushers, ``bstar_parallel_3form``, ``kernel_evaluate``, ``kernel_pullpush`` and their
+marker versions ``kernel_evaluate_pic``, ``kernel_pullpush_pic`` (counters) with
 ``MarkerArguments``, ``DomainArguments`` and ``DerhamArguments`` structs, cuboid and spline
 mappings), translates
 each kernel from its file (``translate_source``, the package's other modules read from
@@ -393,6 +394,70 @@ def _pullpush_case(kind_transform, kind_fun):
     return factory
 
 
+def _pic_markers(rng, n):
+    """Marker positions (7 rows, ``n`` columns) in [0, 1]^3 but for a fifth of them: holes
+    (-1) and markers that left the cube (a coordinate above 1)."""
+    markers = rng.normal(size=(7, n))
+    markers[0:3] = rng.uniform(0.02, 0.98, size=(3, n))
+    out = rng.choice(n, size=n // 5, replace=False)
+    markers[0:3, out[::2]] = -1.0
+    markers[rng.integers(0, 3), out[1::2]] = 1.0 + rng.uniform(0.01, 0.5, size=out[1::2].size)
+    return markers, int(n - out.size)
+
+
+def _evaluate_pic_case(kind_coeff, remove_outside):
+    """``kernel_evaluate_pic`` (metric coefficient ``kind_coeff``, -1 the identity) of 60
+    markers, the spline mapping; rows of ``mat_f`` compacted through the kernel's counter
+    when ``remove_outside``. ``mat_f`` starts random (entries a coefficient does not write
+    keep their value)."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1)
+            markers, _ = _pic_markers(rng, 60)
+            return (
+                xp.asarray(markers),
+                kind_coeff,
+                v["DomainArguments"],
+                xp.asarray(rng.normal(size=(60, 3, 3))),
+                remove_outside,
+                False,
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["mat_f"]
+    return factory
+
+
+def _pullpush_pic_case(kind_transform, kind_fun, holes, remove_outside):
+    """``kernel_pullpush_pic`` of 60 markers, the spline mapping: ``a`` has a row per marker
+    (``holes``: its counter skips the outside ones) or per inside marker only."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1)
+            markers, inside = _pic_markers(rng, 60)
+            return (
+                xp.asarray(rng.normal(size=(60 if holes else inside, 3))),
+                xp.asarray(markers),
+                kind_transform,
+                kind_fun,
+                v["DomainArguments"],
+                xp.asarray(rng.normal(size=(60, 3))),
+                remove_outside,
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["out"]
+    return factory
+
+
 FEEC = "feectools/linalg/kernels"
 CASES = {
     "stencil_axpy_1d": (FEEC, _axpy((50,))),
@@ -420,6 +485,24 @@ CASES = {
     "kernel_pullpush (pull 1-form)": ("struphy/geometry/kernels", _pullpush_case(0, 10)),
     "kernel_pullpush (push 2-form)": ("struphy/geometry/kernels", _pullpush_case(1, 11)),
     "kernel_pullpush (transform)": ("struphy/geometry/kernels", _pullpush_case(2, 12)),
+    "kernel_evaluate_pic (metric)": ("struphy/geometry/kernels", _evaluate_pic_case(4, False)),
+    "kernel_evaluate_pic (Jacobian, remove outside)": (
+        "struphy/geometry/kernels",
+        _evaluate_pic_case(1, True),
+    ),
+    "kernel_evaluate_pic (identity)": ("struphy/geometry/kernels", _evaluate_pic_case(-1, False)),
+    "kernel_pullpush_pic (push 2-form)": (
+        "struphy/geometry/kernels",
+        _pullpush_pic_case(1, 11, True, False),
+    ),
+    "kernel_pullpush_pic (pull 1-form, remove outside)": (
+        "struphy/geometry/kernels",
+        _pullpush_pic_case(0, 10, True, True),
+    ),
+    "kernel_pullpush_pic (transform, no holes in a)": (
+        "struphy/geometry/kernels",
+        _pullpush_pic_case(2, 12, False, False),
+    ),
     "push_weights_with_efield_lin_va": (
         "struphy/pic/pushing/kernels",
         _pusher_case(1, lambda rng, n: (xp.asarray(rng.uniform(0.5, 1.5, size=n)), 0.9, 1.1)),

@@ -111,3 +111,17 @@ def test_strided_views_of_a_struct_field_agree_on_the_gpu():
         atol=1e-12,
         outputs=["out"],
     )
+
+
+@pytest.mark.parametrize("label", ["compact_positive", "evaluate_markers", "pull_markers"])
+def test_counter_kernels_agree_on_the_gpu(label):
+    """Counters (``out[counter] = ...; counter += 1``, tests/port_counters.py): recounted per
+    iteration (or in closed form) on the GPU as on the emulated device."""
+    import port_counters as pc
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    host, make_args = pc.CASES[label]
+    src = generate_cuda(host)
+    out = assert_kernels_agree(Kernel(host, src.cuda_kernel()), make_args, rtol=1e-12, atol=1e-12)
+    assert any(np.any(a != 0) for a in out.values())

@@ -6,6 +6,7 @@
 //! module (the exact grammar of the running Python; no second Python parser to keep in step),
 //! and the module's source text (for the line comments).
 
+mod counters;
 mod error;
 mod json;
 mod parallel;

@@ -114,7 +114,8 @@ impl<'a> Translator<'a> {
             }
         }
         let reductions = self.reductions(&f, &preamble, lp);
-        let par = self.prove(&f, &preamble, lp, &reductions)?;
+        let counters = self.counters(&f, &preamble, lp)?;
+        let par = self.prove(&f, &preamble, lp, &reductions, &counters.names)?;
         // After the loop: nothing but `out[k] += s` of a reduction (an atomic add of each
         // thread's partial sum).
         let mut folds: Vec<(&Json, String)> = Vec::new();
@@ -125,7 +126,10 @@ impl<'a> Translator<'a> {
         for s in &body[at + 1..] {
             let docstring = s.kind() == "Expr" && s.get("value").kind() == "Constant";
             let bare_return = s.kind() == "Return" && s.get("value") == &Json::Null;
-            if docstring || bare_return || s.kind() == "Pass" {
+            // `return counter`: the CUDA kernel returns nothing (the source says so)
+            let counter_return = s.kind() == "Return"
+                && name_of(s.get("value")).is_some_and(|n| counters.names.contains(n));
+            if docstring || bare_return || counter_return || s.kind() == "Pass" {
                 continue;
             }
             match self.fold(&f, s, &reductions, &loop_seen) {
@@ -166,12 +170,21 @@ impl<'a> Translator<'a> {
                 "    // '{r}' is a sum: each thread adds its iterations into its own partial, from 0\n    const {c} cunumpy_{r}_init = {r};\n    {r} = ({c})0;\n"
             ));
         }
+        for c in &counters.names {
+            let ct = f.vars.get(c).map(|t| t.scalar().c()).unwrap_or("long long");
+            code.push_str(&format!(
+                "    // '{c}' is a counter (only `{c} += k` in the loop): each iteration recounts it from this value\n    const {ct} cunumpy_{c}_init = {c};\n"
+            ));
+        }
         code.push_str(&self.comment(lp.line(), "    "));
         code.push_str("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n");
         code.push_str(&format!("    const long long cunumpy_n = {trip};\n"));
         code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
         code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
         code.push_str(&format!("        {var} = {first};\n"));
+        if !counters.names.is_empty() {
+            code.push_str(&self.recount(&mut f, &counters, &var, &start, step_n)?);
+        }
         code.push_str(&self.block(&mut f, lp.get("body").as_list(), 2, Some(&par))?);
         code.push_str("    }\n");
         for r in &reductions {
@@ -559,6 +572,7 @@ impl<'a> Translator<'a> {
         preamble: &[Json],
         lp: &Json,
         reductions: &BTreeSet<String>,
+        counters: &BTreeSet<String>,
     ) -> R<Par> {
         let var = name_of(lp.get("target")).unwrap_or("").to_string();
         let body = lp.get("body").as_list();
@@ -586,17 +600,18 @@ impl<'a> Translator<'a> {
             }
             if outer.contains(n.as_str())
                 && !reductions.contains(n)
+                && !counters.contains(n)
                 && f.vars.get(n).is_some_and(|t| t.rank() == 0)
             {
                 return Err(self.e(PortErrorKind::Race, *line, "scalar update", None,
-                    format!("updates '{n}', which is set before the parallel loop: each iteration would depend on the previous one (a scalar reduction; accumulate into an array element with += instead, which becomes an atomic add)")));
+                    format!("updates '{n}', which is set before the parallel loop: each iteration would depend on the previous one (a scalar reduction; accumulate into an array element with += instead, which becomes an atomic add; an integer only raised by `+= k`, each read of it followed by a raise, is a counter and is recounted)")));
             }
         }
         // Body locals must be assigned before they are read in each iteration.
         let locals: BTreeSet<String> = inner
             .iter()
             .map(|(n, _)| n.clone())
-            .filter(|n| !reductions.contains(n))
+            .filter(|n| !reductions.contains(n) && !counters.contains(n))
             .collect();
         let mut assigned: BTreeSet<String> = BTreeSet::new();
         assigned.insert(var.clone());
@@ -623,7 +638,8 @@ impl<'a> Translator<'a> {
             .filter(|(n, t)| !matches!(t, Ty::Array(..)) || writes.contains(n))
             .map(|(n, _)| n.clone())
             .collect();
-        let owner = Owner::new(&var, body, &inner, written);
+        let mut owner = Owner::new(&var, body, &inner, written);
+        owner.counters = counters.clone();
         let mut arrays: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
         for w in &seen {
             arrays.entry(w.array.as_str()).or_default().push(w);
@@ -727,6 +743,17 @@ impl<'a> Translator<'a> {
             atomic.insert(a.to_string());
         }
         Ok(Par { atomic })
+    }
+
+    /// The arrays a statement writes (helper arguments included), for the counters' recount.
+    pub(crate) fn written_keys(&self, f: &FnCx, s: &Json, out: &mut Vec<String>) {
+        let mut seen = Vec::new();
+        self.accesses_stmt(f, s, &mut seen);
+        out.extend(
+            seen.into_iter()
+                .filter(|w| w.access != Access::Read)
+                .map(|w| w.array),
+        );
     }
 
     /// Every access of an array argument in a statement (helper arguments included).
@@ -1347,6 +1374,8 @@ struct Owner<'j> {
     /// Names whose elements are not invariant: arrays written in the loop, local arrays, scalars.
     written: BTreeSet<String>,
     defs: BTreeMap<String, &'j Json>,
+    /// Counters read only before an increment (`counters.rs`): owned like the loop variable.
+    counters: BTreeSet<String>,
 }
 
 impl<'j> Owner<'j> {
@@ -1388,6 +1417,7 @@ impl<'j> Owner<'j> {
             updated: updates.iter().map(|(n, _)| n.clone()).collect(),
             written,
             defs,
+            counters: BTreeSet::new(),
         }
     }
 
@@ -1403,7 +1433,7 @@ impl<'j> Owner<'j> {
         match e.kind() {
             "Name" => {
                 let n = name_of(e)?;
-                if n == self.var {
+                if n == self.var || self.counters.contains(n) {
                     Some(n.to_string())
                 } else {
                     self.affine(self.defs.get(n)?, depth + 1)
