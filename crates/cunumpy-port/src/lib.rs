@@ -8,6 +8,7 @@
 
 mod counters;
 mod error;
+mod helper_owned;
 mod json;
 mod parallel;
 mod slices;

@@ -724,6 +724,10 @@ impl<'a> Translator<'a> {
                 } else {
                     "an augmented assignment other than += / -="
                 };
+                if let Some(h) = &w.helper {
+                    return Err(self.e(PortErrorKind::Race, w.line, "unprovable write", Some(a),
+                        format!("passes '{a}' to {h}(), which writes it at the index it is given, and that index is not the loop variable '{var}' (in the same position in every access of '{a}'): iterations may write the same element, so it is refused rather than left to race")));
+                }
                 return Err(self.e(PortErrorKind::Race, w.line, "unprovable write", Some(a),
                     format!("writes '{a}' with {what} at an index that is not the loop variable '{var}' (in the same position in every access of '{a}'): iterations may write the same element, so it is refused rather than left to race")));
             }
@@ -847,9 +851,12 @@ impl<'a> Translator<'a> {
                                             Some(field),
                                             &mut BTreeSet::new(),
                                         );
+                                        // the helper touches it at one index it is given
+                                        // (helper_owned.rs): that index, in its position
+                                        let idx = self.helper_field_at(e, h, k, field, ft.rank());
                                         out.push(Seen {
                                             array: key,
-                                            idx: None,
+                                            idx,
                                             access: if writes {
                                                 Access::Store
                                             } else {
@@ -879,9 +886,12 @@ impl<'a> Translator<'a> {
                             {
                                 let writes = self.helper_writes(h, k, &mut BTreeSet::new());
                                 let access = if writes { Access::Store } else { Access::Read };
+                                // indexed in the helper by one index it is given
+                                let rank = f.vars.get(n).map_or(0, Ty::rank);
+                                let idx = self.helper_field_at(e, h, k, "", rank);
                                 out.push(Seen {
                                     array: n.to_string(),
-                                    idx: None,
+                                    idx,
                                     access,
                                     line,
                                     helper: Some(h.to_string()),
@@ -903,6 +913,31 @@ impl<'a> Translator<'a> {
             }
             _ => {}
         }
+    }
+
+    /// The index at which the helper call `call` (of `h`, the struct at argument `k`) touches
+    /// the struct's field `field` (the array argument `k` itself for "") of rank `rank`, as
+    /// index expressions: the arguments the helper indexes it by in their positions, nothing
+    /// the proof could own elsewhere. None when the helper's accesses do not share one.
+    fn helper_field_at<'j>(
+        &self,
+        call: &'j Json,
+        h: &str,
+        k: usize,
+        field: &str,
+        rank: usize,
+    ) -> Option<Vec<&'j Json>> {
+        static UNKNOWN: Json = Json::Null;
+        let found = self
+            .helper_field_index(h, k, field, &mut BTreeSet::new())
+            .ok()??;
+        let args = call.get("args").as_list();
+        let mut idx: Vec<&Json> = vec![&UNKNOWN; rank];
+        for (q, pos) in found {
+            // every access has the argument q in position pos
+            *idx.get_mut(pos)? = args.get(q)?;
+        }
+        Some(idx)
     }
 
     /// Whether helper `h` writes (directly or through its own calls) its parameter number `k`.

@@ -379,6 +379,32 @@ def _inline_field_aliases(tree: ast.Module, name: str, struct_types: dict[str, s
     _Inline().visit(fn)
 
 
+def _inline_helper_field_aliases(tree: ast.Module, kernel: str, struct_types: dict[str, str]):
+    """``markers = args_markers.markers`` in a helper whose parameter ``args_markers`` is
+    annotated with the class of one of the kernel's struct arguments: inlined as in the kernel
+    (``_inline_field_aliases``), so that the helper's writes name the field and the race proof
+    can follow the index the helper is given (``update_position_stage(ip, ..., args_markers)``
+    writing ``markers[0:3, ip]``)."""
+    by_class: dict[str, str] = {}
+    for text in struct_types.values():
+        head = text.split("{", 1)[0].split()
+        if len(head) == 2 and head[0] == "struct":
+            by_class[head[1]] = text
+    if not by_class:
+        return
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name == kernel:
+            continue
+        params: dict[str, str] = {}
+        for a in fn.args.args:
+            ann = a.annotation
+            cls = ann.value if isinstance(ann, ast.Constant) else getattr(ann, "id", None)
+            if isinstance(cls, str) and cls in by_class:
+                params[a.arg] = by_class[cls]
+        if params:
+            _inline_field_aliases(tree, fn.name, params)
+
+
 def _is_int_expr(e: ast.expr) -> bool:
     """``x.shape[k]``, ``len(x)``, ``int(...)`` or an int literal: an integer for sure."""
     if isinstance(e, ast.Constant):
@@ -1059,6 +1085,7 @@ def translate_source(
     mods, names = _imports_of(tree)
     for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
         helpers.resolve(fn, mods, names, set(), None)
+    _inline_helper_field_aliases(tree, name, dict(struct_types))
     from ..exceptions import CudaPortError
 
     try:
