@@ -8,7 +8,8 @@ whose arguments are built here (feectools' axpy, inner, dot and transpose stenci
 process with pads 1; struphy's spline evaluations with a ``SplineArguments`` struct, the
 pushers, ``bstar_parallel_3form``, ``kernel_evaluate``, ``kernel_pullpush`` and their
 marker versions ``kernel_evaluate_pic``, ``kernel_pullpush_pic`` (counters), the
-Runge-Kutta stage ``push_eta_stage`` (helpers writing the marker of the index they get) with
+Runge-Kutta stage ``push_eta_stage`` (helpers writing the marker of the index they get),
+``reflect`` (a loop over an index array) with
 ``MarkerArguments``, ``DomainArguments`` and ``DerhamArguments`` structs, cuboid and spline
 mappings), translates
 each kernel from its file (``translate_source``, the package's other modules read from
@@ -450,6 +451,26 @@ def _push_eta_case(stage):
     return factory
 
 
+def _reflect_case(axis):
+    """``reflect`` of the velocities of 25 of 90 markers (``outside_inds`` as ``np.nonzero``
+    gives them: increasing) about ``axis``, the spline mapping."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1)
+            markers = rng.normal(size=(13, 90))
+            markers[0:3] = rng.uniform(0.0, 1.0, size=(3, 90))
+            inds = np.sort(rng.choice(90, size=25, replace=False)).astype(np.int64)
+            return xp.asarray(markers), v["DomainArguments"], xp.asarray(inds), axis
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["markers"]
+    return factory
+
+
 def _pic_markers(rng, n):
     """Marker positions (7 rows, ``n`` columns) in [0, 1]^3 but for a fifth of them: holes
     (-1) and markers that left the cube (a coordinate above 1)."""
@@ -561,6 +582,8 @@ CASES = {
     ),
     "push_eta_stage (first stage)": ("struphy/pic/pushing/kernels", _push_eta_case(0)),
     "push_eta_stage (last stage)": ("struphy/pic/pushing/kernels", _push_eta_case(2)),
+    "reflect (axis 0)": ("struphy/pic/pushing/kernels", _reflect_case(0)),
+    "reflect (axis 2)": ("struphy/pic/pushing/kernels", _reflect_case(2)),
     "push_weights_with_efield_lin_va": (
         "struphy/pic/pushing/kernels",
         _pusher_case(1, lambda rng, n: (xp.asarray(rng.uniform(0.5, 1.5, size=n)), 0.9, 1.1)),

@@ -119,3 +119,32 @@ CASES = {
     "push_stage (last)": (push_stage, _args_stage(1.0), ["args.markers"]),
     "push_kick": (push_kick, _args_kick, None),
 }
+
+
+# ---------------------------------------------------------------- loops over an index array
+
+
+def flip_listed(markers: "float[:,:]", inds: "int[:]", axis: int):
+    """struphy's ``reflect``: one iteration per listed marker (``inds`` increasing, as
+    ``np.nonzero`` gives them)."""
+    for ip in inds:
+        markers[3 + axis, ip] = -markers[3 + axis, ip]
+        markers[6, ip] += 1.0
+
+
+def flip_listed_and_inds(markers: "float[:,:]", inds: "int[:]"):
+    """Writes the index array it runs over (refused)."""
+    for ip in inds:
+        markers[3, ip] = 0.0
+        inds[ip] = 0
+
+
+def _args_listed(backend, seed):
+    import cunumpy as xp
+
+    rng = np.random.default_rng(seed)
+    inds = np.sort(rng.choice(150, size=40, replace=False)).astype(np.int64)
+    return xp.asarray(_markers(rng, 150)), xp.asarray(inds), 1
+
+
+CASES["flip_listed"] = (flip_listed, _args_listed, None)

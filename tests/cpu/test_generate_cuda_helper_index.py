@@ -94,3 +94,31 @@ def test_slice_reading_its_own_array_elsewhere_matches_the_host_kernel(emulated)
     out = assert_kernels_agree(Kernel(pk.shift_slice, src.cuda_kernel()), make)
     (a,) = out.values()
     assert not np.all(a[1] == a[2])  # element by element, rows 1 to 3 would all be row 0
+
+
+def test_loop_over_an_index_array_runs_one_entry_per_thread():
+    src = generate_cuda(ph.flip_listed)
+    assert src.n_threads == "inds.shape[0]"
+    assert src.loop_var == "ip"
+    assert "ip = inds(cunumpy_t);" in src
+    # the proof assumes distinct entries; the kernel checks they increase strictly
+    assert "if (cunumpy_t > 0 && !(inds(cunumpy_t - 1) < ip)) {" in src
+    assert {(w[0], w[2]) for w in src.writes} == {("markers", "owned")}
+    with pytest.raises(CudaPortRaceError) as err:
+        generate_cuda(ph.flip_listed_and_inds)
+    assert (err.value.construct, err.value.array) == ("for", "inds")
+
+
+@needs_compiler
+def test_index_array_not_increasing_stops_the_kernel(emulated):
+    import cunumpy as xp
+    from cunumpy.exceptions import EmulatedKernelFault
+
+    src = generate_cuda(ph.flip_listed)
+    kernel = src.cuda_kernel()
+    with xp.use_backend("cupy"):
+        markers = xp.asarray(np.ones((10, 20)))
+        inds = xp.asarray(np.array([3, 7, 7, 9], dtype=np.int64))
+        with pytest.raises(EmulatedKernelFault) as err:
+            kernel(markers, inds, 0, n_threads=4)
+    assert "the entries of 'inds' do not increase strictly" in str(err.value)

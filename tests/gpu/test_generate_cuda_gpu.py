@@ -127,7 +127,7 @@ def test_counter_kernels_agree_on_the_gpu(label):
     assert any(np.any(a != 0) for a in out.values())
 
 
-@pytest.mark.parametrize("label", ["push_stage", "push_stage (last)", "push_kick"])
+@pytest.mark.parametrize("label", ["push_stage", "push_stage (last)", "push_kick", "flip_listed"])
 def test_helpers_writing_their_index_agree_on_the_gpu(label):
     """Helpers writing the marker of the index they are given (tests/port_helper_index.py),
     and a slice assignment reading its own array elsewhere (through a buffer), on the GPU."""

@@ -9,6 +9,7 @@
 mod counters;
 mod error;
 mod helper_owned;
+mod index_loop;
 mod json;
 mod parallel;
 mod slices;

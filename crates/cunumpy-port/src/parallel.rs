@@ -148,7 +148,20 @@ impl<'a> Translator<'a> {
             }
         }
         // The code.
-        let (var, start, stop, step) = self.range(&f, lp)?;
+        let over = self.index_array_loop(&f, lp)?;
+        if over.is_some() && !counters.names.is_empty() {
+            return Err(self.e(PortErrorKind::Unsupported, lp.line(), "counter", None,
+                "a counter in a parallel loop over the entries of an array (recounted only over range())".into()));
+        }
+        let (var, start, stop, step) = match &over {
+            Some((v, arr)) => (
+                v.clone(),
+                "0".to_string(),
+                format!("{arr}.shape[0]"),
+                "1".to_string(),
+            ),
+            None => self.range(&f, lp)?,
+        };
         let step_n: i64 = step.parse().unwrap_or(1);
         let trip = match (start.as_str(), step_n) {
             ("0", 1) => stop.clone(),
@@ -157,6 +170,9 @@ impl<'a> Translator<'a> {
             (_, s) => format!("({start} - {stop} + {}) / {}", -s - 1, -s),
         };
         let first = match (start.as_str(), step_n) {
+            _ if over.is_some() => {
+                format!("{}(cunumpy_t)", over.as_ref().map_or("", |o| o.1.as_str()))
+            }
             ("0", 1) => "cunumpy_t".to_string(),
             (_, 1) => format!("{start} + cunumpy_t"),
             (_, s) => format!("{start} + cunumpy_t * {s}"),
@@ -182,6 +198,9 @@ impl<'a> Translator<'a> {
         code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
         code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
         code.push_str(&format!("        {var} = {first};\n"));
+        if let Some((_, arr)) = &over {
+            code.push_str(&self.index_array_check(&var, arr, lp.line()));
+        }
         if !counters.names.is_empty() {
             code.push_str(&self.recount(&mut f, &counters, &var, &start, step_n)?);
         }
@@ -358,7 +377,9 @@ impl<'a> Translator<'a> {
                 .collect();
             src.push_str(&format!("    {name}__body({});\n}}\n", call.join(", ")));
         }
-        let n_threads = self.py_trip(&f, &preamble, lp);
+        let n_threads = self
+            .py_trip(&f, &preamble, lp)
+            .or_else(|| over.as_ref().map(|(_, arr)| format!("{arr}.shape[0]")));
         Ok(Translation {
             source: src,
             kernel: name,

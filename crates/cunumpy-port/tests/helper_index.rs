@@ -70,3 +70,21 @@ fn helpers_writing_other_elements_are_refused() {
         );
     }
 }
+
+#[test]
+fn loop_over_an_index_array_checks_its_entries_increase() {
+    let t = run("flip_listed").unwrap();
+    assert_eq!(t.loop_var, "ip");
+    assert_eq!(t.n_threads.as_deref(), Some("inds.shape[0]"));
+    assert!(t.source.contains("ip = inds(cunumpy_t);"));
+    assert!(t
+        .source
+        .contains("if (cunumpy_t > 0 && !(inds(cunumpy_t - 1) < ip)) {"));
+    assert!(t.source.contains("__trap();"));
+    assert!(t.writes.iter().all(|w| w.how == "owned"));
+    let e = run("flip_listed_and_inds").unwrap_err();
+    assert_eq!(
+        (e.kind, e.construct.as_str(), e.array.as_deref()),
+        (PortErrorKind::Race, "for", Some("inds"))
+    );
+}
