@@ -147,3 +147,12 @@ CASES = {
     "pull_markers": (pull_markers, _args_pull(True)),
     "pull_markers (no holes in a)": (pull_markers, _args_pull(False)),
 }
+
+
+def count_positive(values: "float[:]", out: "float[:]"):
+    """A count added into out[0] after the loop: a sum (a reduction), not a counter."""
+    count = 0
+    for i in range(values.shape[0]):
+        if values[i] > 0.0:
+            count += 1
+    out[0] += count

@@ -91,3 +91,19 @@ def test_uncountable_scalars_are_refused(host, line, construct, array, words):
     assert (e.line, e.construct, e.array) == (line, construct, array)
     assert words in str(e)
     assert host.__name__ in str(e)
+
+
+@needs_compiler
+def test_a_count_added_after_the_loop_stays_a_reduction(emulated):
+    import cunumpy as xp
+
+    src = generate_cuda(pc.count_positive)
+    assert src.writes == (("out", 158, "reduction"),)
+    assert "cunumpy_count_init" in src and "cunumpy_j" not in src
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        return xp.asarray(rng.normal(size=300)), xp.asarray(np.zeros(1))
+
+    out = assert_kernels_agree(Kernel(pc.count_positive, src.cuda_kernel()), make)
+    assert all(np.all(a > 100) for a in out.values() if a.shape == (1,))

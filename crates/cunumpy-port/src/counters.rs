@@ -120,9 +120,15 @@ fn names_read(e: &Json, out: &mut BTreeSet<String>) {
 
 impl<'a> Translator<'a> {
     /// The counters of the parallel loop `lp` (empty when it has none): integers assigned
-    /// before it in `preamble` and in it only raised by `c += k`. A scalar that is not one is
+    /// before it in `preamble` (not `reductions`) and in it only raised by `c += k`. A scalar that is not one is
     /// left to the scalar-update refusal of the proof.
-    pub(crate) fn counters(&mut self, f: &FnCx, preamble: &[Json], lp: &Json) -> R<Counters> {
+    pub(crate) fn counters(
+        &mut self,
+        f: &FnCx,
+        preamble: &[Json],
+        lp: &Json,
+        reductions: &BTreeSet<String>,
+    ) -> R<Counters> {
         let body = lp.get("body").as_list();
         let var = name_of(lp.get("target")).unwrap_or("");
         let mut before = Vec::new();
@@ -136,7 +142,8 @@ impl<'a> Translator<'a> {
         let mut names = BTreeSet::new();
         for n in in_loop.iter().collect::<BTreeSet<_>>() {
             let int = matches!(f.vars.get(n), Some(t @ Ty::Scalar(_)) if t.scalar().is_int());
-            if !int || !before.contains(n) || f.params.contains(n) {
+            // (a sum added into an array after the loop is a reduction, not a counter)
+            if !int || !before.contains(n) || f.params.contains(n) || reductions.contains(n) {
                 continue;
             }
             if self.only_increments(body, n, 0)? {

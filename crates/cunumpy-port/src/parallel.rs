@@ -114,7 +114,7 @@ impl<'a> Translator<'a> {
             }
         }
         let reductions = self.reductions(&f, &preamble, lp);
-        let counters = self.counters(&f, &preamble, lp)?;
+        let counters = self.counters(&f, &preamble, lp, &reductions)?;
         let par = self.prove(&f, &preamble, lp, &reductions, &counters.names)?;
         // After the loop: nothing but `out[k] += s` of a reduction (an atomic add of each
         // thread's partial sum).

@@ -82,3 +82,14 @@ fn uncountable_scalars_are_refused_with_the_line() {
         );
     }
 }
+
+#[test]
+fn a_count_added_after_the_loop_is_a_reduction() {
+    let t = run("count_positive").unwrap();
+    assert_eq!(t.writes.len(), 1);
+    assert_eq!(
+        (t.writes[0].array.as_str(), t.writes[0].how),
+        ("out", "reduction")
+    );
+    assert!(!t.source.contains("cunumpy_j"));
+}
