@@ -9,7 +9,7 @@ GPU_PYTHON_VERSION ?= 3.12
 PROFILE ?= release
 export CARGO_TERM_COLOR := never
 
-.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench cupy-fusion-suite cuda-samples real-users clean
+.PHONY: demo test lint develop rust-test py-test docs sdist-test gpu-wheel gpu-test bench bench-generated-struphy cupy-fusion-suite cuda-samples real-users clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,17 @@ gpu-test:
 
 bench: develop
 	$(BIN)/python benches/run_all.py
+
+# Generated vs hand-written CUDA on struphy's and feectools' kernels (the cases of
+# scripts/port_parity.py), on the emulated device at a small n (minutes on two cores; on the GPU
+# scripts/gpu-check runs it with GPU_CHECK_STRUPHY_SITE). STRUPHY_SITE: a `pip install --target`
+# folder of struphy 3.5.0 and feectools 0.10.0 (`make .portsite` makes one; never committed).
+STRUPHY_SITE ?= .portsite
+bench-generated-struphy: develop
+	$(BIN)/python benches/generated_cuda_struphy.py $(STRUPHY_SITE) --device emulated $(BENCH_GENERATED_STRUPHY_ARGS)
+
+.portsite:
+	$(BIN)/python -m pip install -q --no-deps --no-compile --target .portsite struphy==3.5.0 feectools==0.10.0
 
 # CuPy's own fusion tests against cunumpy's fuse, on NumPy and on the emulated device:
 # CUPY_FUSION_TESTS=<cupy checkout>/tests/cupy_tests/core_tests/fusion_tests (skips without)

@@ -1,7 +1,7 @@
 """Runs CuPy's own fusion test suite against cunumpy's ``fuse`` and reports pass counts.
 
     python scripts/cupy_fusion_suite.py PATH [--mode numpy|emulated|both] [--failures FILE]
-                                            [-k EXPR] [--skip-slow]
+                                            [-k EXPR] [--skip-slow] [--jobs N]
 
 PATH is ``tests/cupy_tests/core_tests/fusion_tests`` of a CuPy checkout (``make
 cupy-fusion-suite CUPY_FUSION_TESTS=PATH``). Without it (or when it does not exist) the script
@@ -25,6 +25,7 @@ comparisons), written from their documented behaviour.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import functools
 import importlib.metadata
 import inspect
@@ -44,6 +45,8 @@ from typing import Any
 import numpy as np
 
 _MODE_ENV = "CUNUMPY_CUPY_SUITE_MODE"
+# "i/n": this pytest process runs every n-th collected test, starting at the i-th (--jobs)
+_SHARD_ENV = "CUNUMPY_CUPY_SUITE_SHARD"
 
 # ---- cupy.testing, written here ------------------------------------------------------------
 
@@ -523,6 +526,18 @@ def pytest_configure(config: Any) -> None:
         config.addinivalue_line("markers", "thread_unsafe: unsafe with threads")
 
 
+def pytest_collection_modifyitems(config: Any, items: list) -> None:
+    """pytest plugin entry: keeps this process's shard of the tests (``$CUNUMPY_CUPY_SUITE_SHARD``
+    = "i/n"), round robin over the collected order so that each shard gets every dtype loop."""
+    shard = os.environ.get(_SHARD_ENV)
+    if not shard:
+        return
+    index, count = (int(v) for v in shard.split("/"))
+    keep = [item for k, item in enumerate(items) if k % count == index]
+    config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+    items[:] = keep
+
+
 # ---- the driver --------------------------------------------------------------------------
 
 
@@ -540,21 +555,25 @@ def _stage(suite: Path, root: Path) -> Path:
 _OUTCOME = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", re.M)
 
 
-def _run(mode: str, pkg: Path, root: Path, extra: list[str]) -> dict[str, Any]:
+def _run(mode: str, pkg: Path, root: Path, extra: list[str], jobs: int = 1) -> dict[str, Any]:
     env = dict(os.environ)
     env[_MODE_ENV] = mode
     env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(__file__).resolve().parent), str(root), env.get("PYTHONPATH", "")]
     )
     env.pop("CUNUMPY_FAKE_CUPY", None)
+    # wide enough that pytest's summary keeps each failure's message on its line
+    env["COLUMNS"] = "400"
     if mode == "emulated":
         env["CUNUMPY_FAKE_CUPY"] = "1"
     report = root / f"report-{mode}.txt"
-    # one pytest process per test file, each file's counts printed as it ends, so that a run
-    # cut short by a time limit (the GPU machine's) still says how far it got
+    # one pytest process per test file (and per shard of it with --jobs), each one's counts
+    # printed as it ends, so that a run cut short by a time limit (the GPU machine's) still
+    # says how far it got
     outcomes: dict[str, str] = {}
     logs = []
-    for test_file in sorted(pkg.glob("test_*.py")):
+
+    def one(test_file: Path, shard: int) -> tuple[str, str]:
         cmd = [
             sys.executable,
             "-m",
@@ -571,19 +590,25 @@ def _run(mode: str, pkg: Path, root: Path, extra: list[str]) -> dict[str, Any]:
             "addopts=",
             *extra,
         ]
-        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
-        logs.append(proc.stdout + proc.stderr)
-        found = {
-            m.group(2): m.group(1) + m.group(3)
-            for m in re.finditer(
-                r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(.*)$", proc.stdout, re.M
-            )
-        }
-        outcomes.update(found)
-        per_file: dict[str, int] = {}
-        for v in found.values():
-            per_file[v.split()[0]] = per_file.get(v.split()[0], 0) + 1
-        print(f"{mode} {test_file.name}: {per_file}", flush=True)
+        run_env = dict(env, **{_SHARD_ENV: f"{shard}/{jobs}"}) if jobs > 1 else env
+        proc = subprocess.run(cmd, cwd=root, env=run_env, capture_output=True, text=True)
+        return test_file.name, proc.stdout + proc.stderr
+
+    work = [(f, k) for f in sorted(pkg.glob("test_*.py")) for k in range(jobs)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for name, text in pool.map(lambda w: one(*w), work):
+            logs.append(text)
+            found = {
+                m.group(2): m.group(1) + m.group(3)
+                for m in re.finditer(
+                    r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(.*)$", text, re.M
+                )
+            }
+            outcomes.update(found)
+            per_file: dict[str, int] = {}
+            for v in found.values():
+                per_file[v.split()[0]] = per_file.get(v.split()[0], 0) + 1
+            print(f"{mode} {name}: {per_file}", flush=True)
     report.write_text("\n".join(logs))
     counts: dict[str, int] = {}
     for v in outcomes.values():
@@ -598,7 +623,7 @@ def _run(mode: str, pkg: Path, root: Path, extra: list[str]) -> dict[str, Any]:
         "pass_rate": round(counts.get("PASSED", 0) / ran, 4) if ran else None,
         "failures": {k: v for k, v in outcomes.items() if v.startswith(("FAILED", "ERROR"))},
         "log": str(report),
-        "summary": f"{len(logs)} files",
+        "summary": f"{len(logs)} pytest processes",
     }
 
 
@@ -609,7 +634,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--failures", help="write each failing test and its message to this JSON")
     p.add_argument("--skip-slow", action="store_true", help="leave out tests marked slow")
     p.add_argument("--keep", action="store_true", help="keep the staging directory")
+    p.add_argument("--log", help="copy every pytest process's output into this file")
     p.add_argument("-k", help="pytest -k expression")
+    p.add_argument(
+        "--jobs", type=int, default=1, help="pytest processes at once (each a shard of a file)"
+    )
     args = p.parse_args(argv)
     path = args.path or os.environ.get("CUPY_FUSION_TESTS")
     if not path or not Path(path).is_dir():
@@ -627,13 +656,15 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="cupy-fusion-suite-"))
     try:
         pkg = _stage(Path(path), root)
-        results = [_run(m, pkg, root, extra) for m in modes]
+        results = [_run(m, pkg, root, extra, max(1, args.jobs)) for m in modes]
         for r in results:
             print(
                 json.dumps(
                     {k: r[k] for k in ("mode", "passed", "ran", "pass_rate", "counts", "summary")}
                 )
             )
+        if args.log:
+            Path(args.log).write_text("\n".join(Path(r["log"]).read_text() for r in results))
         if args.failures:
             Path(args.failures).write_text(
                 json.dumps({r["mode"]: r["failures"] for r in results}, indent=1)

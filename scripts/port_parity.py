@@ -16,15 +16,25 @@ each kernel from its file (``translate_source``, the package's other modules rea
 SITE_PACKAGES), runs the generated CUDA on the emulated device (or the GPU, when CuPy is there
 and ``CUNUMPY_FAKE_CUPY`` is unset) and compares it with the host kernel on random inputs
 (``assert_kernels_agree``). Prints one line per kernel; exits 1 on a disagreement.
+
+Importable (``benches/generated_cuda_struphy.py`` does): ``CASES`` maps a label (the kernel's
+name, then an optional note) to ``(folder, maker)``, ``load_case`` reads and translates one, and
+inside ``sized(points)`` the makers scale their markers, evaluation points or grid to about
+``points`` (a maker sizes its data with ``_count(default)`` or ``_grid(default_shape)``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import math
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +42,34 @@ import cunumpy as xp
 from cunumpy.kernel_testing import assert_kernels_agree, install_fake_cupy
 from cunumpy.kernels import Kernel
 from cunumpy.kernels._generate import translate_source
+
+#: ``None``: the small sizes of the parity check; else about this many markers, evaluation
+#: points or grid points per case (set by ``sized``).
+POINTS: int | None = None
+
+
+@contextlib.contextmanager
+def sized(points: int | None) -> Iterator[None]:
+    """The makers called inside build about ``points`` markers, points or grid points."""
+    global POINTS
+    before, POINTS = POINTS, points
+    try:
+        yield
+    finally:
+        POINTS = before
+
+
+def _count(default: int) -> int:
+    """``default`` markers or points, or ``POINTS`` inside ``sized``."""
+    return default if POINTS is None else max(1, POINTS)
+
+
+def _grid(default: tuple[int, ...]) -> tuple[int, ...]:
+    """``default``, or inside ``sized`` the shape scaled evenly to about ``POINTS`` elements."""
+    if POINTS is None:
+        return tuple(default)
+    f = (POINTS / math.prod(default)) ** (1.0 / len(default))
+    return tuple(max(1, round(d * f)) for d in default)
 
 
 def _ints(*v: int):
@@ -43,16 +81,18 @@ def _normal(seed: int, shape):
 
 
 def _axpy(shape):
-    return lambda backend, seed: (0.7, _normal(seed, shape), _normal(seed + 1, shape))
+    return lambda backend, seed: (0.7, _normal(seed, _grid(shape)), _normal(seed + 1, _grid(shape)))
 
 
 def _inner_1d(backend, seed):
     rng = np.random.default_rng(seed)
-    return (xp.asarray(rng.uniform(size=60)), xp.asarray(rng.uniform(size=60)), 3, xp.zeros(1))
+    n = _count(60)
+    return (xp.asarray(rng.uniform(size=n)), xp.asarray(rng.uniform(size=n)), 3, xp.zeros(1))
 
 
-def _dot_2d(backend, seed, n1=7, n2=5):
+def _dot_2d(backend, seed):
     # one process, pads 1, three diagonals per direction: rows 0..n-1 of a (n+2)-padded grid
+    n1, n2 = _grid((7, 5))
     return (
         _normal(seed, (n1 + 2, n2 + 2, 3, 3)),
         _normal(seed + 1, (n1 + 2, n2 + 2)),
@@ -66,7 +106,8 @@ def _dot_2d(backend, seed, n1=7, n2=5):
     )
 
 
-def _transpose_2d(backend, seed, n1=7, n2=5):
+def _transpose_2d(backend, seed):
+    n1, n2 = _grid((7, 5))
     return (
         _normal(seed, (n1 + 2, n2 + 2, 3, 3)),
         xp.zeros((n1 + 2, n2 + 2, 3, 3)),
@@ -91,7 +132,7 @@ def _stencil_dot(dims):
     """``stencil_dot_{1,3}d``: rows 0..n-1 of a (n+2)-padded grid, three diagonals each way."""
 
     def make(backend, seed):
-        padded = tuple(n + 2 for n in dims)
+        padded = tuple(n + 2 for n in _grid(dims))
         return (
             _normal(seed, padded + (3,) * len(dims)),
             _normal(seed + 1, padded),
@@ -102,7 +143,7 @@ def _stencil_dot(dims):
                 [1] * len(dims),
                 [0] * len(dims),
                 [0] * len(dims),
-                [n - 1 for n in dims],
+                [n - 3 for n in padded],
                 [1] * len(dims),
             ),
         )
@@ -112,7 +153,7 @@ def _stencil_dot(dims):
 
 def _stencil_transpose(dims):
     def make(backend, seed):
-        padded = tuple(n + 2 for n in dims)
+        padded = tuple(n + 2 for n in _grid(dims))
         return (
             _normal(seed, padded + (3,) * len(dims)),
             xp.zeros(padded + (3,) * len(dims)),
@@ -122,7 +163,7 @@ def _stencil_transpose(dims):
                 [1] * len(dims),
                 [0] * len(dims),
                 [0] * len(dims),
-                [n - 1 for n in dims],
+                [n - 3 for n in padded],
                 [1] * len(dims),
             ),
         )
@@ -133,8 +174,9 @@ def _stencil_transpose(dims):
 def _spline_tensor_product(backend, seed, n=8, p=2):
     # degree p in each direction, spans such that the p + 1 coefficients are in the data
     rng = np.random.default_rng(seed)
-    spans = [xp.asarray(rng.integers(0, n - p, size=m)) for m in (5, 4, 6)]
-    bases = [xp.asarray(rng.uniform(size=(m, p + 1))) for m in (5, 4, 6)]
+    points = _grid((5, 4, 6))
+    spans = [xp.asarray(rng.integers(0, n - p, size=m)) for m in points]
+    bases = [xp.asarray(rng.uniform(size=(m, p + 1))) for m in points]
     return (
         *spans,
         *bases,
@@ -142,7 +184,7 @@ def _spline_tensor_product(backend, seed, n=8, p=2):
         _ints(0, 0, 0),
         _ints(p, p, p),
         _ints(0, 0, 0),
-        xp.zeros((5, 4, 6)),
+        xp.zeros(points),
     )
 
 
@@ -198,15 +240,18 @@ def _flag(rng, a):
     return a
 
 
-def _markers(rng, n=120):
+def _markers(rng):
+    n = _count(120)
     return [_flag(rng, rng.uniform(size=(3, n)))], (n,)
 
 
-def _matrix(rng, shape=(4, 3, 5)):
+def _matrix(rng):
+    shape = _grid((4, 3, 5))
     return [_flag(rng, rng.uniform(size=shape)) for _ in range(3)], shape
 
 
-def _sparse(rng, n=(4, 3, 5)):
+def _sparse(rng):
+    n = _grid((4, 3, 5))
     etas = [
         _flag(rng, rng.uniform(size=tuple(m if d == k else 1 for d in range(3))))
         for k, m in enumerate(n)
@@ -222,7 +267,7 @@ def _on_device(fields):
     return {k: xp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
 
 
-def _pic_structs(src, backend, rng, kind_map, n=90, markers_layout=None):
+def _pic_structs(src, backend, rng, kind_map, n=None, markers_layout=None):
     """struphy's ``MarkerArguments``, ``DomainArguments``, ``DerhamArguments`` (the Pyccel
     classes on the host, ``DerhamArguments`` allocating the spline scratch; their structs from
     ``src`` on the device) and the shape of spline coefficients for the Derham degrees
@@ -236,6 +281,7 @@ def _pic_structs(src, backend, rng, kind_map, n=90, markers_layout=None):
         MarkerArguments,
     )
 
+    n = _count(90) if n is None else n
     markers = rng.normal(size=(13, n))
     markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
     markers[9:12] = 0.0  # no boundary shifts
@@ -312,10 +358,11 @@ def _pusher_case(kind_map, extra=lambda rng, n: (0.8,)):
     def factory(src):
         def make(backend, seed):
             rng = np.random.default_rng(seed)
-            v, shape = _pic_structs(src, backend, rng, kind_map)
+            n = _count(90)
+            v, shape = _pic_structs(src, backend, rng, kind_map, n)
             es = [xp.asarray(rng.normal(size=shape)) for _ in range(3)]
             structs = (v["MarkerArguments"], v["DomainArguments"], v["DerhamArguments"])
-            return (0.01, 0, *structs, *es, *extra(rng, 90))
+            return (0.01, 0, *structs, *es, *extra(rng, n))
 
         return make
 
@@ -355,13 +402,14 @@ def _evaluate_case(kind_coeff):
     def factory(src):
         def make(backend, seed):
             rng = np.random.default_rng(seed)
-            v, _ = _pic_structs(src, backend, rng, 1)
-            etas = np.meshgrid(*[rng.uniform(0.05, 0.95, m) for m in (4, 3, 5)], indexing="ij")
+            v, _ = _pic_structs(src, backend, rng, 1, 90)  # the domain only: 90 markers
+            grid = _grid((4, 3, 5))
+            etas = np.meshgrid(*[rng.uniform(0.05, 0.95, m) for m in grid], indexing="ij")
             return (
                 *[xp.asarray(np.ascontiguousarray(e)) for e in etas],
                 kind_coeff,
                 v["DomainArguments"],
-                xp.zeros((4, 3, 5, 3, 3)),
+                xp.zeros((*grid, 3, 3)),
                 False,
                 False,
             )
@@ -380,16 +428,17 @@ def _pullpush_case(kind_transform, kind_fun):
     def factory(src):
         def make(backend, seed):
             rng = np.random.default_rng(seed)
-            v, _ = _pic_structs(src, backend, rng, 1)
-            etas = np.meshgrid(*[rng.uniform(0.05, 0.95, m) for m in (4, 3, 5)], indexing="ij")
+            v, _ = _pic_structs(src, backend, rng, 1, 90)  # the domain only: 90 markers
+            grid = _grid((4, 3, 5))
+            etas = np.meshgrid(*[rng.uniform(0.05, 0.95, m) for m in grid], indexing="ij")
             return (
-                xp.asarray(rng.normal(size=(4, 3, 5, 3))),
+                xp.asarray(rng.normal(size=(*grid, 3))),
                 *[xp.asarray(np.ascontiguousarray(e)) for e in etas],
                 kind_transform,
                 kind_fun,
                 v["DomainArguments"],
                 False,
-                xp.zeros((4, 3, 5, 3)),
+                xp.zeros((*grid, 3)),
             )
 
         return make
@@ -458,10 +507,12 @@ def _reflect_case(axis):
     def factory(src):
         def make(backend, seed):
             rng = np.random.default_rng(seed)
-            v, _ = _pic_structs(src, backend, rng, 1)
-            markers = rng.normal(size=(13, 90))
-            markers[0:3] = rng.uniform(0.0, 1.0, size=(3, 90))
-            inds = np.sort(rng.choice(90, size=25, replace=False)).astype(np.int64)
+            v, _ = _pic_structs(src, backend, rng, 1, 90)  # the domain only: 90 markers
+            n = _count(90)
+            markers = rng.normal(size=(13, n))
+            markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
+            inds = np.sort(rng.choice(n, size=max(1, n * 25 // 90), replace=False))
+            inds = inds.astype(np.int64)
             return xp.asarray(markers), v["DomainArguments"], xp.asarray(inds), axis
 
         return make
@@ -484,20 +535,21 @@ def _pic_markers(rng, n):
 
 def _evaluate_pic_case(kind_coeff, remove_outside):
     """``kernel_evaluate_pic`` (metric coefficient ``kind_coeff``, -1 the identity) of 60
-    markers, the spline mapping; rows of ``mat_f`` compacted through the kernel's counter
-    when ``remove_outside``. ``mat_f`` starts random (entries a coefficient does not write
+    markers (``_count``), the spline mapping; rows of ``mat_f`` compacted through the kernel's
+    counter when ``remove_outside``. ``mat_f`` starts random (entries a coefficient does not write
     keep their value)."""
 
     def factory(src):
         def make(backend, seed):
             rng = np.random.default_rng(seed)
-            v, _ = _pic_structs(src, backend, rng, 1)
-            markers, _ = _pic_markers(rng, 60)
+            v, _ = _pic_structs(src, backend, rng, 1, 90)  # the domain only: 90 markers
+            n = _count(60)
+            markers, _ = _pic_markers(rng, n)
             return (
                 xp.asarray(markers),
                 kind_coeff,
                 v["DomainArguments"],
-                xp.asarray(rng.normal(size=(60, 3, 3))),
+                xp.asarray(rng.normal(size=(n, 3, 3))),
                 remove_outside,
                 False,
             )
@@ -516,15 +568,16 @@ def _pullpush_pic_case(kind_transform, kind_fun, holes, remove_outside):
     def factory(src):
         def make(backend, seed):
             rng = np.random.default_rng(seed)
-            v, _ = _pic_structs(src, backend, rng, 1)
-            markers, inside = _pic_markers(rng, 60)
+            v, _ = _pic_structs(src, backend, rng, 1, 90)  # the domain only: 90 markers
+            n = _count(60)
+            markers, inside = _pic_markers(rng, n)
             return (
-                xp.asarray(rng.normal(size=(60 if holes else inside, 3))),
+                xp.asarray(rng.normal(size=(n if holes else inside, 3))),
                 xp.asarray(markers),
                 kind_transform,
                 kind_fun,
                 v["DomainArguments"],
-                xp.asarray(rng.normal(size=(60, 3))),
+                xp.asarray(rng.normal(size=(n, 3))),
                 remove_outside,
             )
 
@@ -591,6 +644,24 @@ CASES = {
 }
 
 
+def load_case(site_packages: Path, label: str) -> tuple[str, ModuleType, Any, Any, Any]:
+    """``(name, host module, generated source, make, outputs)`` of case ``label``: the host
+    kernel's module read from its file in ``site_packages`` (which must be on ``sys.path``),
+    its translation, the case's ``make(backend, seed)`` and the outputs to compare (``None``:
+    the host kernel's)."""
+    folder, make = CASES[label]
+    name = label.split(" ")[0]
+    path = site_packages / folder / name / f"{name}_kernels.py"
+    spec = importlib.util.spec_from_file_location(f"_port_parity_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    src = translate_source(path.read_text(), name, search_paths=[site_packages])
+    outputs = getattr(make, "outputs", None)
+    if getattr(make, "needs_source", False):
+        make = make(src)
+    return name, module, src, make, outputs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("site_packages", type=Path)
@@ -599,17 +670,9 @@ def main() -> None:
         install_fake_cupy()
     failed = 0
     sys.path.insert(0, str(opts.site_packages))
-    for label, (folder, make) in CASES.items():
-        name = label.split(" ")[0]
-        path = opts.site_packages / folder / name / f"{name}_kernels.py"
-        spec = importlib.util.spec_from_file_location(f"_port_parity_{name}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        src = translate_source(path.read_text(), name, search_paths=[opts.site_packages])
+    for label in CASES:
+        name, module, src, make, outputs = load_case(opts.site_packages, label)
         kernel = Kernel(getattr(module, name), src.cuda_kernel())
-        outputs = getattr(make, "outputs", None)
-        if getattr(make, "needs_source", False):
-            make = make(src)
         try:
             assert_kernels_agree(kernel, make, rtol=1e-12, atol=1e-12, outputs=outputs)
             print(f"{label}: generated CUDA agrees with the host kernel")

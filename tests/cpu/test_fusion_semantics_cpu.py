@@ -3,6 +3,7 @@ None arguments on the CPU executor (tests/fusion_semantics_cases.py), and raises
 exception classes."""
 
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +145,42 @@ def test_python_branch_on_a_traced_value_says_it_needs_a_python_scalar():
 
     with pytest.raises(TypeError, match="Python scalar"):
         xp.fuse(f)(F64)
+
+
+def _refusing_array_module() -> types.ModuleType:
+    """A module named `cupy` whose functions refuse anything but its own arrays, as real
+    CuPy's `cupy.around`/`cupy.nansum`/`cupy.all` refuse a traced value; its ufunc-like
+    object calls the override hook with CuPy's `cupy_<name>` naming."""
+    mod = types.ModuleType("cupy")
+
+    def refuse(*args, **kwargs):
+        raise TypeError("only this module's arrays")
+
+    class Ufunc:
+        name = "cupy_hypot"
+
+        def __call__(self, a, b):
+            return a.__cupy_override_elementwise_kernel__(self, a, b)
+
+    mod.around = mod.nansum = mod.all = refuse
+    mod.hypot = Ufunc()
+    return mod
+
+
+def test_helpers_calling_the_array_module_are_traced_like_the_function_itself():
+    cp = _refusing_array_module()
+    hypot = cp.hypot  # fetched before tracing: reaches the override hook
+
+    def helper(x):  # `cp` in its closure, as CuPy's fusion tests wrap their lambdas
+        return cp.around(cp.nansum(x, axis=1)), cp.all(x > -2)
+
+    def fused(x):
+        r, a = helper(x)
+        return r + hypot(x, x).sum(axis=1), a
+
+    a = np.random.default_rng(3).standard_normal((5, 7))
+    a[1, 2] = np.nan
+    got = xp.fuse(fused)(a)
+    expected = np.around(np.nansum(a, axis=1)) + np.hypot(a, a).sum(axis=1)
+    np.testing.assert_allclose(got[0], expected, rtol=1e-13)
+    assert bool(got[1]) == bool(np.all(a > -2))

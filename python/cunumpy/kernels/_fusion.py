@@ -486,8 +486,8 @@ class Symbol:
     def all(self, axis=None, out=None, keepdims=False, **kw):  # type: ignore[no-untyped-def]
         return self._tracer.reduce("all", self, axis, keepdims, out=out, **kw)
 
-    def clip(self, min: Any = None, max: Any = None) -> Symbol:  # noqa: A002
-        return _NAMESPACE.clip(self, min, max)
+    def clip(self, min: Any = None, max: Any = None, out: Any = None) -> Symbol:  # noqa: A002
+        return _NAMESPACE.clip(self, min, max, out)
 
     # NumPy functions called on symbols (np.exp(s), np.sum(s), ...) come here.
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -512,7 +512,9 @@ class Symbol:
     # CuPy's ufuncs and elementwise kernels called on symbols (from a helper that calls
     # `cupy.exp(x)` itself) ask their arguments for these hooks first.
     def __cupy_override_elementwise_kernel__(self, kernel: Any, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
-        return _namespace_function(getattr(kernel, "name", "?"))(*args, **kwargs)
+        # CuPy's ufuncs are named `cupy_<numpy name>`
+        name = getattr(kernel, "name", "?")
+        return _namespace_function(name.removeprefix("cupy_"))(*args, **kwargs)
 
     def __cupy_override_reduction_kernel__(self, kernel: Any, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
         raise _unsupported(f"the CuPy reduction kernel `{getattr(kernel, 'name', kernel)}`")
@@ -876,12 +878,28 @@ def _is_array_module(value: Any) -> bool:
 
 def _rebound(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` with every global or closure reference to cunumpy/NumPy/CuPy (the
-    modules) replaced by the tracing namespace."""
+    modules) replaced by the tracing namespace, and so every Python function it references
+    (a helper it calls, the lambda a test wraps): ``cupy.around(x)`` in a helper traces like
+    ``xp.around(x)`` in the fused function itself."""
+    return _rebind(function, {})
+
+
+def _rebind(function: Any, seen: dict[int, Any]) -> Any:
     if not isinstance(function, types.FunctionType):
         return function
+    if id(function) in seen:  # recursion, or a helper referenced twice
+        return seen[id(function)]
+    seen[id(function)] = function
     g = function.__globals__
-    names = set(function.__code__.co_names)
-    swapped = {n: g[n] for n in names if n in g and _is_array_module(g[n])}
+    swapped: dict[str, Any] = {}
+    for n in function.__code__.co_names:
+        value = g.get(n)
+        if _is_array_module(value):
+            swapped[n] = _Namespace(value)
+        elif isinstance(value, types.FunctionType) and value is not function:
+            helper = _rebind(value, seen)
+            if helper is not value:
+                swapped[n] = helper
     closure = function.__closure__
     if closure is not None:
         cells = []
@@ -891,17 +909,23 @@ def _rebound(function: Callable[..., Any]) -> Callable[..., Any]:
             except ValueError:
                 cells.append(cell)
                 continue
-            cells.append(types.CellType(_Namespace(v)) if _is_array_module(v) else cell)
+            if _is_array_module(v):
+                cells.append(types.CellType(_Namespace(v)))
+            elif isinstance(v, types.FunctionType) and v is not function:
+                helper = _rebind(v, seen)
+                cells.append(cell if helper is v else types.CellType(helper))
+            else:
+                cells.append(cell)
         closure = tuple(cells)
     if not swapped and closure == function.__closure__:
         return function
     new_globals = dict(g)
-    for n, module in swapped.items():
-        new_globals[n] = _Namespace(module)
+    new_globals.update(swapped)
     f = types.FunctionType(
         function.__code__, new_globals, function.__name__, function.__defaults__, closure
     )
     f.__kwdefaults__ = function.__kwdefaults__
+    seen[id(function)] = f
     return f
 
 
