@@ -386,25 +386,39 @@ impl Translator<'_> {
         f.vars.remove("cunumpy_k0");
         let ((lhs, lt), (rhs, _)) = (lhs?, rhs?);
         let c = lt.scalar().c();
-        self.prelude.insert("localcap");
         let pad = "    ".repeat(depth);
         let fname = self.current.clone();
         let line = s.line();
         let mut out = self.comment(line, &pad);
-        out.push_str(&format!(
-            "{pad}{{
-{pad}    // the right-hand side reads the target's array: all of it first, as Python does
-             {pad}    const long long cunumpy_sn = {n};
-             {pad}    if (cunumpy_sn > CUNUMPY_PORT_LOCAL_CAP) {{
-             {pad}        printf(\"cunumpy: {fname}: the slice assignment of line {line} needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long)cunumpy_sn, (int)CUNUMPY_PORT_LOCAL_CAP);
-             {pad}        __trap();
-{pad}    }}
-             {pad}    {c} cunumpy_rhs[CUNUMPY_PORT_LOCAL_CAP];
-             {pad}    for (long long cunumpy_k0 = 0; cunumpy_k0 < cunumpy_sn; ++cunumpy_k0) cunumpy_rhs[cunumpy_k0] = {rhs};
-             {pad}    for (long long cunumpy_k0 = 0; cunumpy_k0 < cunumpy_sn; ++cunumpy_k0) {lhs} {op} cunumpy_rhs[cunumpy_k0];
-             {pad}}}
-"
-        ));
+        // a constant length (`markers[0:3, ip]`): a buffer of exactly that size
+        let fixed = n.parse::<i64>().ok().filter(|&k| (1..=64).contains(&k));
+        let mut lines = vec![
+            "{".to_string(),
+            "    // the right-hand side reads the target's array: all of it first, as Python does"
+                .into(),
+            format!("    const long long cunumpy_sn = {n};"),
+        ];
+        match fixed {
+            Some(k) => lines.push(format!("    {c} cunumpy_rhs[{k}];")),
+            None => {
+                self.prelude.insert("localcap");
+                lines.extend([
+                    "    if (cunumpy_sn > CUNUMPY_PORT_LOCAL_CAP) {".to_string(),
+                    format!("        printf(\"cunumpy: {fname}: a slice assignment needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long)cunumpy_sn, (int)CUNUMPY_PORT_LOCAL_CAP);"),
+                    "        __trap();".into(),
+                    "    }".into(),
+                    format!("    {c} cunumpy_rhs[CUNUMPY_PORT_LOCAL_CAP];"),
+                ]);
+            }
+        }
+        lines.extend([
+            format!("    for (long long cunumpy_k0 = 0; cunumpy_k0 < cunumpy_sn; ++cunumpy_k0) cunumpy_rhs[cunumpy_k0] = {rhs};"),
+            format!("    for (long long cunumpy_k0 = 0; cunumpy_k0 < cunumpy_sn; ++cunumpy_k0) {lhs} {op} cunumpy_rhs[cunumpy_k0];"),
+            "}".into(),
+        ]);
+        for l in lines {
+            out.push_str(&format!("{pad}{l}\n"));
+        }
         Ok(out)
     }
 }
