@@ -65,6 +65,7 @@ def test_counter_is_recounted_and_owns_its_rows():
     assert "if ((((remove_outside) ? 0 : 1)) == (1)) {" in src
     assert "counter = cunumpy_counter_init + i * (((remove_outside) ? 0 : 1));" in src
     assert {(w[0], w[2]) for w in src.writes} == {("mat", "owned")}
+    assert "  counters (recounted per iteration): counter" in src.describe()
     two = generate_cuda(pc.pull_markers)
     # range(1, n, 2): the iterations before i are (i - 1) / 2
     assert "counter_o = cunumpy_counter_o_init + (i - 1) / 2 * (1);" in two

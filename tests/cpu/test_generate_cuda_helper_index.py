@@ -99,6 +99,7 @@ def test_slice_reading_its_own_array_elsewhere_matches_the_host_kernel(emulated)
 def test_loop_over_an_index_array_runs_one_entry_per_thread():
     src = generate_cuda(ph.flip_listed)
     assert src.n_threads == "inds.shape[0]"
+    assert "flip_listed: parallel loop `for ip in inds` at line" in src.describe()
     assert src.loop_var == "ip"
     assert "ip = inds(cunumpy_t);" in src
     # the proof assumes distinct entries; the kernel checks they increase strictly

@@ -95,11 +95,21 @@ class GeneratedCuda(str):
 
     def describe(self) -> str:
         """What was decided, one line each: the parallel loop, the atomics, the helpers."""
+        header = {
+            line.split(":", 1)[0]: line.split(":", 1)[1]
+            for line in str(self).splitlines()[:6]
+            if line.startswith(("// Parallel loop:", "// Counters ("))
+        }
+        loop = re.search(r"`(for [^`]*)`", header.get("// Parallel loop", ""))
         lines = [
-            f"{self.kernel}: parallel loop `for {self.loop_var} in range(...)` "
+            f"{self.kernel}: parallel loop "
+            f"`{loop.group(1) if loop else f'for {self.loop_var} in range(...)'}` "
             f"at line {self.loop_line}"
         ]
         lines.append(f"  launch shape: n_threads = {self.n_threads or '(pass n_threads=)'}")
+        counters = next((v for k, v in header.items() if k.startswith("// Counters (")), None)
+        if counters:
+            lines.append(f"  counters (recounted per iteration):{counters.rstrip('.')}")
         for array, line, how in self.writes:
             what = {
                 "atomic": "atomic add (other iterations may hit the same element)",
