@@ -216,3 +216,33 @@ def test_collapsed_nests_agree_on_the_gpu():
         src.cuda_kernel()(*args)
         got = xp.to_numpy(args[1])
     np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("label", ["compact_positive", "evaluate_markers", "pull_markers"])
+def test_counter_kernels_agree_on_the_gpu(label):
+    """Counters (``out[counter] = ...; counter += 1``, tests/port_counters.py): recounted per
+    iteration (or in closed form) on the GPU as on the emulated device."""
+    import port_counters as pc
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    host, make_args = pc.CASES[label]
+    src = generate_cuda(host)
+    out = assert_kernels_agree(Kernel(host, src.cuda_kernel()), make_args, rtol=1e-12, atol=1e-12)
+    assert any(np.any(a != 0) for a in out.values())
+
+
+@pytest.mark.parametrize("label", ["push_stage", "push_stage (last)", "push_kick", "flip_listed"])
+def test_helpers_writing_their_index_agree_on_the_gpu(label):
+    """Helpers writing the marker of the index they are given (tests/port_helper_index.py),
+    and a slice assignment reading its own array elsewhere (through a buffer), on the GPU."""
+    import port_helper_index as ph
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    host, make_args, outputs = ph.CASES[label]
+    src = generate_cuda(host)
+    out = assert_kernels_agree(
+        Kernel(host, src.cuda_kernel()), make_args, rtol=1e-12, atol=1e-12, outputs=outputs
+    )
+    assert any(np.any(a != 0) for a in out.values())

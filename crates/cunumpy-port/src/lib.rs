@@ -7,7 +7,10 @@
 //! and the module's source text (for the line comments).
 
 mod accumulate;
+mod counters;
 mod error;
+mod helper_owned;
+mod index_loop;
 mod json;
 mod parallel;
 mod slices;

@@ -19,6 +19,7 @@ enum Access {
     OtherAug,
 }
 
+#[derive(Clone)]
 struct Seen<'j> {
     array: String,
     idx: Option<Vec<&'j Json>>, // None: passed whole to a helper
@@ -114,6 +115,7 @@ impl<'a> Translator<'a> {
             }
         }
         let reductions = self.reductions(&f, &preamble, lp);
+        let counters = self.counters(&f, &preamble, lp, &reductions)?;
         let var0 = name_of(lp.get("target")).unwrap_or("").to_string();
         let mut par = self.prove(
             &f,
@@ -121,12 +123,21 @@ impl<'a> Translator<'a> {
             std::slice::from_ref(&var0),
             lp.get("body").as_list(),
             &reductions,
+            &counters.names,
         )?;
         // Loop collapsing: the perfect nest of independent loops below the parallel one (each
         // level's body its statements of loop-invariant locals, then the next loop), as deep as
         // the proof holds with the same atomics as the one loop (an inner sum into a local, a
-        // write owned by the outer variables only, bounds that change: it stops there).
-        let nest = self.nest(&f, lp);
+        // write owned by the outer variables only, bounds that change: it stops there). Only a
+        // `range` loop without counters is collapsed (a counter is recounted per iteration of
+        // the one loop; a loop over an index array runs one entry per thread).
+        let is_range =
+            lp.get("iter").kind() == "Call" && name_of(lp.get("iter").get("func")) == Some("range");
+        let nest = if is_range && counters.names.is_empty() {
+            self.nest(&f, lp)
+        } else {
+            Vec::new()
+        };
         let mut levels: Vec<&Json> = vec![lp];
         let mut flat: Vec<Json> = lp.get("body").as_list().to_vec();
         for d in (2..=nest.len()).rev() {
@@ -140,7 +151,7 @@ impl<'a> Translator<'a> {
             }
             body.extend(nest[d - 1].0.get("body").as_list().iter().cloned());
             let kept = self.atomic_params.clone();
-            match self.prove(&f, &preamble, &vars, &body, &reductions) {
+            match self.prove(&f, &preamble, &vars, &body, &reductions, &counters.names) {
                 Ok(p) if p.atomic == par.atomic => {
                     par = p;
                     levels = nest[..d].iter().map(|(l, _)| *l).collect();
@@ -160,7 +171,10 @@ impl<'a> Translator<'a> {
         for s in &body[at + 1..] {
             let docstring = s.kind() == "Expr" && s.get("value").kind() == "Constant";
             let bare_return = s.kind() == "Return" && s.get("value") == &Json::Null;
-            if docstring || bare_return || s.kind() == "Pass" {
+            // `return counter`: the CUDA kernel returns nothing (the source says so)
+            let counter_return = s.kind() == "Return"
+                && name_of(s.get("value")).is_some_and(|n| counters.names.contains(n));
+            if docstring || bare_return || counter_return || s.kind() == "Pass" {
                 continue;
             }
             match self.fold(&f, s, &reductions, &loop_seen) {
@@ -179,20 +193,45 @@ impl<'a> Translator<'a> {
             }
         }
         // The code.
+        let over = self.index_array_loop(&f, lp)?;
+        if over.is_some() && !counters.names.is_empty() {
+            return Err(self.e(PortErrorKind::Unsupported, lp.line(), "counter", None,
+                "a counter in a parallel loop over the entries of an array (recounted only over range())".into()));
+        }
         let mut ranges = Vec::new();
-        for l in &levels {
-            let (v, start, stop, step) = self.range(&f, l)?;
+        // the parallel loop's own start and step (the counters' recount needs them)
+        let mut start0 = "0".to_string();
+        let mut step0: i64 = 1;
+        for (d, l) in levels.iter().enumerate() {
+            let (v, start, stop, step) = match (&over, d) {
+                (Some((v, arr)), 0) => (
+                    v.clone(),
+                    "0".to_string(),
+                    format!("{arr}.shape[0]"),
+                    "1".to_string(),
+                ),
+                _ => self.range(&f, l)?,
+            };
             let step_n: i64 = step.parse().unwrap_or(1);
+            if d == 0 {
+                start0 = start.clone();
+                step0 = step_n;
+            }
             let trip = match (start.as_str(), step_n) {
                 ("0", 1) => stop.clone(),
                 (_, 1) => format!("{stop} - {start}"),
                 (_, s) if s > 0 => format!("({stop} - {start} + {}) / {s}", s - 1),
                 (_, s) => format!("({start} - {stop} + {}) / {}", -s - 1, -s),
             };
-            let first = move |t: &str| match (start.as_str(), step_n) {
-                ("0", 1) => t.to_string(),
-                (_, 1) => format!("{start} + {t}"),
-                (_, s) => format!("{start} + {t} * {s}"),
+            let entries = match (&over, d) {
+                (Some((_, arr)), 0) => Some(arr.clone()),
+                _ => None,
+            };
+            let first = move |t: &str| match (&entries, start.as_str(), step_n) {
+                (Some(arr), _, _) => format!("{arr}({t})"),
+                (None, "0", 1) => t.to_string(),
+                (None, _, 1) => format!("{start} + {t}"),
+                (None, _, s) => format!("{start} + {t} * {s}"),
             };
             ranges.push((v, trip, first));
         }
@@ -206,6 +245,12 @@ impl<'a> Translator<'a> {
                 "    // '{r}' is a sum: each thread adds its iterations into its own partial, from 0\n    const {c} cunumpy_{r}_init = {r};\n    {r} = ({c})0;\n"
             ));
         }
+        for c in &counters.names {
+            let ct = f.vars.get(c).map(|t| t.scalar().c()).unwrap_or("long long");
+            code.push_str(&format!(
+                "    // '{c}' is a counter (only `{c} += k` in the loop): each iteration recounts it from this value\n    const {ct} cunumpy_{c}_init = {c};\n"
+            ));
+        }
         for l in &levels {
             code.push_str(&self.comment(l.line(), "    "));
         }
@@ -215,6 +260,12 @@ impl<'a> Translator<'a> {
             code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
             code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
             code.push_str(&format!("        {v} = {};\n", first("cunumpy_t")));
+            if let Some((_, arr)) = &over {
+                code.push_str(&self.index_array_check(v, arr, lp.line()));
+            }
+            if !counters.names.is_empty() {
+                code.push_str(&self.recount(&mut f, &counters, v, &start0, step0)?);
+            }
         } else {
             let names: Vec<&str> = ranges.iter().map(|(v, _, _)| v.as_str()).collect();
             code.push_str(&format!(
@@ -325,13 +376,16 @@ impl<'a> Translator<'a> {
         }
         let mut src = String::new();
         src.push_str(&format!("// CUDA version of {name}, generated by cunumpy from the host kernel (edit it: it is yours).\n"));
-        if let [_, inner @ ..] = levels.as_slice() {
-            if inner.is_empty() {
-                src.push_str(&format!(
-                    "// Parallel loop: line {}, `for {var} in range(...)`: one iteration per thread.\n",
-                    lp.line()
-                ));
-            } else {
+        match (&over, levels.as_slice()) {
+            (Some((_, arr)), _) => src.push_str(&format!(
+                "// Parallel loop: line {}, `for {var} in {arr}`: one entry per thread (the entries must increase strictly).\n",
+                lp.line()
+            )),
+            (None, [_]) => src.push_str(&format!(
+                "// Parallel loop: line {}, `for {var} in range(...)`: one iteration per thread.\n",
+                lp.line()
+            )),
+            (None, _) => {
                 let names: Vec<String> = ranges.iter().map(|(v, _, _)| v.clone()).collect();
                 let lines: Vec<String> = levels.iter().map(|l| l.line().to_string()).collect();
                 src.push_str(&format!(
@@ -342,6 +396,13 @@ impl<'a> Translator<'a> {
                     names.join(", ")
                 ));
             }
+        }
+        if !counters.names.is_empty() {
+            let names: Vec<&str> = counters.names.iter().map(String::as_str).collect();
+            src.push_str(&format!(
+                "// Counters (each iteration recounts the raises of the ones before it): {}.\n",
+                names.join(", ")
+            ));
         }
         let mut atomics: BTreeSet<&str> = par.atomic.iter().map(String::as_str).collect();
         for w in &writes {
@@ -453,6 +514,7 @@ impl<'a> Translator<'a> {
         }
         let n_threads = if levels.len() == 1 {
             self.py_trip(&f, &preamble, lp)
+                .or_else(|| over.as_ref().map(|(_, arr)| format!("{arr}.shape[0]")))
         } else {
             let parts: Option<Vec<String>> = levels
                 .iter()
@@ -859,6 +921,7 @@ impl<'a> Translator<'a> {
         vars: &[String],
         body: &[Json],
         reductions: &BTreeSet<String>,
+        counters: &BTreeSet<String>,
     ) -> R<Par> {
         let var = vars.join(", ");
         // Control flow that ties iterations together.
@@ -885,17 +948,18 @@ impl<'a> Translator<'a> {
             }
             if outer.contains(n.as_str())
                 && !reductions.contains(n)
+                && !counters.contains(n)
                 && f.vars.get(n).is_some_and(|t| t.rank() == 0)
             {
                 return Err(self.e(PortErrorKind::Race, *line, "scalar update", None,
-                    format!("updates '{n}', which is set before the parallel loop: each iteration would depend on the previous one (a scalar reduction; accumulate into an array element with += instead, which becomes an atomic add)")));
+                    format!("updates '{n}', which is set before the parallel loop: each iteration would depend on the previous one (a scalar reduction; accumulate into an array element with += instead, which becomes an atomic add; an integer only raised by `+= k`, each read of it followed by a raise, is a counter and is recounted)")));
             }
         }
         // Body locals must be assigned before they are read in each iteration.
         let locals: BTreeSet<String> = inner
             .iter()
             .map(|(n, _)| n.clone())
-            .filter(|n| !reductions.contains(n))
+            .filter(|n| !reductions.contains(n) && !counters.contains(n))
             .collect();
         let mut assigned: BTreeSet<String> = vars.iter().cloned().collect();
         if let Some((n, line)) = first_carried(body, &locals, &mut assigned) {
@@ -921,13 +985,40 @@ impl<'a> Translator<'a> {
             .filter(|(n, t)| !matches!(t, Ty::Array(..)) || writes.contains(n))
             .map(|(n, _)| n.clone())
             .collect();
-        let owner = Owner::new(vars, body, &inner, written);
+        let mut owner = Owner::new(vars, body, &inner, written);
+        // counters are owned like the loop variable (only without collapsing: one variable)
+        if vars.len() == 1 {
+            owner.counters = counters.clone();
+        }
         let mut arrays: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
         for w in &seen {
             arrays.entry(w.array.as_str()).or_default().push(w);
         }
         let mut atomic = BTreeSet::new();
         for (a, uses) in arrays {
+            // A helper accessing the array at an index it is given (helper_owned.rs), where the
+            // writes are not the iteration's own elements but every helper passed the array
+            // only adds into it: atomic adds in the helpers, as for an array passed whole
+            // (accumulate.rs). Otherwise the index decides (owned, or the refusal).
+            let demoted: Vec<Seen>;
+            let uses: Vec<&Seen> = if uses.iter().any(|w| w.helper.is_some() && w.idx.is_some())
+                && !writes_owned_by_all(&owner, key_type(f, a).0, &uses, vars.len())
+                && matches!(self.helper_accumulation(f, body, a), Ok(true))
+            {
+                demoted = uses
+                    .iter()
+                    .map(|w| {
+                        let mut c = (*w).clone();
+                        if c.helper.is_some() {
+                            c.idx = None;
+                        }
+                        c
+                    })
+                    .collect();
+                demoted.iter().collect()
+            } else {
+                uses
+            };
             let writes: Vec<&&Seen> = uses.iter().filter(|w| w.access != Access::Read).collect();
             let Some(first_write) = writes.first() else {
                 continue;
@@ -996,6 +1087,10 @@ impl<'a> Translator<'a> {
                 } else {
                     "an augmented assignment other than += / -="
                 };
+                if let Some(h) = &w.helper {
+                    return Err(self.e(PortErrorKind::Race, w.line, "unprovable write", Some(a),
+                        format!("passes '{a}' to {h}(), which writes it at the index it is given, and that index is not the loop variable '{var}' (in the same position in every access of '{a}'): iterations may write the same element, so it is refused rather than left to race")));
+                }
                 return Err(self.e(PortErrorKind::Race, w.line, "unprovable write", Some(a),
                     format!("writes '{a}' with {what} at an index that is not the loop variable '{var}' (in the same position in every access of '{a}'{}): iterations may write the same element, so it is refused rather than left to race", if vars.len() > 1 { ", each of them" } else { "" })));
             }
@@ -1015,6 +1110,17 @@ impl<'a> Translator<'a> {
             atomic.insert(a.to_string());
         }
         Ok(Par { atomic })
+    }
+
+    /// The arrays a statement writes (helper arguments included), for the counters' recount.
+    pub(crate) fn written_keys(&self, f: &FnCx, s: &Json, out: &mut Vec<String>) {
+        let mut seen = Vec::new();
+        self.accesses_stmt(f, s, &mut seen);
+        out.extend(
+            seen.into_iter()
+                .filter(|w| w.access != Access::Read)
+                .map(|w| w.array),
+        );
     }
 
     /// Every access of an array argument in a statement (helper arguments included).
@@ -1108,9 +1214,12 @@ impl<'a> Translator<'a> {
                                             Some(field),
                                             &mut BTreeSet::new(),
                                         );
+                                        // the helper touches it at one index it is given
+                                        // (helper_owned.rs): that index, in its position
+                                        let idx = self.helper_field_at(e, h, k, field, ft.rank());
                                         out.push(Seen {
                                             array: key,
-                                            idx: None,
+                                            idx,
                                             access: if writes {
                                                 Access::Store
                                             } else {
@@ -1140,9 +1249,12 @@ impl<'a> Translator<'a> {
                             {
                                 let writes = self.helper_writes(h, k, &mut BTreeSet::new());
                                 let access = if writes { Access::Store } else { Access::Read };
+                                // indexed in the helper by one index it is given
+                                let rank = f.vars.get(n).map_or(0, Ty::rank);
+                                let idx = self.helper_field_at(e, h, k, "", rank);
                                 out.push(Seen {
                                     array: n.to_string(),
-                                    idx: None,
+                                    idx,
                                     access,
                                     line,
                                     helper: Some(h.to_string()),
@@ -1164,6 +1276,31 @@ impl<'a> Translator<'a> {
             }
             _ => {}
         }
+    }
+
+    /// The index at which the helper call `call` (of `h`, the struct at argument `k`) touches
+    /// the struct's field `field` (the array argument `k` itself for "") of rank `rank`, as
+    /// index expressions: the arguments the helper indexes it by in their positions, nothing
+    /// the proof could own elsewhere. None when the helper's accesses do not share one.
+    fn helper_field_at<'j>(
+        &self,
+        call: &'j Json,
+        h: &str,
+        k: usize,
+        field: &str,
+        rank: usize,
+    ) -> Option<Vec<&'j Json>> {
+        static UNKNOWN: Json = Json::Null;
+        let found = self
+            .helper_field_index(h, k, field, &mut BTreeSet::new())
+            .ok()??;
+        let args = call.get("args").as_list();
+        let mut idx: Vec<&Json> = vec![&UNKNOWN; rank];
+        for (q, pos) in found {
+            // every access has the argument q in position pos
+            *idx.get_mut(pos)? = args.get(q)?;
+        }
+        Some(idx)
     }
 
     /// Whether helper `h` writes (directly or through its own calls) its parameter number `k`.
@@ -1625,6 +1762,26 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, Json>, e: &Json, depth: usize) -> O
     }
 }
 
+/// Whether every write among `uses` (an array of rank `rank`) has, for each of the `n_vars`
+/// loop variables, one position where all the writes index with that variable plus the same
+/// invariant offset (distinct iterations write distinct elements).
+fn writes_owned_by_all(owner: &Owner, rank: usize, uses: &[&Seen], n_vars: usize) -> bool {
+    let ws: Vec<&&Seen> = uses.iter().filter(|w| w.access != Access::Read).collect();
+    let key_at = |w: &Seen, k: usize, v: usize| {
+        w.idx
+            .as_ref()
+            .and_then(|ix| ix.get(k))
+            .and_then(|e| owner.key(e, v))
+    };
+    !ws.is_empty()
+        && (0..n_vars).all(|v| {
+            (0..rank).any(|k| match key_at(ws[0], k, v) {
+                Some(first) => ws.iter().all(|w| key_at(w, k, v).as_ref() == Some(&first)),
+                None => false,
+            })
+        })
+}
+
 /// Which index expressions give every iteration its own element: the loop variable plus or minus
 /// a loop-invariant offset (`i`, `p_out + i - s_out`), also through a local set once at the top
 /// of the loop body (`i_loc = i - s_out`). `key` is the expression's canonical text (locals
@@ -1636,6 +1793,8 @@ struct Owner<'j> {
     /// Names whose elements are not invariant: arrays written in the loop, local arrays, scalars.
     written: BTreeSet<String>,
     defs: BTreeMap<String, &'j Json>,
+    /// Counters read only before an increment (`counters.rs`): owned like the loop variable.
+    counters: BTreeSet<String>,
 }
 
 impl<'j> Owner<'j> {
@@ -1677,6 +1836,7 @@ impl<'j> Owner<'j> {
             updated: updates.iter().map(|(n, _)| n.clone()).collect(),
             written,
             defs,
+            counters: BTreeSet::new(),
         }
     }
 
@@ -1692,7 +1852,9 @@ impl<'j> Owner<'j> {
         match e.kind() {
             "Name" => {
                 let n = name_of(e)?;
-                if Some(n) == self.vars.get(v).map(String::as_str) {
+                if Some(n) == self.vars.get(v).map(String::as_str)
+                    || (v == 0 && self.vars.len() == 1 && self.counters.contains(n))
+                {
                     Some(n.to_string())
                 } else {
                     self.affine(self.defs.get(n)?, v, depth + 1)

@@ -523,7 +523,39 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// `p.field.shape[k]` / `shape(p.field)[k]` of an array field of a struct (a helper's
+    /// `n_cols = shape(markers)[0]` once `markers = args_markers.markers` is inlined).
+    fn field_shape(&self, f: &FnCx, e: &Json) -> Option<(String, Ty)> {
+        let value = e.get("value");
+        let x = if value.kind() == "Attribute" && value.get("attr").as_str() == Some("shape") {
+            value.get("value")
+        } else if value.kind() == "Call"
+            && value.get("keywords").as_list().is_empty()
+            && name_of(value.get("func")).is_some_and(|n| {
+                self.from_imports
+                    .get(n)
+                    .is_some_and(|(m, fname)| *m == "numpy" && fname == "shape")
+            })
+        {
+            match value.get("args").as_list() {
+                [x] => x,
+                _ => return None,
+            }
+        } else {
+            return None;
+        };
+        let (key, t) = struct_field(f, x)?;
+        let rank = t.rank() as i64;
+        let k = const_int(e.get("slice"))?;
+        let k = if k < 0 { k + rank } else { k };
+        (rank > 0 && (0..rank).contains(&k))
+            .then(|| (format!("{key}.shape[{k}]"), Ty::Scalar(Scalar::I64)))
+    }
+
     pub(crate) fn subscript(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
+        if let Some(r) = self.field_shape(f, e) {
+            return Ok(r);
+        }
         let value = e.get("value");
         // a.shape[k], shape(a)[k]
         if let Some(base) = self.shape_base(value) {

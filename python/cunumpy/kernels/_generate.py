@@ -106,8 +106,15 @@ class GeneratedCuda(str):
 
     def describe(self) -> str:
         """What was decided, one line each: the parallel loop, the atomics, the helpers."""
+        header = {
+            line.split(":", 1)[0]: line.split(":", 1)[1]
+            for line in str(self).splitlines()[:6]
+            if line.startswith(("// Parallel loop:", "// Counters ("))
+        }
+        loop = re.search(r"`(for [^`]*)`", header.get("// Parallel loop", ""))
         lines = [
-            f"{self.kernel}: parallel loop `for {self.loop_var} in range(...)` "
+            f"{self.kernel}: parallel loop "
+            f"`{loop.group(1) if loop else f'for {self.loop_var} in range(...)'}` "
             f"at line {self.loop_line}"
         ]
         if self.collapsed:
@@ -115,6 +122,9 @@ class GeneratedCuda(str):
             names = ", ".join([self.loop_var, *(v for v, _ in self.collapsed)])
             lines[0] += f", collapsed with {loops}: one ({names}) per thread"
         lines.append(f"  launch shape: n_threads = {self.n_threads or '(pass n_threads=)'}")
+        counters = next((v for k, v in header.items() if k.startswith("// Counters (")), None)
+        if counters:
+            lines.append(f"  counters (recounted per iteration):{counters.rstrip('.')}")
         for array, line, how in self.writes:
             what = {
                 "atomic": "atomic add (other iterations may hit the same element)",
@@ -392,6 +402,32 @@ def _inline_field_aliases(tree: ast.Module, name: str, struct_types: dict[str, s
             )
 
     _Inline().visit(fn)
+
+
+def _inline_helper_field_aliases(tree: ast.Module, kernel: str, struct_types: dict[str, str]):
+    """``markers = args_markers.markers`` in a helper whose parameter ``args_markers`` is
+    annotated with the class of one of the kernel's struct arguments: inlined as in the kernel
+    (``_inline_field_aliases``), so that the helper's writes name the field and the race proof
+    can follow the index the helper is given (``update_position_stage(ip, ..., args_markers)``
+    writing ``markers[0:3, ip]``)."""
+    by_class: dict[str, str] = {}
+    for text in struct_types.values():
+        head = text.split("{", 1)[0].split()
+        if len(head) == 2 and head[0] == "struct":
+            by_class[head[1]] = text
+    if not by_class:
+        return
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name == kernel:
+            continue
+        params: dict[str, str] = {}
+        for a in fn.args.args:
+            ann = a.annotation
+            cls = ann.value if isinstance(ann, ast.Constant) else getattr(ann, "id", None)
+            if isinstance(cls, str) and cls in by_class:
+                params[a.arg] = by_class[cls]
+        if params:
+            _inline_field_aliases(tree, fn.name, params)
 
 
 def _is_int_expr(e: ast.expr) -> bool:
@@ -1074,6 +1110,7 @@ def translate_source(
     mods, names = _imports_of(tree)
     for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
         helpers.resolve(fn, mods, names, set(), None)
+    _inline_helper_field_aliases(tree, name, dict(struct_types))
     from ..exceptions import CudaPortError
 
     try:
