@@ -826,7 +826,7 @@ impl<'a> Translator<'a> {
                 ext.join(", ")
             ));
             out.push_str(&format!(
-                "        if ({v}.size() < 0 || {v}.size() > CUNUMPY_PORT_LOCAL_CAP) {{\n            printf(\"cunumpy: {}: scratch field '{p}.{n}' needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long){v}.size(), (int)CUNUMPY_PORT_LOCAL_CAP);\n            __trap();\n        }}\n",
+                "        if ({v}.size() < 0 || {v}.size() > CUNUMPY_PORT_LOCAL_CAP) {{\n            cunumpy_port_cap_exceeded(\"{}: scratch field '{p}.{n}'\", (long long){v}.size());\n        }}\n",
                 self.current
             ));
             let fill = scratch

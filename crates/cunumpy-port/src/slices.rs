@@ -404,8 +404,7 @@ impl Translator<'_> {
                 self.prelude.insert("localcap");
                 lines.extend([
                     "    if (cunumpy_sn > CUNUMPY_PORT_LOCAL_CAP) {".to_string(),
-                    format!("        printf(\"cunumpy: {fname}: a slice assignment needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long)cunumpy_sn, (int)CUNUMPY_PORT_LOCAL_CAP);"),
-                    "        __trap();".into(),
+                    format!("        cunumpy_port_cap_exceeded(\"{fname}: a slice assignment\", (long long)cunumpy_sn);"),
                     "    }".into(),
                     format!("    {c} cunumpy_rhs[CUNUMPY_PORT_LOCAL_CAP];"),
                 ]);

@@ -153,7 +153,12 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
         "localcap",
         "// Local arrays whose size is known only at run time (np.zeros(p + 1)) reserve this many\n\
          // elements per thread; a larger one stops the kernel with a message (raise it here).\n\
-         #ifndef CUNUMPY_PORT_LOCAL_CAP\n#define CUNUMPY_PORT_LOCAL_CAP 64\n#endif\n",
+         #ifndef CUNUMPY_PORT_LOCAL_CAP\n#define CUNUMPY_PORT_LOCAL_CAP 64\n#endif\n\
+         // Not inlined: a printf at every check costs the kernel registers on its hot path (a\n\
+         // struphy pusher: 167 registers with the printf inline, 126 with this call).\n\
+         __device__ __noinline__ void cunumpy_port_cap_exceeded(const char* what, long long need) {\n    \
+         printf(\"cunumpy: %s needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", what, need, (int)CUNUMPY_PORT_LOCAL_CAP);\n    \
+         __trap();\n}\n",
     ),
     (
         "ipow",
@@ -1453,7 +1458,7 @@ impl<'a> Translator<'a> {
             ext.join(", ")
         ));
         out.push_str(&format!(
-            "{pad}if ({n}.size() < 0 || {n}.size() > CUNUMPY_PORT_LOCAL_CAP) {{\n{pad}    printf(\"cunumpy: {}: local array '{n}' (line {}) needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long){n}.size(), (int)CUNUMPY_PORT_LOCAL_CAP);\n{pad}    __trap();\n{pad}}}\n",
+            "{pad}if ({n}.size() < 0 || {n}.size() > CUNUMPY_PORT_LOCAL_CAP) {{\n{pad}    cunumpy_port_cap_exceeded(\"{}: local array '{n}' (line {})\", (long long){n}.size());\n{pad}}}\n",
             self.current,
             s.line()
         ));
