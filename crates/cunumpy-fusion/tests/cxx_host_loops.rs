@@ -290,3 +290,142 @@ fn streamed_results_match_at_every_alignment() {
     }
     set_host_loops(HostLoopMode::Background, 1 << 16);
 }
+
+fn sl(start: Option<i64>, stop: Option<i64>, step: i64) -> IndexItem {
+    IndexItem::Slice { start, stop, step }
+}
+
+/// The five-point Laplacian of a 2-D grid: every leaf reads rows of the grid at an offset, so
+/// the plan runs through the row loop (`cn_rows`), with odd sizes, rows that are not whole
+/// tiles, and a result over 8 MiB (streamed).
+#[test]
+fn two_dimensional_views_run_row_by_row_with_the_interpreters_bits() {
+    let all = || sl(None, None, 1);
+    let mid = || sl(Some(1), Some(-1), 1);
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float64, 2).unwrap();
+    let e = g.index(u, &[mid(), sl(Some(2), None, 1)]).unwrap();
+    let w = g.index(u, &[mid(), sl(None, Some(-2), 1)]).unwrap();
+    let s = g.index(u, &[sl(Some(2), None, 1), mid()]).unwrap();
+    let n = g.index(u, &[sl(None, Some(-2), 1), mid()]).unwrap();
+    let c = g.index(u, &[mid(), mid()]).unwrap();
+    let four = g.scalar(DType::Float64, false).unwrap();
+    let sum = g.op(Op::Add, &[e, w]).unwrap();
+    let sum = g.op(Op::Add, &[sum, s]).unwrap();
+    let sum = g.op(Op::Add, &[sum, n]).unwrap();
+    let fc = g.op(Op::Mul, &[four, c]).unwrap();
+    let r = g.op(Op::Sub, &[sum, fc]).unwrap();
+    g.output(r).unwrap();
+    let lap = g.finish().unwrap();
+    for (rows, cols) in [(301usize, 517usize), (67, 64), (5, 2000), (1102, 1005)] {
+        let x = In::F64(specials(rows * cols, 31));
+        let what = format!("laplacian {rows}x{cols}");
+        same_bits(
+            &lap,
+            &[(&x, &[rows, cols])],
+            &[ScalarValue::Float(4.0)],
+            &what,
+        );
+    }
+
+    // every other row, reversed, against a contiguous array; a 3-D view whose outer axes
+    // collapse into one row stride
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float64, 2).unwrap();
+    let v = g.input(DType::Float64, 2).unwrap();
+    let t = g
+        .index(u, &[sl(None, None, -2), sl(Some(1), None, 1)])
+        .unwrap();
+    let p = g.op(Op::Mul, &[t, v]).unwrap();
+    g.output(p).unwrap();
+    let strided = g.finish().unwrap();
+    let (x, y) = (In::F64(data(101 * 333, 32)), In::F64(data(51 * 332, 33)));
+    same_bits(
+        &strided,
+        &[(&x, &[101, 333]), (&y, &[51, 332])],
+        &[],
+        "u[::-2, 1:] * v",
+    );
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float32, 3).unwrap();
+    let t = g
+        .index(u, &[sl(Some(1), None, 1), all(), sl(Some(3), None, 1)])
+        .unwrap();
+    let q = g.op(Op::Square, &[t]).unwrap();
+    g.output(q).unwrap();
+    let three = g.finish().unwrap();
+    let x = In::F32(data(4 * 7 * 611, 34).iter().map(|&v| v as f32).collect());
+    same_bits(
+        &three,
+        &[(&x, &[4, 7, 611])],
+        &[],
+        "u[1:, :, 3:] ** 2 (float32)",
+    );
+}
+
+/// `a[idx] * b` reads the table at each checked index in the product's loop; negative and
+/// unsigned indices as NumPy has them; an index out of range gives the interpreter's error.
+#[test]
+fn gathers_run_compiled_with_the_interpreters_bits_and_errors() {
+    let table = 70_001;
+    let n = 1_100_003; // a result over 8 MiB: streamed
+    let a = In::F64(specials(table, 41));
+    let b = In::F64(data(n, 42));
+    let graph = |dt: DType| {
+        let mut g = GraphBuilder::new();
+        let a = g.input(DType::Float64, 1).unwrap();
+        let i = g.input(dt, 1).unwrap();
+        let b = g.input(DType::Float64, 1).unwrap();
+        let t = g.gather(a, i, 0).unwrap();
+        let r = g.op(Op::Mul, &[t, b]).unwrap();
+        g.output(r).unwrap();
+        g.finish().unwrap()
+    };
+    let ti = table as i64;
+    let signed: Vec<i64> = ints(n, 43, -ti, ti)
+        .into_iter()
+        .map(|v| v.clamp(-ti, ti - 1))
+        .collect();
+    let idx64 = In::I64(signed.clone());
+    let idx32 = In::I32(signed.iter().map(|&v| v as i32).collect());
+    let idxu = In::U8(signed.iter().map(|&v| v.unsigned_abs() as u8).collect());
+    for (dt, idx, what) in [
+        (DType::Int64, &idx64, "int64"),
+        (DType::Int32, &idx32, "int32"),
+        (DType::UInt8, &idxu, "uint8"),
+    ] {
+        same_bits(
+            &graph(dt),
+            &[(&a, &[table]), (idx, &[n]), (&b, &[n])],
+            &[],
+            &format!("a[idx] * b, {what} indices"),
+        );
+    }
+    // an index out of range (past the end, and before the start) is the interpreter's error
+    let g64 = graph(DType::Int64);
+    let p = plan(&g64, &[vec![table], vec![n], vec![n]]).unwrap();
+    let (av, bv) = (specials(table, 41), data(n, 42));
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Sync, 1);
+    for bad in [ti, -ti - 1] {
+        let mut ix = signed.clone();
+        ix[n / 2 + 7] = bad;
+        let mut out = vec![0.0; n];
+        let e = execute_cpu(
+            &p,
+            &[
+                ArrayRef::new(&av[..], &[table]),
+                ArrayRef::new(&ix[..], &[n]),
+                ArrayRef::new(&bv[..], &[n]),
+            ],
+            &[],
+            &mut [ArrayMut::new(&mut out[..], &[n])],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("fuse: `take`: index {bad} is out of bounds for axis 0 with size {table}")
+        );
+    }
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+}

@@ -37,6 +37,14 @@ pub(crate) enum LeafKind {
     Stream,
     /// `leaves[r]` points at the one value used at every point.
     Uniform,
+    /// Row-major rows of a larger array (a 2-D stencil's `u[1:-1, 2:]`): `leaves[r]` points at
+    /// the element of point 0, each row starts its own row stride after the previous one, and
+    /// a row's points are contiguous (loops of `rows_source` only).
+    Rows,
+    /// Gathered (`a[idx]`): `leaves[r]` points at the origin's element; each point reads it at
+    /// its static offset (contiguous over the space, or 0 everywhere with `static_stream`
+    /// false) plus the gathered index registers times their strides.
+    Gather { static_stream: bool },
 }
 
 /// Definitions that make the CUDA preamble plain host C++, and the streaming store.
@@ -140,10 +148,19 @@ fn compilable(prog: &Program) -> bool {
                             .all(|&a| prog.regs[a].dtype.kind() != DTypeKind::Complex)
                 }
                 RegKind::Cast { arg } => exact_cast(prog.regs[*arg].dtype, r.dtype),
-                // gathers stay in the interpreter, which checks every index
-                RegKind::Index { .. } => false,
+                // every index is checked in the loop (`index_lines`); a loop that saw one
+                // out of range returns nonzero and the interpreter reruns the kernel, raising
+                // its error
+                RegKind::Index { .. } => true,
             }
     })
+}
+
+/// Whether a program gathers (has index registers).
+fn gathers(prog: &Program) -> bool {
+    prog.regs
+        .iter()
+        .any(|r| matches!(r.kind, RegKind::Index { .. }))
 }
 
 /// The C type of a dtype.
@@ -166,6 +183,9 @@ fn leaf_decls(prog: &Program, kinds: &[Option<LeafKind>], ind: &str) -> String {
             Some(LeafKind::Uniform) => {
                 let _ = writeln!(out, "{ind}const {t} u{i} = *(const {t}*)leaves[{i}];");
             }
+            Some(LeafKind::Rows | LeafKind::Gather { .. }) => {
+                let _ = writeln!(out, "{ind}const {t}* p{i} = (const {t}*)leaves[{i}];");
+            }
             None => {}
         }
     }
@@ -178,13 +198,39 @@ fn body(prog: &Program, kinds: &[Option<LeafKind>], ind: &str) -> Option<String>
     for (i, reg) in prog.regs.iter().enumerate() {
         let t = ctype(reg.dtype);
         let e = match &reg.kind {
-            RegKind::Leaf(_) => match kinds.get(i).copied().flatten()? {
+            RegKind::Leaf(l) => match kinds.get(i).copied().flatten()? {
                 LeafKind::Stream => format!("p{i}[i]"),
                 LeafKind::Uniform => format!("u{i}"),
+                LeafKind::Rows => format!("q{i}[i]"),
+                LeafKind::Gather { static_stream } => {
+                    let mut at = String::from(if static_stream { "i" } else { "0" });
+                    for &(r, st) in &l.dynamic {
+                        let _ = write!(at, " + r{r} * (cn_i64)({st})");
+                    }
+                    format!("p{i}[{at}]")
+                }
             },
             RegKind::Op { op, args } => op_expression(*op, args, "r"),
             RegKind::Cast { arg } => format!("({t})(r{arg})"),
-            RegKind::Index { .. } => return None,
+            RegKind::Index { arg, len, .. } => {
+                // NumPy's rule (negative counts from the end; unsigned values as they are),
+                // out of range flagged in `bad` and read at 0 so that no read leaves the array
+                let unsigned = prog.regs.get(*arg)?.dtype.kind() == DTypeKind::Unsigned;
+                let w = if unsigned {
+                    format!("(cn_i64)r{arg}")
+                } else {
+                    format!(
+                        "((cn_i64)r{arg} < 0 ? (cn_i64)r{arg} + (cn_i64){len} : (cn_i64)r{arg})"
+                    )
+                };
+                let _ = writeln!(out, "{ind}const cn_i64 w{i} = {w};");
+                let _ = writeln!(
+                    out,
+                    "{ind}const int o{i} = (w{i} < 0) | (w{i} >= (cn_i64){len});"
+                );
+                let _ = writeln!(out, "{ind}bad |= o{i};");
+                format!("o{i} ? (cn_i64)0 : w{i}")
+            }
         };
         let _ = writeln!(out, "{ind}const {t} r{i} = {e};");
     }
@@ -218,8 +264,7 @@ fn uniform(prog: &Program, kinds: &[Option<LeafKind>], reg: usize) -> bool {
     match &prog.regs[reg].kind {
         RegKind::Leaf(_) => kinds.get(reg).copied().flatten() == Some(LeafKind::Uniform),
         RegKind::Op { args, .. } => args.iter().all(|&a| uniform(prog, kinds, a)),
-        RegKind::Cast { arg } => uniform(prog, kinds, *arg),
-        RegKind::Index { .. } => false,
+        RegKind::Cast { arg } | RegKind::Index { arg, .. } => uniform(prog, kinds, *arg),
     }
 }
 
@@ -237,7 +282,17 @@ pub(crate) fn leaf_kinds(
             RegKind::Leaf(l) => {
                 let st = strides.get(i)?;
                 if !l.dynamic.is_empty() {
-                    return None;
+                    return if st.iter().all(|&s| s == 0) {
+                        Some(Some(LeafKind::Gather {
+                            static_stream: false,
+                        }))
+                    } else if st.as_slice() == contiguous {
+                        Some(Some(LeafKind::Gather {
+                            static_stream: true,
+                        }))
+                    } else {
+                        None
+                    };
                 }
                 if matches!(l.src, LeafSrc::Scalar(_)) || st.iter().all(|&s| s == 0) {
                     Some(Some(LeafKind::Uniform))
@@ -326,9 +381,10 @@ pub(crate) fn elementwise_source(
     let _ = write!(
         src,
         r#"
-CN_EXPORT void cn_elementwise(cn_i64 start, cn_i64 len, const void* const* leaves,
-                              void* const* dsts, int streaming) {{
+CN_EXPORT int cn_elementwise(cn_i64 start, cn_i64 len, const void* const* leaves,
+                             void* const* dsts, int streaming) {{
 {leaves}{dst_decls}    const cn_i64 end = start + len;
+    int bad = 0; // an index out of range (gathers)
     // points per sub-range (whole tiles); the rest after them is written plainly
     const cn_i64 q = streaming ? len / {groups} / {STORE_TILE} * {STORE_TILE} : 0;
     for (cn_i64 t = 0; t < q; t += {STORE_TILE}) {{
@@ -343,6 +399,149 @@ CN_EXPORT void cn_elementwise(cn_i64 start, cn_i64 len, const void* const* leave
     for (cn_i64 i = start + {groups} * q; i < end; ++i) {{
 {regs}{plain}    }}
     if (q > 0) cn_fence();
+    return bad;
+}}
+"#
+    );
+    Some(src)
+}
+
+/// Leaf kinds, row strides, rows and points per row (see `row_layout`).
+pub(crate) type RowLayout = (Vec<Option<LeafKind>>, Vec<i64>, usize, usize);
+
+/// The row layout of a space for `rows_source`: every leaf uniform, or contiguous along the
+/// last axis with its outer axes collapsing into one row stride (the rows of a 2-D slice).
+/// Returns the leaf kinds (`Rows` for every non-uniform leaf), each leaf's row stride (in
+/// elements, 0 for others), the number of rows and the points per row; None when the space
+/// has fewer than two axes, a leaf gathers or has another layout.
+pub(crate) fn row_layout(
+    prog: &Program,
+    dims: &[usize],
+    strides: &[Vec<isize>],
+) -> Option<RowLayout> {
+    let (&cols, outer) = dims.split_last()?;
+    if outer.is_empty() || cols == 0 {
+        return None;
+    }
+    let rows: usize = outer.iter().product();
+    let mut kinds = Vec::with_capacity(prog.regs.len());
+    let mut rs = Vec::with_capacity(prog.regs.len());
+    for (i, r) in prog.regs.iter().enumerate() {
+        let RegKind::Leaf(l) = &r.kind else {
+            kinds.push(None);
+            rs.push(0);
+            continue;
+        };
+        let st = strides.get(i)?;
+        if !l.dynamic.is_empty() {
+            return None;
+        }
+        if matches!(l.src, LeafSrc::Scalar(_)) || st.iter().all(|&s| s == 0) {
+            kinds.push(Some(LeafKind::Uniform));
+            rs.push(0);
+            continue;
+        }
+        if st.last() != Some(&1) {
+            return None;
+        }
+        // the outer axes (those longer than 1) must step as one: stride[j] = stride[j+1]*dims[j+1]
+        let axes: Vec<(usize, isize)> = outer
+            .iter()
+            .zip(st)
+            .filter(|(&d, _)| d > 1)
+            .map(|(&d, &s)| (d, s))
+            .collect();
+        for w in axes.windows(2) {
+            if w[0].1 != w[1].1.checked_mul(w[1].0 as isize)? {
+                return None;
+            }
+        }
+        kinds.push(Some(LeafKind::Rows));
+        rs.push(axes.last().map_or(0, |&(_, s)| s as i64));
+    }
+    Some((kinds, rs, rows, cols))
+}
+
+/// An elementwise loop over rows (`row_layout`): `cn_rows(row0, nrows, cols, leaves, rs,
+/// dsts)` evaluates rows `[row0, row0+nrows)`, row `y` of leaf `r` starting `y * rs[r]`
+/// elements after `leaves[r]`, and stores registers `stores[j]` into `dsts[j]` (C-contiguous
+/// over the space). With `streaming`, each row is evaluated in tiles written with
+/// non-temporal stores. Returns nonzero when an index was out of range.
+pub(crate) fn rows_source(
+    prog: &Program,
+    kinds: &[Option<LeafKind>],
+    stores: &[usize],
+) -> Option<String> {
+    if !compilable(prog) || gathers(prog) || stores.is_empty() {
+        return None;
+    }
+    let regs = body(prog, kinds, "            ")?;
+    let tile_regs = body(prog, kinds, "                ")?;
+    let mut dst_decls = String::new();
+    let mut row_decls = String::new();
+    let mut plain = String::new();
+    let mut tiles = String::new();
+    let mut tile_stores = String::new();
+    let mut flush = String::new();
+    for (i, k) in kinds.iter().enumerate() {
+        if *k == Some(LeafKind::Rows) {
+            let t = ctype(prog.regs.get(i)?.dtype);
+            let _ = writeln!(
+                row_decls,
+                "        const {t}* __restrict__ q{i} = p{i} + y * rs[{i}];"
+            );
+        }
+    }
+    for (j, &r) in stores.iter().enumerate() {
+        let t = ctype(prog.regs.get(r)?.dtype);
+        let _ = writeln!(dst_decls, "    {t}* __restrict__ d{j} = ({t}*)dsts[{j}];");
+        let _ = writeln!(
+            row_decls,
+            "        {t}* __restrict__ e{j} = d{j} + y * cols;"
+        );
+        let _ = writeln!(plain, "            e{j}[i] = r{r};");
+        let _ = writeln!(tiles, "            alignas(64) {t} b{j}[{STORE_TILE}];");
+        let _ = writeln!(tile_stores, "                b{j}[i - t] = r{r};");
+        let _ = writeln!(
+            flush,
+            "            cn_stream(e{j} + t, b{j}, sizeof(b{j}));"
+        );
+    }
+    let mut prefetch = String::new();
+    for (i, k) in kinds.iter().enumerate() {
+        if *k == Some(LeafKind::Rows) {
+            let size = prog.regs.get(i)?.dtype.itemsize().max(1);
+            let per_line = (64 / size).max(1);
+            for l in 0..(STORE_TILE * size).div_ceil(64) {
+                let _ = writeln!(
+                    prefetch,
+                    "            __builtin_prefetch(q{i} + t + {PREFETCH} + {});",
+                    l * per_line
+                );
+            }
+        }
+    }
+    let leaves = leaf_decls(prog, kinds, "    ");
+    let mut src = String::from(HOST_PRELUDE);
+    src.push_str(PREAMBLE);
+    let _ = write!(
+        src,
+        r#"
+CN_EXPORT int cn_rows(cn_i64 row0, cn_i64 nrows, cn_i64 cols, const void* const* leaves,
+                      const cn_i64* rs, void* const* dsts, int streaming) {{
+{leaves}{dst_decls}    int bad = 0;
+    for (cn_i64 y = row0; y < row0 + nrows; ++y) {{
+{row_decls}        // whole tiles (streamed), then the rest of the row plainly
+        const cn_i64 q = streaming ? cols / {STORE_TILE} * {STORE_TILE} : 0;
+        for (cn_i64 t = 0; t < q; t += {STORE_TILE}) {{
+{tiles}{prefetch}            for (cn_i64 i = t; i < t + {STORE_TILE}; ++i) {{
+{tile_regs}{tile_stores}            }}
+{flush}        }}
+        for (cn_i64 i = q; i < cols; ++i) {{
+{regs}{plain}        }}
+    }}
+    if (streaming) cn_fence();
+    return bad;
 }}
 "#
     );
@@ -365,6 +564,7 @@ pub(crate) fn reduction_source(
     // NaN-propagating min/max folds do not vectorise in C++ (10^7 float64: 11 GB/s compiled,
     // 12-13 interpreted), so they stay interpreted
     if !compilable(prog)
+        || gathers(prog)
         || matches!(red.kind, ReduceKind::Min | ReduceKind::Max)
         || red.acc.kind() == DTypeKind::Complex
         || prog.regs.get(red.reg)?.dtype != red.acc
