@@ -6,7 +6,9 @@
 //! arithmetic, comparisons, selections, `sqrt`, rounding to integers, bit operations; no
 //! math-library function, whose host version may differ in the last place from the
 //! vectorised one of `vmath`), over leaves that are contiguous over the space or uniform (one
-//! value), without complex values. Reductions fold in exactly the interpreter's order (fixed
+//! value), gathered (`a[idx]`: each index checked in the loop; the interpreter reruns a kernel
+//! that met one out of range, so that it raises its error), or, in row loops (`rows_source`),
+//! rows of a larger array (2-D slices), without complex values. Reductions fold in exactly the interpreter's order (fixed
 //! chunks, blocks, eight lanes per block, a fixed tree), so compiled and interpreted calls
 //! return identical bits (NaN aside: which operand's NaN an operation passes on depends on the
 //! operand order the compiler picks) and a call may take either path. Min/max folds stay
