@@ -429,3 +429,75 @@ fn gathers_run_compiled_with_the_interpreters_bits_and_errors() {
     }
     set_host_loops(HostLoopMode::Background, 1 << 16);
 }
+
+/// Reductions over short rows run as one compiled row loop folding every reduction of the
+/// kernel, in the interpreter's order: max and min with NaN, signed zeros and infinities in
+/// the rows, sums and means of products, integer rows; row lengths below, at and above a
+/// lane group, and rows that straddle the interpreter's blocks.
+#[test]
+fn short_row_reductions_run_compiled_with_the_interpreters_bits() {
+    let range = |dt: DType| {
+        let mut g = GraphBuilder::new();
+        let a = g.input(dt, 2).unwrap();
+        let hi = g.reduce(ReduceKind::Max, a, &Axis::One(1), false).unwrap();
+        let lo = g.reduce(ReduceKind::Min, a, &Axis::One(1), false).unwrap();
+        let d = g.op(Op::Sub, &[hi, lo]).unwrap();
+        g.output(d).unwrap();
+        g.finish().unwrap()
+    };
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 2).unwrap();
+    let b = g.input(DType::Float64, 2).unwrap();
+    let p = g.op(Op::Mul, &[a, b]).unwrap();
+    let s = g.reduce(ReduceKind::Sum, p, &Axis::One(-1), false).unwrap();
+    let m = g
+        .reduce(ReduceKind::Mean { ddof: 0 }, a, &Axis::One(1), true)
+        .unwrap();
+    g.output(s).unwrap();
+    g.output(m).unwrap();
+    let sums = g.finish().unwrap();
+    for (rows, k) in [
+        (100_003usize, 16usize),
+        (7001, 13),
+        (3001, 700),
+        (50_000, 3),
+        (9, 4999),
+    ] {
+        let x = In::F64(specials(rows * k, 51));
+        let y = In::F64(data(rows * k, 52));
+        let sh = [rows, k];
+        same_bits(
+            &range(DType::Float64),
+            &[(&x, &sh)],
+            &[],
+            &format!("max - min over rows of {k}, {rows} rows"),
+        );
+        same_bits(
+            &sums,
+            &[(&x, &sh), (&y, &sh)],
+            &[],
+            &format!("sum(a*b) and mean over rows of {k}"),
+        );
+        let z = In::I32(
+            ints(rows * k, 53, -1000, 1000)
+                .iter()
+                .map(|&v| v as i32)
+                .collect(),
+        );
+        same_bits(
+            &range(DType::Int32),
+            &[(&z, &sh)],
+            &[],
+            &format!("int32 max - min over rows of {k}"),
+        );
+    }
+    // both loops compiled: the rows' reductions and the subtraction after them
+    let x = In::F64(data(4096 * 16, 54));
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Sync, 1);
+    let before = host_loop_status().runs;
+    let _ = run(&range(DType::Float64), &[(&x, &[4096, 16])], &[]);
+    let after = host_loop_status().runs;
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+    assert_eq!(after, before + 2);
+}

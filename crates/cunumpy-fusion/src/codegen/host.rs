@@ -11,8 +11,10 @@
 //! rows of a larger array (2-D slices), without complex values. Reductions fold in exactly the interpreter's order (fixed
 //! chunks, blocks, eight lanes per block, a fixed tree), so compiled and interpreted calls
 //! return identical bits (NaN aside: which operand's NaN an operation passes on depends on the
-//! operand order the compiler picks) and a call may take either path. Min/max folds stay
-//! interpreted (their NaN rules do not vectorise in C++).
+//! operand order the compiler picks) and a call may take either path. Full min/max folds stay
+//! interpreted (their NaN rules do not vectorise in C++); reductions over short rows
+//! (`row_reduction_source`: every reduction of the kernel in one pass, row by row, min and
+//! max included) are compiled, folding each row as the interpreter does.
 
 use crate::codegen::dialect::{combine, init_value, op_expression, PREAMBLE};
 use crate::ir::graph::ReduceKind;
@@ -662,6 +664,112 @@ CN_EXPORT void cn_reduce(cn_i64 q0, cn_i64 chunk, cn_i64 k, cn_i64 n_chunks,
         const cn_i64 s = q0 + c * chunk;
         const cn_i64 e = s + chunk < k ? s + chunk : k;
         out[c] = cn_one(leaves, s, e);
+    }}
+}}
+"#
+    );
+    Some(src)
+}
+
+/// Row reductions over short rows (`a.max(axis=1) - a.min(axis=1)` on a tall matrix): every
+/// reduction of a program at once, row by row, in one pass over the points.
+/// `cn_rowred(m0, m1, k, leaves, results)` folds rows `[m0, m1)` of `k` points into
+/// `results[j][m]` for reduction `j`, exactly as the interpreter's task over those rows folds
+/// them: blocks of `block` points from the task's first point, each row's part of a block
+/// folded into eight lanes, the lanes' tree, the rest after it, and that combined into the
+/// row's accumulator (which starts at the reduction's identity).
+pub(crate) fn row_reduction_source(
+    prog: &Program,
+    kinds: &[Option<LeafKind>],
+    reds: &[RedSpec],
+    block: usize,
+) -> Option<String> {
+    if !compilable(prog) || gathers(prog) || reds.is_empty() {
+        return None;
+    }
+    for red in reds {
+        let float_not_ieee = red.acc.kind() == DTypeKind::Float
+            && !matches!(red.acc, DType::Float32 | DType::Float64);
+        if float_not_ieee
+            || red.acc.kind() == DTypeKind::Complex
+            || prog.regs.get(red.reg)?.dtype != red.acc
+            || uniform(prog, kinds, red.reg)
+        {
+            return None;
+        }
+    }
+    let leaves = leaf_decls(prog, kinds, "    ");
+    let regs = body(prog, kinds, "                    ")?;
+    let mut defs = String::new();
+    let mut outs = String::new();
+    let mut lanes_init = String::new();
+    let mut lanes_fold = String::new();
+    let mut tree = String::new();
+    let mut rest = String::new();
+    let mut store = String::new();
+    for (j, red) in reds.iter().enumerate() {
+        let acc = ctype(red.acc);
+        let id = init_value(red.kind, red.acc);
+        let f = combine(red.kind, "a", "b");
+        let _ = writeln!(
+            defs,
+            "static __forceinline__ {acc} cn_f{j}({acc} a, {acc} b) {{ return ({acc}){f}; }}"
+        );
+        let _ = writeln!(outs, "    {acc}* __restrict__ o{j} = ({acc}*)results[{j}];");
+        let _ = writeln!(lanes_init, "                {acc} l{j}[8];");
+        let _ = writeln!(
+            lanes_init,
+            "                for (int l = 0; l < 8; ++l) l{j}[l] = ({acc})({id});"
+        );
+        let _ = writeln!(
+            lanes_fold,
+            "                    l{j}[l] = cn_f{j}(l{j}[l], r{});",
+            red.reg
+        );
+        let _ = writeln!(
+            tree,
+            "                {acc} v{j} = cn_f{j}(cn_f{j}(cn_f{j}(l{j}[0], l{j}[1]), cn_f{j}(l{j}[2], l{j}[3])), cn_f{j}(cn_f{j}(l{j}[4], l{j}[5]), cn_f{j}(l{j}[6], l{j}[7])));"
+        );
+        let _ = writeln!(
+            rest,
+            "                    v{j} = cn_f{j}(v{j}, r{});",
+            red.reg
+        );
+        let _ = writeln!(
+            store,
+            "                o{j}[m] = cn_f{j}(first ? ({acc})({id}) : o{j}[m], v{j});"
+        );
+    }
+    let mut src = String::from(HOST_PRELUDE);
+    src.push_str(PREAMBLE);
+    let _ = write!(
+        src,
+        r#"
+{defs}
+CN_EXPORT void cn_rowred(cn_i64 m0, cn_i64 m1, cn_i64 k, const void* const* leaves,
+                         void* const* results) {{
+{leaves}{outs}    const cn_i64 q_end = m1 * k;
+    for (cn_i64 q = m0 * k; q < q_end; q += {block}) {{
+        const cn_i64 n = q_end - q < {block} ? q_end - q : {block};
+        cn_i64 pos = 0;
+        while (pos < n) {{
+            // the part [pos, e) of row m in this block
+            const cn_i64 m = (q + pos) / k;
+            const cn_i64 row_end = (m + 1) * k - q;
+            const cn_i64 e = row_end < n ? row_end : n;
+            const int first = (q + pos) == m * k;
+            const cn_i64 s = q + pos, len = e - pos, g = len / 8 * 8;
+            {{
+{lanes_init}                for (cn_i64 c = 0; c < g; c += 8)
+                for (int l = 0; l < 8; ++l) {{
+                    const cn_i64 i = s + c + l;
+{regs}{lanes_fold}                }}
+{tree}                for (cn_i64 c = g; c < len; ++c) {{
+                    const cn_i64 i = s + c;
+{regs}{rest}                }}
+{store}            }}
+            pos = e;
+        }}
     }}
 }}
 "#

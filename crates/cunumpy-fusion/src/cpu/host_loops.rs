@@ -26,6 +26,9 @@ pub(crate) type RowsFn = unsafe extern "C" fn(
     *const *mut c_void,
     c_int,
 ) -> c_int;
+/// `cn_rowred(m0, m1, k, leaves, results)`.
+pub(crate) type RowReduceFn =
+    unsafe extern "C" fn(i64, i64, i64, *const *const c_void, *const *mut c_void);
 /// `cn_reduce(q0, chunk, k, n_chunks, leaves, partials)`.
 pub(crate) type ReduceFn =
     unsafe extern "C" fn(i64, i64, i64, i64, *const *const c_void, *mut c_void);
@@ -111,6 +114,7 @@ pub(crate) enum LoopKind {
     Elementwise,
     Rows,
     Reduce,
+    RowReduce,
 }
 
 /// A loaded loop function (valid while its library, held by the registry for the life of the
@@ -120,6 +124,7 @@ pub(crate) enum LoopFn {
     Elementwise(ElementwiseFn),
     Rows(RowsFn),
     Reduce(ReduceFn),
+    RowReduce(RowReduceFn),
 }
 
 struct Compiled {
@@ -254,6 +259,10 @@ fn build(entry: &LoopEntry) {
                 ),
                 LoopKind::Rows => LoopFn::Rows(
                     lib.function::<RowsFn>("cn_rows")
+                        .map_err(|e| e.to_string())?,
+                ),
+                LoopKind::RowReduce => LoopFn::RowReduce(
+                    lib.function::<RowReduceFn>("cn_rowred")
                         .map_err(|e| e.to_string())?,
                 ),
                 LoopKind::Reduce => LoopFn::Reduce(

@@ -4,15 +4,15 @@
 //! partials the executor combines exactly as it combines the interpreter's).
 
 use crate::codegen::host::{
-    elementwise_source, leaf_kinds, reduction_group, reduction_source, row_layout, rows_source,
-    LeafKind,
+    elementwise_source, leaf_kinds, reduction_group, reduction_source, row_layout,
+    row_reduction_source, rows_source, LeafKind,
 };
 use crate::cpu::host_loops::{count_run, wanted, LoopFn, LoopKind, LoopSlot};
 use crate::cpu::shared::{combine, Env, Partial, Prepared, BLOCK, RED_CHUNK};
 use crate::error::Result;
 use crate::plan::{LeafSrc, RedBody, RegKind};
 use crate::scalar::complex::Complex;
-use crate::scalar::elem::{with_elem, DataMut, Elem, Sv};
+use crate::scalar::elem::{with_elem, Column, DataMut, Elem, Sv};
 use cunumpy_core::dtype::DType;
 use rayon::prelude::*;
 use std::ffi::{c_int, c_void};
@@ -443,4 +443,82 @@ pub(crate) fn reduction(
         }
         Ok(level.first().map(|&v| vec![T::new_col(vec![v])]))
     })
+}
+
+/// The results of every reduction of a kernel over short rows (`m` rows of `k < RED_CHUNK`
+/// points, the interpreter's tasks of `rows` rows each) through its compiled row loop, in the
+/// accumulators' dtypes, exactly as the interpreter's tasks fold them; None when there is no
+/// compiled loop ready for it.
+pub(crate) fn row_reduction(
+    slot: &LoopSlot,
+    rb: &RedBody,
+    pr: &Prepared<'_>,
+    env: &Env<'_>,
+    rows: usize,
+) -> Result<Option<Vec<Column>>> {
+    let (m, k) = (rb.m, rb.k);
+    let points = m.saturating_mul(k);
+    if !wanted(points)
+        || m < 2
+        || k == 0
+        || rows == 0
+        || pr.dims.iter().product::<usize>() != points
+    {
+        return Ok(None);
+    }
+    let Some(kinds) = leaf_kinds(pr.prog, &pr.strides, &pr.contiguous) else {
+        return Ok(None);
+    };
+    let f = slot.function(points, || {
+        row_reduction_source(pr.prog, &kinds, &rb.reds, BLOCK).map(|s| (s, LoopKind::RowReduce))
+    });
+    let Some(LoopFn::RowReduce(f)) = f else {
+        return Ok(None);
+    };
+    let Some(table) = leaves(pr, &kinds, env, points, None) else {
+        return Ok(None);
+    };
+    let mut results: Vec<Column> = rb
+        .reds
+        .iter()
+        .map(|r| with_elem!(r.acc, T => T::new_col(vec![T::default(); m])))
+        .collect();
+    let outs = Dsts(
+        results
+            .iter_mut()
+            .map(|c| match c {
+                Column::Bool(v) => v.as_mut_ptr().cast::<c_void>(),
+                Column::Int8(v) => v.as_mut_ptr().cast(),
+                Column::UInt8(v) => v.as_mut_ptr().cast(),
+                Column::Int16(v) => v.as_mut_ptr().cast(),
+                Column::UInt16(v) => v.as_mut_ptr().cast(),
+                Column::Int32(v) => v.as_mut_ptr().cast(),
+                Column::UInt32(v) => v.as_mut_ptr().cast(),
+                Column::Int64(v) => v.as_mut_ptr().cast(),
+                Column::UInt64(v) => v.as_mut_ptr().cast(),
+                Column::Float32(v) => v.as_mut_ptr().cast(),
+                Column::Float64(v) => v.as_mut_ptr().cast(),
+                Column::Complex64(v) => v.as_mut_ptr().cast(),
+                Column::Complex128(v) => v.as_mut_ptr().cast(),
+            })
+            .collect(),
+    );
+    let n_tasks = m.div_ceil(rows);
+    let run_task = |t: usize| {
+        let m0 = t * rows;
+        let m1 = (m0 + rows).min(m);
+        // SAFETY: `f` is the row-reduction loop generated for this program and these
+        // reductions (same registers, dtypes, leaf kinds); the leaf pointers address data of
+        // each register's dtype with at least `m * k` elements (streamed) or one (uniform),
+        // checked in `leaves`; `results[j]` holds `m` values of reduction j's accumulator
+        // dtype, owned here for the run; this task writes only rows [m0, m1) of each.
+        unsafe { f(m0 as i64, m1 as i64, k as i64, table.table(), outs.table()) };
+    };
+    if points <= SERIAL_POINTS {
+        (0..n_tasks).for_each(run_task);
+    } else {
+        (0..n_tasks).into_par_iter().for_each(run_task);
+    }
+    count_run();
+    Ok(Some(results))
 }
