@@ -535,13 +535,22 @@ CN_EXPORT int cn_rows(cn_i64 row0, cn_i64 nrows, cn_i64 cols, const void* const*
                       const cn_i64* rs, void* const* dsts, int streaming) {{
 {leaves}{dst_decls}    int bad = 0;
     for (cn_i64 y = row0; y < row0 + nrows; ++y) {{
-{row_decls}        // whole tiles (streamed), then the rest of the row plainly
-        const cn_i64 q = streaming ? cols / {STORE_TILE} * {STORE_TILE} : 0;
-        for (cn_i64 t = 0; t < q; t += {STORE_TILE}) {{
+{row_decls}        // the points before the first target's next 64-byte boundary plainly, then whole
+        // tiles from there (streamed: whole cache lines), then the rest of the row plainly
+        cn_i64 h = 0, q = 0;
+        if (streaming) {{
+            const size_t sk = (64 - ((uintptr_t)e0 & 63)) & 63;
+            h = sk % sizeof(*e0) == 0 ? (cn_i64)(sk / sizeof(*e0)) : cols;
+            if (h > cols) h = cols;
+            q = h + (cols - h) / {STORE_TILE} * {STORE_TILE};
+        }}
+        for (cn_i64 i = 0; i < h; ++i) {{
+{regs}{plain}        }}
+        for (cn_i64 t = h; t < q; t += {STORE_TILE}) {{
 {tiles}{prefetch}            for (cn_i64 i = t; i < t + {STORE_TILE}; ++i) {{
 {tile_regs}{tile_stores}            }}
 {flush}        }}
-        for (cn_i64 i = q; i < cols; ++i) {{
+        for (cn_i64 i = q > h ? q : h; i < cols; ++i) {{
 {regs}{plain}        }}
     }}
     if (streaming) cn_fence();
