@@ -174,6 +174,22 @@ def _index_peers(module, name: str):
     }[name]
 
 
+def _fused_with_tiles(xp, func, tiles: str, *args):
+    """`func` fused and planned for `args` with CUNUMPY_FUSION_STENCIL_TILES set to `tiles`
+    (the setting is read when a plan is made; the variable is restored after)."""
+    previous = os.environ.get("CUNUMPY_FUSION_STENCIL_TILES")
+    os.environ["CUNUMPY_FUSION_STENCIL_TILES"] = tiles
+    try:
+        fused = xp.fuse(func, kernel_name=f"bench_index_tiles{tiles}")
+        fused.plan(*args)
+        return fused
+    finally:
+        if previous is None:
+            os.environ.pop("CUNUMPY_FUSION_STENCIL_TILES", None)
+        else:
+            os.environ["CUNUMPY_FUSION_STENCIL_TILES"] = previous
+
+
 def index_cases(module, rng_normal, rng_index, n: int, grid: int):
     """(name, arguments, least bytes moved) of the indexing benchmarks on `module`'s arrays:
     the stencil over n points, the Laplacian over grid x grid, the gather of n points from a
@@ -211,6 +227,13 @@ def index_expressions(cupy, xp, best, copy_rate, torch_ok, jax_ok, n=1 << 26, gr
         fused = xp.fuse(eager, kernel_name="bench_index")
         row["cunumpy_fuse"] = nbytes / best(fused, *args) / 1e9
         row["cunumpy_fuse_kernels"] = len(fused.plan(*args).kernels)
+        if name == "laplacian_2d":
+            # the stencil's mappings side by side (docs/internals/fusion.md, "Stencils: the
+            # tiled mapping"): the flat one ("0") and the tiled one at several rows per lane
+            row["cunumpy_fuse_by_stencil_tiles"] = {
+                tiles: nbytes / best(_fused_with_tiles(xp, eager, tiles, *args), *args) / 1e9
+                for tiles in ("0", "4", "8", "16")
+            }
         row["cupy_eager"] = nbytes / best(eager, *args) / 1e9
         try:
             cf = cupy.fuse(kernel_name="bench_index")(eager)

@@ -2,7 +2,8 @@
 
 `generate_cuda` translates the typed host kernel below into a CUDA C kernel with the same name
 and arguments: the particle loop becomes one thread per particle and the `+=` into the grid, which
-other particles may hit too, an atomic add. A `Kernel` pairs the two: the host version on NumPy,
+other particles may hit too, an atomic add; over a grid, the nest of loops `smooth` runs is
+collapsed into one thread per grid point. A `Kernel` pairs the two: the host version on NumPy,
 the generated one on CuPy (or the emulated device: `CUNUMPY_FAKE_CUPY=1 CUNUMPY_BACKEND=cupy`).
 """
 
@@ -25,6 +26,14 @@ def deposit(x: "float[:]", w: "float[:]", rho: "float[:]", dx: float):
         rho[(i0 + 1) % n] += w[ip] * f
 
 
+def smooth(a: "float[:,:]", out: "float[:,:]"):
+    """The mean of each interior point and its four neighbours."""
+    for i in range(1, a.shape[0] - 1):
+        for j in range(1, a.shape[1] - 1):
+            s = a[i, j] + a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1]
+            out[i, j] = 0.2 * s
+
+
 def main() -> None:
     src = generate_cuda(deposit)
     print(src.describe())
@@ -36,6 +45,12 @@ def main() -> None:
     rho = xp.zeros(32)
     kernel(x, w, rho, 1.0 / 32)
     print(f"backend {xp.get_backend()}: total charge {float(xp.sum(rho)):.6f}")
+    grid = generate_cuda(smooth)
+    print(grid.describe())  # loops (i, j) collapsed: one thread per interior point
+    a = xp.ones((64, 48))
+    out = xp.zeros((64, 48))
+    Kernel(smooth, grid.cuda_kernel())(a, out)
+    print(f"smooth: {grid.n_threads_of((a, out))} threads, sum {float(xp.sum(out)):.1f}")
 
 
 if __name__ == "__main__":

@@ -6,13 +6,19 @@ versions.
 For the feectools 0.10.0 and struphy 3.5.0 kernels that ``scripts/port_harness.py`` accepts and
 whose arguments are built here (feectools' axpy, inner, dot and transpose stencils on one
 process with pads 1; struphy's spline evaluations with a ``SplineArguments`` struct, the
-pushers, ``bstar_parallel_3form``, ``kernel_evaluate`` and ``kernel_pullpush`` with
+pushers, ``bstar_parallel_3form``, ``kernel_evaluate``, ``kernel_pullpush`` and their
+marker versions ``kernel_evaluate_pic``, ``kernel_pullpush_pic`` (counters), the
+Runge-Kutta stage ``push_eta_stage`` (helpers writing the marker of the index they get),
+``reflect`` (a loop over an index array) with
 ``MarkerArguments``, ``DomainArguments`` and ``DerhamArguments`` structs, cuboid and spline
-mappings), translates
+mappings; the accumulation kernels ``charge_density_0form``, ``vlasov_maxwell`` and
+``linear_vlasov_ampere``, whose helpers add into the grid atomically, with the threads
+shuffled and rtol = atol = 1e-10), translates
 each kernel from its file (``translate_source``, the package's other modules read from
 SITE_PACKAGES), runs the generated CUDA on the emulated device (or the GPU, when CuPy is there
 and ``CUNUMPY_FAKE_CUPY`` is unset) and compares it with the host kernel on random inputs
 (``assert_kernels_agree``). Prints one line per kernel; exits 1 on a disagreement.
+``--only LABEL ...`` runs the cases whose label starts so.
 
 Importable (``benches/generated_cuda_struphy.py`` does): ``CASES`` maps a label (the kernel's
 name, then an optional note) to ``(folder, maker)``, ``load_case`` reads and translates one, and
@@ -264,13 +270,15 @@ def _on_device(fields):
     return {k: xp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
 
 
-def _pic_structs(src, backend, rng, kind_map, n=None):
+def _pic_structs(src, backend, rng, kind_map, n=None, edit_markers=None, markers_layout=None):
     """struphy's ``MarkerArguments``, ``DomainArguments``, ``DerhamArguments`` (the Pyccel
     classes on the host, ``DerhamArguments`` allocating the spline scratch; their structs from
     ``src`` on the device) and the shape of spline coefficients for the Derham degrees
     (2, 3, 1). ``kind_map`` 10 is the cuboid mapping, 1 the 2-D spline mapping
     ``spline_2d_straight`` (clamped degree-2 knots, 4 x 3 cells, its control points read
-    through ``cx[:, :, 0]``). 90 markers with 13 columns, a fifth of them invalid."""
+    through ``cx[:, :, 0]``). 90 markers with 13 columns, a fifth of them invalid
+    (``edit_markers(rng, markers)`` may change the marker array first, ``markers_layout(fields,
+    rng)`` the marker fields)."""
     from struphy.kernel_arguments.pusher_args_kernels import (
         DerhamArguments,
         DomainArguments,
@@ -281,6 +289,8 @@ def _pic_structs(src, backend, rng, kind_map, n=None):
     markers = rng.normal(size=(13, n))
     markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
     markers[9:12] = 0.0  # no boundary shifts
+    if edit_markers is not None:
+        edit_markers(rng, markers)
     mk = {
         "markers": markers,
         "valid_mks": rng.uniform(size=n) > 0.2,
@@ -296,6 +306,8 @@ def _pic_structs(src, backend, rng, kind_map, n=None):
         "bc_type": np.zeros(3, dtype=np.int64),
         "pole": False,
     }
+    if markers_layout is not None:
+        markers_layout(mk, rng)
     q, c1, c2 = 2, 4, 3
     dom = {
         "kind_map": kind_map,
@@ -442,7 +454,202 @@ def _pullpush_case(kind_transform, kind_fun):
     return factory
 
 
+def _rk_layout(mk, rng):
+    """Markers of an explicit Runge-Kutta pusher: 18 rows (eta^n at first_pusher_idx 8, the
+    boundary shifts at 11, the accumulated stages at first_free_idx 14, the ID last), holes
+    (-1 at first_pusher_idx), boundary markers (ID -2), velocities that take some markers out
+    of the cube; axis 0 reflecting, 1 periodic, 2 removing."""
+    n = mk["Np"]
+    m = np.zeros((18, n))
+    m[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
+    m[3:6] = rng.normal(size=(3, n))
+    m[6] = rng.uniform(0.5, 1.5, size=n)
+    m[8:11] = m[0:3]
+    m[14:17] = 0.1 * rng.normal(size=(3, n))
+    m[17] = np.arange(n)
+    m[8, rng.choice(n, size=n // 9, replace=False)] = -1.0
+    m[17, rng.choice(n, size=n // 9, replace=False)] = -2.0
+    mk.update(
+        markers=m,
+        first_pusher_idx=8,
+        first_shift_idx=11,
+        first_free_idx=14,
+        residual_idx=17,
+        mu_idx=17,
+        bc_type=np.array([1, 0, 2], dtype=np.int64),
+    )
+
+
+def _push_eta_case(stage):
+    """``push_eta_stage`` (stage ``stage`` of 3: the last adds the accumulated stages) with
+    the spline mapping; see ``_rk_layout``."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1, markers_layout=_rk_layout)
+            return (
+                0.3,
+                stage,
+                v["MarkerArguments"],
+                v["DomainArguments"],
+                xp.asarray(np.array([0.5, 0.5, 1.0])),
+                xp.asarray(np.array([1.0, 2.0, 1.0]) / 4.0),
+                xp.asarray(np.array([0.0, 0.5, 1.0])),
+                3,
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["args_markers.markers"]
+    return factory
+
+
+def _reflect_case(axis):
+    """``reflect`` of the velocities of 25 of 90 markers (``outside_inds`` as ``np.nonzero``
+    gives them: increasing) about ``axis``, the spline mapping."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1, 90)  # the domain only: 90 markers
+            n = _count(90)
+            markers = rng.normal(size=(13, n))
+            markers[0:3] = rng.uniform(0.0, 1.0, size=(3, n))
+            inds = np.sort(rng.choice(n, size=max(1, n * 25 // 90), replace=False))
+            inds = inds.astype(np.int64)
+            return xp.asarray(markers), v["DomainArguments"], xp.asarray(inds), axis
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["markers"]
+    return factory
+
+
+def _pic_markers(rng, n):
+    """Marker positions (7 rows, ``n`` columns) in [0, 1]^3 but for a fifth of them: holes
+    (-1) and markers that left the cube (a coordinate above 1)."""
+    markers = rng.normal(size=(7, n))
+    markers[0:3] = rng.uniform(0.02, 0.98, size=(3, n))
+    out = rng.choice(n, size=n // 5, replace=False)
+    markers[0:3, out[::2]] = -1.0
+    markers[rng.integers(0, 3), out[1::2]] = 1.0 + rng.uniform(0.01, 0.5, size=out[1::2].size)
+    return markers, int(n - out.size)
+
+
+def _evaluate_pic_case(kind_coeff, remove_outside):
+    """``kernel_evaluate_pic`` (metric coefficient ``kind_coeff``, -1 the identity) of 60
+    markers (``_count``), the spline mapping; rows of ``mat_f`` compacted through the kernel's
+    counter when ``remove_outside``. ``mat_f`` starts random (entries a coefficient does not write
+    keep their value)."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1, 90)  # the domain only: 90 markers
+            n = _count(60)
+            markers, _ = _pic_markers(rng, n)
+            return (
+                xp.asarray(markers),
+                kind_coeff,
+                v["DomainArguments"],
+                xp.asarray(rng.normal(size=(n, 3, 3))),
+                remove_outside,
+                False,
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["mat_f"]
+    return factory
+
+
+def _pullpush_pic_case(kind_transform, kind_fun, holes, remove_outside):
+    """``kernel_pullpush_pic`` of 60 markers, the spline mapping: ``a`` has a row per marker
+    (``holes``: its counter skips the outside ones) or per inside marker only."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            v, _ = _pic_structs(src, backend, rng, 1, 90)  # the domain only: 90 markers
+            n = _count(60)
+            markers, inside = _pic_markers(rng, n)
+            return (
+                xp.asarray(rng.normal(size=(n if holes else inside, 3))),
+                xp.asarray(markers),
+                kind_transform,
+                kind_fun,
+                v["DomainArguments"],
+                xp.asarray(rng.normal(size=(n, 3))),
+                remove_outside,
+            )
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = ["out"]
+    return factory
+
+
 FEEC = "feectools/linalg/kernels"
+
+
+def _holes(rng, markers):
+    """Accumulation markers: a tenth are holes (``eta1 = -1``), a tenth marked -2 in the last
+    column (``linear_vlasov_ampere`` skips them), column 7 (``s0``, divided by) in [0.5, 1.5]."""
+    n = markers.shape[1]
+    markers[0, rng.choice(n, size=n // 10, replace=False)] = -1.0
+    markers[-1, rng.choice(n, size=n // 10, replace=False)] = -2.0
+    markers[7] = rng.uniform(0.5, 1.5, size=n)
+
+
+# Shapes of struphy's accumulation data for the Derham degrees (2, 3, 1) on (5, 4, 6) cells of
+# ``_pic_structs`` (one process, starts 0): a V0 vector padded by p on each side; the V1
+# blocks, component mu with D-splines along axis mu, and 2 p + 1 diagonals per axis.
+_PN, _CELLS = np.array((2, 3, 1)), np.array((5, 4, 6))
+_V0 = tuple(_CELLS + 3 * _PN)
+_V1 = [tuple(_CELLS + 3 * _PN - (np.arange(3) == mu)) for mu in range(3)]
+_DIAG = tuple(2 * _PN + 1)
+
+
+def _accumulation_case(kind_map, v1, f0=False):
+    """A maker for struphy's accumulation kernels ``charge_density_0form`` (a V0 vector) and,
+    with ``v1``, ``vlasov_maxwell`` and (``f0``: the values of f0 per marker)
+    ``linear_vlasov_ampere`` (the six blocks of a symmetric V1 matrix and a V1 vector), all
+    zeroed, 90 markers (``_count``; ``_holes``); see ``_pic_structs``. The grid is added into by
+    many markers at once: the generated kernel's atomic adds, in another order than the host
+    loop's (the threads run shuffled), so the comparison allows the rounding of the sums."""
+
+    def factory(src):
+        def make(backend, seed):
+            rng = np.random.default_rng(seed)
+            n = _count(90)
+            v, _ = _pic_structs(src, backend, rng, kind_map, n, edit_markers=_holes)
+            structs = (v["MarkerArguments"], v["DerhamArguments"], v["DomainArguments"])
+            if not v1:
+                return (*structs, xp.zeros(_V0))
+            blocks = (0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)
+            mats = [xp.zeros(_V1[mu] + _DIAG) for mu, _ in blocks]
+            vecs = [xp.zeros(_V1[mu]) for mu in range(3)]
+            extra = (xp.asarray(rng.uniform(0.1, 1.0, size=n)),) if f0 else ()
+            return (*structs, *mats, *vecs, *extra)
+
+        return make
+
+    factory.needs_source = True
+    factory.outputs = (
+        ["vec"]
+        if not v1
+        else ["mat11", "mat12", "mat13", "mat22", "mat23", "mat33", "vec1", "vec2", "vec3"]
+    )
+    factory.tolerance = 1e-10
+    factory.shuffle_seed = 7
+    return factory
+
+
 CASES = {
     "stencil_axpy_1d": (FEEC, _axpy((50,))),
     "stencil_axpy_2d": (FEEC, _axpy((9, 11))),
@@ -469,9 +676,44 @@ CASES = {
     "kernel_pullpush (pull 1-form)": ("struphy/geometry/kernels", _pullpush_case(0, 10)),
     "kernel_pullpush (push 2-form)": ("struphy/geometry/kernels", _pullpush_case(1, 11)),
     "kernel_pullpush (transform)": ("struphy/geometry/kernels", _pullpush_case(2, 12)),
+    "kernel_evaluate_pic (metric)": ("struphy/geometry/kernels", _evaluate_pic_case(4, False)),
+    "kernel_evaluate_pic (Jacobian, remove outside)": (
+        "struphy/geometry/kernels",
+        _evaluate_pic_case(1, True),
+    ),
+    "kernel_evaluate_pic (identity)": ("struphy/geometry/kernels", _evaluate_pic_case(-1, False)),
+    "kernel_pullpush_pic (push 2-form)": (
+        "struphy/geometry/kernels",
+        _pullpush_pic_case(1, 11, True, False),
+    ),
+    "kernel_pullpush_pic (pull 1-form, remove outside)": (
+        "struphy/geometry/kernels",
+        _pullpush_pic_case(0, 10, True, True),
+    ),
+    "kernel_pullpush_pic (transform, no holes in a)": (
+        "struphy/geometry/kernels",
+        _pullpush_pic_case(2, 12, False, False),
+    ),
+    "push_eta_stage (first stage)": ("struphy/pic/pushing/kernels", _push_eta_case(0)),
+    "push_eta_stage (last stage)": ("struphy/pic/pushing/kernels", _push_eta_case(2)),
+    "reflect (axis 0)": ("struphy/pic/pushing/kernels", _reflect_case(0)),
+    "reflect (axis 2)": ("struphy/pic/pushing/kernels", _reflect_case(2)),
     "push_weights_with_efield_lin_va": (
         "struphy/pic/pushing/kernels",
         _pusher_case(1, lambda rng, n: (xp.asarray(rng.uniform(0.5, 1.5, size=n)), 0.9, 1.1)),
+    ),
+    "charge_density_0form": (
+        "struphy/pic/accumulation/kernels",
+        _accumulation_case(10, v1=False),
+    ),
+    "vlasov_maxwell": ("struphy/pic/accumulation/kernels", _accumulation_case(10, v1=True)),
+    "vlasov_maxwell (spline mapping)": (
+        "struphy/pic/accumulation/kernels",
+        _accumulation_case(1, v1=True),
+    ),
+    "linear_vlasov_ampere": (
+        "struphy/pic/accumulation/kernels",
+        _accumulation_case(1, v1=True, f0=True),
     ),
 }
 
@@ -497,16 +739,23 @@ def load_case(site_packages: Path, label: str) -> tuple[str, ModuleType, Any, An
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("site_packages", type=Path)
+    parser.add_argument("--only", nargs="+", help="run only the cases whose label starts so")
     opts = parser.parse_args()
     if os.environ.get("CUNUMPY_FAKE_CUPY") or importlib.util.find_spec("cupy") is None:
         install_fake_cupy()
     failed = 0
     sys.path.insert(0, str(opts.site_packages))
     for label in CASES:
+        if opts.only and not any(label.startswith(o) for o in opts.only):
+            continue
         name, module, src, make, outputs = load_case(opts.site_packages, label)
         kernel = Kernel(getattr(module, name), src.cuda_kernel())
+        tol = getattr(CASES[label][1], "tolerance", 1e-12)
+        shuffle = getattr(CASES[label][1], "shuffle_seed", None)
         try:
-            assert_kernels_agree(kernel, make, rtol=1e-12, atol=1e-12, outputs=outputs)
+            assert_kernels_agree(
+                kernel, make, rtol=tol, atol=tol, outputs=outputs, shuffle_seed=shuffle
+            )
             print(f"{label}: generated CUDA agrees with the host kernel")
         except AssertionError as exc:
             failed += 1

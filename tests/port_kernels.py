@@ -286,7 +286,7 @@ def push_slices(markers: "float[:,:]", alpha: "float[:]", dt: float, n: int):
 
 
 def shift_slice(a: "float[:,:]", n: int):
-    """Refused: the right-hand side reads other elements of the array it writes."""
+    """The right-hand side reads other elements of the array it writes (a buffer first)."""
     for i in range(n):
         a[1:4, i] = a[0:3, i]
 

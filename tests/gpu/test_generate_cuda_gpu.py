@@ -111,3 +111,138 @@ def test_strided_views_of_a_struct_field_agree_on_the_gpu():
         atol=1e-12,
         outputs=["out"],
     )
+
+
+def _charge_markers(rng, n):
+    m = np.empty((n, 3))
+    m[:, 0:2] = rng.uniform(0.0, 1.0, size=(n, 2))
+    m[:, 2] = rng.uniform(0.5, 1.5, size=n)
+    m[::9, 2] = -1.0  # holes, skipped
+    return m
+
+
+def _charge_args(n):
+    import cunumpy as xp
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        return (xp.asarray(_charge_markers(rng, n)), n, xp.zeros((6, 5)), 1.0 / 6)
+
+    return make
+
+
+@pytest.mark.parametrize("n", [1000, 200_000])
+def test_adds_in_helpers_are_atomic_on_the_gpu(n):
+    """struphy's accumulation style (tests/port_accumulate_kernels.py): the kernel hands each
+    marker to a helper of another module that adds into a 6 x 5 grid; the adds are atomic
+    and the result is the host kernel's (up to the rounding of sums added in another order)."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    import port_accumulate_kernels as pa
+
+    src = generate_cuda(pa.charge_2d)
+    assert src.atomics == ("grid",)
+    out = assert_kernels_agree(
+        Kernel(pa.charge_2d, src.cuda_kernel()),
+        _charge_args(n),
+        rtol=1e-10,
+        atol=1e-10,
+        outputs=["grid"],
+    )
+    (grid,) = out.values()
+    assert grid.sum() > 0.0
+
+
+def test_plain_adds_in_helpers_lose_updates_on_the_gpu():
+    """Why the helper's ``+=`` must be atomic: the generated source with the atomic adds written
+    back as plain ``+=`` loses adds when 200 000 threads hit 30 cells (the atomic version keeps
+    the total, every valid marker's weight)."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    import re
+
+    import port_accumulate_kernels as pa
+
+    import cunumpy as xp
+    from cunumpy.kernels import CudaKernel
+
+    src = generate_cuda(pa.charge_2d)
+    plain = re.sub(r"cunumpy_atomic_add\(&(.+?), \((\w+)\)(\(.*\))\);", r"\1 += \3;", src)
+    assert "cunumpy_atomic_add(" not in plain
+    n = 200_000
+    markers = _charge_markers(np.random.default_rng(3), n)
+    total = markers[markers[:, 2] >= 0.0, 2].sum()
+    with xp.use_backend("cupy"):
+        sums = []
+        for kernel in (src.cuda_kernel(), CudaKernel(plain, "charge_2d")):
+            grid = xp.zeros((6, 5))
+            kernel(xp.asarray(markers), n, grid, 1.0 / 6, n_threads=n)
+            sums.append(float(xp.to_numpy(grid).sum()))
+    assert sums[0] == pytest.approx(total, rel=1e-10)
+    assert sums[1] < total * (1.0 - 1e-6), "plain += kept every add: no race seen"
+
+
+def test_collapsed_nests_agree_on_the_gpu():
+    """The collapsed loop nests of tests/port_collapse_kernels.py on the GPU at the test's
+    sizes (tests/cpu/test_generate_cuda_collapse.py), and a 3-D grid of about 2.4 million
+    points, past one block's worth of rows: one thread per point, every point written once."""
+    import port_collapse_kernels as pc
+
+    import cunumpy as xp
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    sys.path.insert(0, str(TESTS / "cpu"))
+    try:
+        from test_generate_cuda_collapse import CASES as COLLAPSE
+    finally:
+        sys.path.remove(str(TESTS / "cpu"))
+    for name, (make, collapsed, _) in sorted(COLLAPSE.items()):
+        host = getattr(pc, name)
+        src = generate_cuda(host)
+        assert tuple(v for v, _ in src.collapsed) == collapsed, name
+        assert_kernels_agree(Kernel(host, src.cuda_kernel()), make, rtol=1e-12, atol=1e-12)
+
+    src = generate_cuda(pc.shifted_3d)
+    rng = np.random.default_rng(3)
+    s, e, p = np.array([5, 0, 2]), np.array([204, 119, 201]), np.array([2, 1, 3])
+    shape = tuple(p + e - s + 2)
+    x = rng.normal(size=shape)
+    expected = np.zeros(shape)
+    pc.shifted_3d(x, expected, s, e, p)
+    with xp.use_backend("cupy"):
+        args = (xp.asarray(x), xp.zeros(shape), xp.asarray(s), xp.asarray(e), xp.asarray(p))
+        assert src.n_threads_of(args) == 200 * 120 * 100
+        src.cuda_kernel()(*args)
+        got = xp.to_numpy(args[1])
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("label", ["compact_positive", "evaluate_markers", "pull_markers"])
+def test_counter_kernels_agree_on_the_gpu(label):
+    """Counters (``out[counter] = ...; counter += 1``, tests/port_counters.py): recounted per
+    iteration (or in closed form) on the GPU as on the emulated device."""
+    import port_counters as pc
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    host, make_args = pc.CASES[label]
+    src = generate_cuda(host)
+    out = assert_kernels_agree(Kernel(host, src.cuda_kernel()), make_args, rtol=1e-12, atol=1e-12)
+    assert any(np.any(a != 0) for a in out.values())
+
+
+@pytest.mark.parametrize("label", ["push_stage", "push_stage (last)", "push_kick", "flip_listed"])
+def test_helpers_writing_their_index_agree_on_the_gpu(label):
+    """Helpers writing the marker of the index they are given (tests/port_helper_index.py),
+    and a slice assignment reading its own array elsewhere (through a buffer), on the GPU."""
+    import port_helper_index as ph
+
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    host, make_args, outputs = ph.CASES[label]
+    src = generate_cuda(host)
+    out = assert_kernels_agree(
+        Kernel(host, src.cuda_kernel()), make_args, rtol=1e-12, atol=1e-12, outputs=outputs
+    )
+    assert any(np.any(a != 0) for a in out.values())

@@ -24,6 +24,11 @@ pub const CXX: &str = "CXX";
 pub const EMULATED_SM_COUNT: &str = "CUNUMPY_EMULATED_SM_COUNT";
 /// Seconds an emulator compile may take before it is reported on one line.
 pub const EMULATION_SLOW_COMPILE: &str = "CUNUMPY_EMULATION_SLOW_COMPILE";
+/// The rows each thread walks in a fused stencil's tiled mapping, or a false value for the
+/// flat mapping.
+pub const FUSION_STENCIL_TILES: &str = "CUNUMPY_FUSION_STENCIL_TILES";
+/// Rows per thread of a fused stencil's tiled mapping unless the setting says otherwise.
+pub const DEFAULT_STENCIL_ROWS: u32 = 8;
 /// The emulated device's SM count unless the setting says otherwise: an H200's.
 pub const DEFAULT_EMULATED_SM_COUNT: u32 = 132;
 
@@ -161,6 +166,29 @@ pub fn emulation_slow_compile_seconds() -> f64 {
     emulation_slow_compile_seconds_from(process_env)
 }
 
+/// `$CUNUMPY_FUSION_STENCIL_TILES`: how a fused elementwise kernel that reads shifted views
+/// of an array along an outer axis (a stencil) maps threads: 0 for the flat mapping (a false
+/// value), else the rows each thread walks in the tiled mapping: an integer from 2 to 32, or
+/// [`DEFAULT_STENCIL_ROWS`] when unset, blank, true or anything else.
+pub fn fusion_stencil_rows_from(env: impl Fn(&str) -> Option<OsString>) -> u32 {
+    let Some(value) = nonempty(&env, FUSION_STENCIL_TILES) else {
+        return DEFAULT_STENCIL_ROWS;
+    };
+    let text = value.to_string_lossy().trim().to_string();
+    if flag(&text) == Some(false) {
+        return 0;
+    }
+    match text.parse::<u32>() {
+        Ok(n) if (2..=32).contains(&n) => n,
+        _ => DEFAULT_STENCIL_ROWS,
+    }
+}
+
+/// [`fusion_stencil_rows_from`] with the process environment.
+pub fn fusion_stencil_rows() -> u32 {
+    fusion_stencil_rows_from(process_env)
+}
+
 /// `$CXX` when set and not blank.
 pub fn cxx() -> Option<String> {
     nonempty(&process_env, CXX).map(|v| v.to_string_lossy().into_owned())
@@ -229,6 +257,28 @@ mod tests {
                 emulation_cache_dir_from(env(&[(EMULATION_CACHE, off), home])),
                 None,
                 "{off:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn stencil_rows_are_off_a_count_or_the_default() {
+        assert_eq!(fusion_stencil_rows_from(env(&[])), DEFAULT_STENCIL_ROWS);
+        for off in ["0", "off", " False "] {
+            assert_eq!(
+                fusion_stencil_rows_from(env(&[(FUSION_STENCIL_TILES, off)])),
+                0
+            );
+        }
+        assert_eq!(
+            fusion_stencil_rows_from(env(&[(FUSION_STENCIL_TILES, " 16 ")])),
+            16
+        );
+        for default in ["", "1", "on", "33", "many"] {
+            assert_eq!(
+                fusion_stencil_rows_from(env(&[(FUSION_STENCIL_TILES, default)])),
+                DEFAULT_STENCIL_ROWS,
+                "{default:?}"
             );
         }
     }

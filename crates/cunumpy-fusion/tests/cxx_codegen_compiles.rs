@@ -153,3 +153,88 @@ fn generated_cuda_type_checks_with_host_compiler() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Compiles `src` (after the shim) with the host compiler for syntax and types; false when
+/// there is no compiler (the caller skips).
+fn type_checks(name: &str, src: &str) -> bool {
+    if Command::new("c++").arg("--version").output().is_err() {
+        assert!(
+            std::env::var("CUNUMPY_REQUIRE_CXX").as_deref() != Ok("1"),
+            "no c++ compiler and CUNUMPY_REQUIRE_CXX=1"
+        );
+        eprintln!("SKIPPED: no host C++ compiler (`c++`)");
+        return false;
+    }
+    let dir =
+        std::env::temp_dir().join(format!("cunumpy-fusion-cxx-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("k.cpp");
+    std::fs::write(&path, format!("{SHIM}\n{src}")).unwrap();
+    let out = Command::new("c++")
+        .args(["-std=c++17", "-fsyntax-only", "-Werror=return-type"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}:\n{}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    true
+}
+
+#[test]
+fn tiled_stencils_type_check_with_host_compiler() {
+    // u[2:, 1:-1] + u[:-2, 1:-1] - u[1:-1, 2:] * w[None, 1:-1] on several dtypes, with 32-bit
+    // and 64-bit indices: the tiled mapping (windows, a view loaded once per tile)
+    let mut src = format!("{PREAMBLE}{COMPLEX_PREAMBLE}");
+    let sl = |start: Option<i64>, stop: Option<i64>| IndexItem::Slice {
+        start,
+        stop,
+        step: 1,
+    };
+    let mid = sl(Some(1), Some(-1));
+    for t in [
+        DType::Float32,
+        DType::Float64,
+        DType::Int64,
+        DType::Complex64,
+        DType::Complex128,
+    ] {
+        let mut g = GraphBuilder::new();
+        let u = g.input(t, 2).unwrap();
+        let w = g.input(t, 1).unwrap();
+        let up = g.index(u, &[sl(Some(2), None), mid]).unwrap();
+        let down = g.index(u, &[sl(None, Some(-2)), mid]).unwrap();
+        let right = g.index(u, &[mid, sl(Some(2), None)]).unwrap();
+        let row = g.index(w, &[IndexItem::NewAxis, mid]).unwrap();
+        let s = g.op(Op::Add, &[up, down]).unwrap();
+        let p = g.op(Op::Mul, &[right, row]).unwrap();
+        let r = g.op(Op::Sub, &[s, p]).unwrap();
+        g.output(r).unwrap();
+        let graph = g.finish().unwrap();
+        for (n, wide) in [(300usize, "int"), (50_000, "long long")] {
+            let opts = PlanOptions {
+                name: format!("tiles_{t}_{n}"),
+                ..PlanOptions::default()
+            };
+            let p = plan_with_options(&graph, &[vec![n, n], vec![n]], &opts)
+                .unwrap()
+                .for_device(DeviceTarget::H200);
+            let kernels = &p.source[p.preamble_len..];
+            let kernels = kernels.strip_prefix(COMPLEX_PREAMBLE).unwrap_or(kernels);
+            assert!(
+                kernels.contains(&format!("for ({wide} tile = ")),
+                "{kernels}"
+            );
+            assert!(
+                kernels.contains(" w0_3 = ") && kernels.contains(" = v"),
+                "{kernels}"
+            );
+            src.push_str(kernels);
+        }
+    }
+    type_checks("tiles", &src);
+}

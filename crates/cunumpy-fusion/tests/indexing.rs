@@ -184,3 +184,116 @@ fn a_view_of_a_reduction_is_read_from_memory_by_a_later_kernel() {
         assert_eq!(got[i], sums[i + 1] - sums[i]);
     }
 }
+
+/// The 2-D five-point Laplacian's graph (`4 * u[1:-1, 1:-1]` with an int scalar).
+fn laplacian_graph() -> Graph {
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float64, 2).unwrap();
+    let mid = sl(Some(1), Some(-1), 1);
+    let views = [
+        [mid, sl(Some(2), None, 1)],
+        [mid, sl(None, Some(-2), 1)],
+        [sl(Some(2), None, 1), mid],
+        [sl(None, Some(-2), 1), mid],
+    ];
+    let mut acc = g.index(u, &views[0]).unwrap();
+    for v in &views[1..] {
+        let x = g.index(u, v).unwrap();
+        acc = g.op(Op::Add, &[acc, x]).unwrap();
+    }
+    let four = g.scalar(DType::Int64, true).unwrap();
+    let c = g.index(u, &[mid, mid]).unwrap();
+    let c4 = g.op(Op::Mul, &[four, c]).unwrap();
+    let r = g.op(Op::Sub, &[acc, c4]).unwrap();
+    g.output(r).unwrap();
+    g.finish().unwrap()
+}
+
+fn source_with_rows(graph: &Graph, shapes: &[Vec<usize>], rows: u32) -> DevicePlan {
+    let opts = PlanOptions {
+        stencil_rows: rows,
+        ..PlanOptions::default()
+    };
+    plan_with_options(graph, shapes, &opts)
+        .unwrap()
+        .for_device(DeviceTarget::H200)
+}
+
+#[test]
+fn a_stencil_along_an_outer_axis_walks_rows_sharing_one_window() {
+    let graph = laplacian_graph();
+    for rows in [2u32, 8, 16] {
+        let p = source_with_rows(&graph, &[vec![1000, 300]], rows);
+        // one warp per tile of 32 columns by `rows` rows, inner chunk fastest
+        let launch = &p.kernels[0].launches[0];
+        let tiles = 998usize.div_ceil(rows as usize) * 298usize.div_ceil(32);
+        assert_eq!(launch.grid as usize, tiles.div_ceil(256 / 32));
+        assert!(p.source.contains(&format!("const int c0 = t0 * {rows};")));
+        // the rows above, at and below share one window of rows + 2 loads
+        let windows = p.source.matches("const double w0_").count();
+        assert_eq!(windows, rows as usize + 2, "{}", p.source);
+        assert!(!p.source.contains("w1_"));
+    }
+    // the flat mapping when asked (CUNUMPY_FUSION_STENCIL_TILES=0)
+    let flat = source_with_rows(&graph, &[vec![1000, 300]], 0);
+    assert!(!flat.source.contains("tile") && flat.source.contains("i < n"));
+    // rows of fewer than 32 elements keep the flat mapping
+    let narrow = source_with_rows(&graph, &[vec![1000, 20]], 8);
+    assert!(!narrow.source.contains("tile"));
+}
+
+#[test]
+fn only_shifts_along_an_outer_axis_choose_tiles() {
+    // a 1-D stencil, shifts along the inner axis only, and an outer difference keep the flat
+    // mapping; a 3-D stencil walks its outermost axis
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float64, 2).unwrap();
+    let a = g
+        .index(u, &[sl(None, None, 1), sl(Some(1), None, 1)])
+        .unwrap();
+    let b = g
+        .index(u, &[sl(None, None, 1), sl(None, Some(-1), 1)])
+        .unwrap();
+    let r = g.op(Op::Sub, &[a, b]).unwrap();
+    g.output(r).unwrap();
+    let inner = g.finish().unwrap();
+    assert!(!source_with_rows(&inner, &[vec![100, 100]], 8)
+        .source
+        .contains("tile"));
+    let mut g = GraphBuilder::new();
+    let x = g.input(DType::Float32, 1).unwrap();
+    let row = g
+        .index(x, &[IndexItem::NewAxis, sl(None, None, 1)])
+        .unwrap();
+    let col = g
+        .index(x, &[sl(None, None, 1), IndexItem::NewAxis])
+        .unwrap();
+    let r = g.op(Op::Sub, &[row, col]).unwrap();
+    g.output(r).unwrap();
+    let outer = g.finish().unwrap();
+    assert!(!source_with_rows(&outer, &[vec![100]], 8)
+        .source
+        .contains("tile"));
+    // up + down + north - centre: two planes and one row from the centre; the planes save
+    // more, so the tiles walk planes
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float32, 3).unwrap();
+    let (mid, hi, lo) = (
+        sl(Some(1), Some(-1), 1),
+        sl(Some(2), None, 1),
+        sl(None, Some(-2), 1),
+    );
+    let up = g.index(u, &[hi, mid, mid]).unwrap();
+    let down = g.index(u, &[lo, mid, mid]).unwrap();
+    let north = g.index(u, &[mid, hi, mid]).unwrap();
+    let centre = g.index(u, &[mid, mid, mid]).unwrap();
+    let s = g.op(Op::Add, &[up, down]).unwrap();
+    let s = g.op(Op::Add, &[s, north]).unwrap();
+    let r = g.op(Op::Sub, &[s, centre]).unwrap();
+    g.output(r).unwrap();
+    let planes = g.finish().unwrap();
+    let p = source_with_rows(&planes, &[vec![9, 10, 40]], 4);
+    assert!(p.source.contains("const int c0 = t0 * 4;"), "{}", p.source);
+    assert!(p.source.contains("const int c1 = t1;"), "{}", p.source);
+    assert_eq!(p.source.matches("const float w0_").count(), 6);
+}

@@ -6,7 +6,11 @@
 //! module (the exact grammar of the running Python; no second Python parser to keep in step),
 //! and the module's source text (for the line comments).
 
+mod accumulate;
+mod counters;
 mod error;
+mod helper_owned;
+mod index_loop;
 mod json;
 mod parallel;
 mod slices;

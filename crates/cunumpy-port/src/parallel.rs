@@ -19,6 +19,7 @@ enum Access {
     OtherAug,
 }
 
+#[derive(Clone)]
 struct Seen<'j> {
     array: String,
     idx: Option<Vec<&'j Json>>, // None: passed whole to a helper
@@ -114,18 +115,66 @@ impl<'a> Translator<'a> {
             }
         }
         let reductions = self.reductions(&f, &preamble, lp);
-        let par = self.prove(&f, &preamble, lp, &reductions)?;
+        let counters = self.counters(&f, &preamble, lp, &reductions)?;
+        let var0 = name_of(lp.get("target")).unwrap_or("").to_string();
+        let mut par = self.prove(
+            &f,
+            &preamble,
+            std::slice::from_ref(&var0),
+            lp.get("body").as_list(),
+            &reductions,
+            &counters.names,
+        )?;
+        // Loop collapsing: the perfect nest of independent loops below the parallel one (each
+        // level's body its statements of loop-invariant locals, then the next loop), as deep as
+        // the proof holds with the same atomics as the one loop (an inner sum into a local, a
+        // write owned by the outer variables only, bounds that change: it stops there). Only a
+        // `range` loop without counters is collapsed (a counter is recounted per iteration of
+        // the one loop; a loop over an index array runs one entry per thread).
+        let is_range =
+            lp.get("iter").kind() == "Call" && name_of(lp.get("iter").get("func")) == Some("range");
+        let nest = if is_range && counters.names.is_empty() {
+            self.nest(&f, lp)
+        } else {
+            Vec::new()
+        };
+        let mut levels: Vec<&Json> = vec![lp];
+        let mut flat: Vec<Json> = lp.get("body").as_list().to_vec();
+        for d in (2..=nest.len()).rev() {
+            let vars: Vec<String> = nest[..d]
+                .iter()
+                .map(|(l, _)| name_of(l.get("target")).unwrap_or("").to_string())
+                .collect();
+            let mut body: Vec<Json> = Vec::new();
+            for (_, pre) in &nest[..d - 1] {
+                body.extend(pre.iter().map(|s| (*s).clone()));
+            }
+            body.extend(nest[d - 1].0.get("body").as_list().iter().cloned());
+            let kept = self.atomic_params.clone();
+            match self.prove(&f, &preamble, &vars, &body, &reductions, &counters.names) {
+                Ok(p) if p.atomic == par.atomic => {
+                    par = p;
+                    levels = nest[..d].iter().map(|(l, _)| *l).collect();
+                    flat = body;
+                    break;
+                }
+                _ => self.atomic_params = kept,
+            }
+        }
         // After the loop: nothing but `out[k] += s` of a reduction (an atomic add of each
         // thread's partial sum).
         let mut folds: Vec<(&Json, String)> = Vec::new();
         let mut loop_seen = Vec::new();
-        for s in lp.get("body").as_list() {
+        for s in &flat {
             self.accesses_stmt(&f, s, &mut loop_seen);
         }
         for s in &body[at + 1..] {
             let docstring = s.kind() == "Expr" && s.get("value").kind() == "Constant";
             let bare_return = s.kind() == "Return" && s.get("value") == &Json::Null;
-            if docstring || bare_return || s.kind() == "Pass" {
+            // `return counter`: the CUDA kernel returns nothing (the source says so)
+            let counter_return = s.kind() == "Return"
+                && name_of(s.get("value")).is_some_and(|n| counters.names.contains(n));
+            if docstring || bare_return || counter_return || s.kind() == "Pass" {
                 continue;
             }
             match self.fold(&f, s, &reductions, &loop_seen) {
@@ -144,19 +193,49 @@ impl<'a> Translator<'a> {
             }
         }
         // The code.
-        let (var, start, stop, step) = self.range(&f, lp)?;
-        let step_n: i64 = step.parse().unwrap_or(1);
-        let trip = match (start.as_str(), step_n) {
-            ("0", 1) => stop.clone(),
-            (_, 1) => format!("{stop} - {start}"),
-            (_, s) if s > 0 => format!("({stop} - {start} + {}) / {s}", s - 1),
-            (_, s) => format!("({start} - {stop} + {}) / {}", -s - 1, -s),
-        };
-        let first = match (start.as_str(), step_n) {
-            ("0", 1) => "cunumpy_t".to_string(),
-            (_, 1) => format!("{start} + cunumpy_t"),
-            (_, s) => format!("{start} + cunumpy_t * {s}"),
-        };
+        let over = self.index_array_loop(&f, lp)?;
+        if over.is_some() && !counters.names.is_empty() {
+            return Err(self.e(PortErrorKind::Unsupported, lp.line(), "counter", None,
+                "a counter in a parallel loop over the entries of an array (recounted only over range())".into()));
+        }
+        let mut ranges = Vec::new();
+        // the parallel loop's own start and step (the counters' recount needs them)
+        let mut start0 = "0".to_string();
+        let mut step0: i64 = 1;
+        for (d, l) in levels.iter().enumerate() {
+            let (v, start, stop, step) = match (&over, d) {
+                (Some((v, arr)), 0) => (
+                    v.clone(),
+                    "0".to_string(),
+                    format!("{arr}.shape[0]"),
+                    "1".to_string(),
+                ),
+                _ => self.range(&f, l)?,
+            };
+            let step_n: i64 = step.parse().unwrap_or(1);
+            if d == 0 {
+                start0 = start.clone();
+                step0 = step_n;
+            }
+            let trip = match (start.as_str(), step_n) {
+                ("0", 1) => stop.clone(),
+                (_, 1) => format!("{stop} - {start}"),
+                (_, s) if s > 0 => format!("({stop} - {start} + {}) / {s}", s - 1),
+                (_, s) => format!("({start} - {stop} + {}) / {}", -s - 1, -s),
+            };
+            let entries = match (&over, d) {
+                (Some((_, arr)), 0) => Some(arr.clone()),
+                _ => None,
+            };
+            let first = move |t: &str| match (&entries, start.as_str(), step_n) {
+                (Some(arr), _, _) => format!("{arr}({t})"),
+                (None, "0", 1) => t.to_string(),
+                (None, _, 1) => format!("{start} + {t}"),
+                (None, _, s) => format!("{start} + {t} * {s}"),
+            };
+            ranges.push((v, trip, first));
+        }
+        let var = ranges[0].0.clone();
         let mut code = String::new();
         code.push_str(&self.decls(&f, "    "));
         code.push_str(&self.block(&mut f, &preamble, 1, None)?);
@@ -166,13 +245,74 @@ impl<'a> Translator<'a> {
                 "    // '{r}' is a sum: each thread adds its iterations into its own partial, from 0\n    const {c} cunumpy_{r}_init = {r};\n    {r} = ({c})0;\n"
             ));
         }
-        code.push_str(&self.comment(lp.line(), "    "));
-        code.push_str("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n");
-        code.push_str(&format!("    const long long cunumpy_n = {trip};\n"));
-        code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
-        code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
-        code.push_str(&format!("        {var} = {first};\n"));
-        code.push_str(&self.block(&mut f, lp.get("body").as_list(), 2, Some(&par))?);
+        for c in &counters.names {
+            let ct = f.vars.get(c).map(|t| t.scalar().c()).unwrap_or("long long");
+            code.push_str(&format!(
+                "    // '{c}' is a counter (only `{c} += k` in the loop): each iteration recounts it from this value\n    const {ct} cunumpy_{c}_init = {c};\n"
+            ));
+        }
+        for l in &levels {
+            code.push_str(&self.comment(l.line(), "    "));
+        }
+        if let [(v, trip, first)] = ranges.as_slice() {
+            code.push_str("    // (parallel: one iteration per thread, grid-stride so any launch shape is right)\n");
+            code.push_str(&format!("    const long long cunumpy_n = {trip};\n"));
+            code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
+            code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
+            code.push_str(&format!("        {v} = {};\n", first("cunumpy_t")));
+            if let Some((_, arr)) = &over {
+                code.push_str(&self.index_array_check(v, arr, lp.line()));
+            }
+            if !counters.names.is_empty() {
+                code.push_str(&self.recount(&mut f, &counters, v, &start0, step0)?);
+            }
+        } else {
+            let names: Vec<&str> = ranges.iter().map(|(v, _, _)| v.as_str()).collect();
+            code.push_str(&format!(
+                "    // (parallel, collapsed: one ({}) per thread, {} fastest as in C order; grid-stride so any launch shape is right)\n",
+                names.join(", "),
+                names[names.len() - 1]
+            ));
+            for (k, (_, trip, _)) in ranges.iter().enumerate() {
+                code.push_str(&format!(
+                    "    const long long cunumpy_n{k} = cunumpy_port_trip({trip});\n"
+                ));
+            }
+            let all: Vec<String> = (0..ranges.len()).map(|k| format!("cunumpy_n{k}")).collect();
+            code.push_str(&format!(
+                "    const long long cunumpy_n = {};\n",
+                all.join(" * ")
+            ));
+            code.push_str("    // (32-bit division where the flat index fits, 64-bit otherwise)\n");
+            code.push_str("    const bool cunumpy_small = cunumpy_n <= 0xffffffffLL;\n");
+            code.push_str("    for (long long cunumpy_t = blockIdx.x * (long long)blockDim.x + threadIdx.x; cunumpy_t < cunumpy_n;\n");
+            code.push_str("         cunumpy_t += (long long)gridDim.x * blockDim.x) {\n");
+            for (ty, cast, cond) in [
+                ("unsigned int", "(unsigned int)", "if (cunumpy_small) {"),
+                ("long long", "", "} else {"),
+            ] {
+                code.push_str(&format!(
+                    "        {cond}\n            {ty} cunumpy_r = {cast}cunumpy_t;\n"
+                ));
+                for k in (0..ranges.len()).rev() {
+                    let (v, _, first) = &ranges[k];
+                    if k == 0 {
+                        code.push_str(&format!(
+                            "            {v} = {};\n",
+                            first("(long long)cunumpy_r")
+                        ));
+                    } else {
+                        code.push_str(&format!(
+                            "            {v} = {};\n            cunumpy_r /= {cast}cunumpy_n{k};\n",
+                            first(&format!("(long long)(cunumpy_r % {cast}cunumpy_n{k})"))
+                        ));
+                    }
+                }
+            }
+            code.push_str("        }\n");
+            self.prelude.insert("trip");
+        }
+        code.push_str(&self.block(&mut f, &flat, 2, Some(&par))?);
         code.push_str("    }\n");
         for r in &reductions {
             code.push_str(&format!(
@@ -206,7 +346,7 @@ impl<'a> Translator<'a> {
         }
         let mut writes = Vec::new();
         let mut seen = Vec::new();
-        for s in lp.get("body").as_list() {
+        for s in &flat {
             self.accesses_stmt(&f, s, &mut seen);
         }
         for (s, _) in &folds {
@@ -236,10 +376,34 @@ impl<'a> Translator<'a> {
         }
         let mut src = String::new();
         src.push_str(&format!("// CUDA version of {name}, generated by cunumpy from the host kernel (edit it: it is yours).\n"));
-        src.push_str(&format!(
-            "// Parallel loop: line {}, `for {var} in range(...)`: one iteration per thread.\n",
-            lp.line()
-        ));
+        match (&over, levels.as_slice()) {
+            (Some((_, arr)), _) => src.push_str(&format!(
+                "// Parallel loop: line {}, `for {var} in {arr}`: one entry per thread (the entries must increase strictly).\n",
+                lp.line()
+            )),
+            (None, [_]) => src.push_str(&format!(
+                "// Parallel loop: line {}, `for {var} in range(...)`: one iteration per thread.\n",
+                lp.line()
+            )),
+            (None, _) => {
+                let names: Vec<String> = ranges.iter().map(|(v, _, _)| v.clone()).collect();
+                let lines: Vec<String> = levels.iter().map(|l| l.line().to_string()).collect();
+                src.push_str(&format!(
+                    "// Parallel loop: line {}, `for {var} in range(...)`, collapsed with the loops nested in it (lines {}: {}): one ({}) per thread, threads = the product of their trip counts.\n",
+                    lp.line(),
+                    lines.join(", "),
+                    names.iter().map(|n| format!("`for {n}`")).collect::<Vec<_>>().join(", "),
+                    names.join(", ")
+                ));
+            }
+        }
+        if !counters.names.is_empty() {
+            let names: Vec<&str> = counters.names.iter().map(String::as_str).collect();
+            src.push_str(&format!(
+                "// Counters (each iteration recounts the raises of the ones before it): {}.\n",
+                names.join(", ")
+            ));
+        }
         let mut atomics: BTreeSet<&str> = par.atomic.iter().map(String::as_str).collect();
         for w in &writes {
             if w.how == "reduction" {
@@ -251,6 +415,9 @@ impl<'a> Translator<'a> {
                 "// Atomic adds (+= into elements other iterations may hit): {}.\n",
                 atomics.into_iter().collect::<Vec<_>>().join(", ")
             ));
+        }
+        if !self.atomic_params.is_empty() {
+            src.push_str(&self.atomic_params_comment());
         }
         src.push_str("#include <cunumpy/array_view.cuh>\n");
         if self.atomic_used {
@@ -345,17 +512,208 @@ impl<'a> Translator<'a> {
                 .collect();
             src.push_str(&format!("    {name}__body({});\n}}\n", call.join(", ")));
         }
-        let n_threads = self.py_trip(&f, &preamble, lp);
+        let n_threads = if levels.len() == 1 {
+            self.py_trip(&f, &preamble, lp)
+                .or_else(|| over.as_ref().map(|(_, arr)| format!("{arr}.shape[0]")))
+        } else {
+            let parts: Option<Vec<String>> = levels
+                .iter()
+                .map(|l| {
+                    self.py_trip(&f, &preamble, l)
+                        .map(|t| format!("max(0, {t})"))
+                })
+                .collect();
+            parts.map(|p| p.join(" * "))
+        };
         Ok(Translation {
             source: src,
             kernel: name,
             params: params.iter().map(|(n, _)| n.clone()).collect(),
             loop_line: lp.line(),
             loop_var: var,
+            collapsed: levels[1..]
+                .iter()
+                .map(|l| (name_of(l.get("target")).unwrap_or("").to_string(), l.line()))
+                .collect(),
             n_threads,
             writes,
             helpers: self.helpers_done.keys().cloned().collect(),
         })
+    }
+
+    /// The nest below the parallel loop `lp` that may be collapsed into it: `(loop, statements
+    /// of its body before the next loop)` per level, `lp` first. A level continues the nest when
+    /// its body is assignments of locals (no helper calls; a scalar, or an element or slice of a
+    /// local array), `if`s of them and of `continue`, and then a last `for v in range(...)` whose bounds read nothing the nest
+    /// assigns or writes (no loop variable of it either) and no helper. Whether the writes allow
+    /// collapsing is the proof's to say.
+    fn nest<'j>(&self, f: &FnCx, lp: &'j Json) -> Vec<(&'j Json, Vec<&'j Json>)> {
+        let mut updated = Vec::new();
+        collect_updates(lp.get("body").as_list(), &mut updated);
+        let mut changing: BTreeSet<String> = updated.into_iter().map(|(n, _)| n).collect();
+        if let Some(v) = name_of(lp.get("target")) {
+            changing.insert(v.to_string());
+        }
+        let mut seen = Vec::new();
+        for s in lp.get("body").as_list() {
+            self.accesses_stmt(f, s, &mut seen);
+        }
+        for w in seen.iter().filter(|w| w.access != Access::Read) {
+            changing.insert(w.array.clone());
+        }
+        fn calls_helper(t: &Translator, e: &Json) -> bool {
+            match e {
+                Json::Obj(m) => {
+                    (e.kind() == "Call"
+                        && name_of(e.get("func")).is_some_and(|h| t.funcs.contains_key(h)))
+                        || m.values().any(|v| calls_helper(t, v))
+                }
+                Json::List(v) => v.iter().any(|x| calls_helper(t, x)),
+                _ => false,
+            }
+        }
+        // every name read is unchanged in the nest; array elements only of unwritten arguments
+        fn steady(f: &FnCx, changing: &BTreeSet<String>, e: &Json) -> bool {
+            match e {
+                Json::Obj(m) => {
+                    if name_of(e).is_some_and(|n| changing.contains(n)) {
+                        return false;
+                    }
+                    if e.kind() == "Subscript" {
+                        let v = e.get("value");
+                        let shape = v.kind() == "Call" || v.get("attr").as_str() == Some("shape");
+                        let fixed = array_key(f, v).is_some_and(|a| !changing.contains(&a));
+                        if !shape && !fixed {
+                            return false;
+                        }
+                    }
+                    m.values().all(|v| steady(f, changing, v))
+                }
+                Json::List(v) => v.iter().all(|x| steady(f, changing, x)),
+                _ => true,
+            }
+        }
+        fn simple(t: &Translator, f: &FnCx, s: &Json) -> bool {
+            // `continue` at a level skips every iteration of the loops below it: in the flat
+            // index, the thread's iteration
+            if matches!(s.kind(), "Continue" | "Pass") {
+                return true;
+            }
+            if s.kind() == "If" {
+                return !calls_helper(t, s.get("test"))
+                    && s.get("body")
+                        .as_list()
+                        .iter()
+                        .chain(s.get("orelse").as_list())
+                        .all(|c| simple(t, f, c));
+            }
+            if s.kind() != "Assign" || calls_helper(t, s.get("value")) {
+                return false;
+            }
+            match s.get("targets").as_list() {
+                [t] if t.kind() == "Name" => {
+                    name_of(t).is_some_and(|n| f.vars.get(n).is_some_and(|ty| ty.rank() == 0))
+                }
+                [t] if t.kind() == "Subscript" => name_of(t.get("value")).is_some_and(|a| {
+                    !f.params.contains(a) && !matches!(f.vars.get(a), Some(Ty::Struct(..)) | None)
+                }),
+                _ => false,
+            }
+        }
+        // Names a statement list assigns, or whose elements it assigns.
+        fn assigned(body: &[Json], out: &mut BTreeSet<String>) {
+            for s in body {
+                if s.kind() == "Assign" {
+                    for t in s.get("targets").as_list() {
+                        let base = if t.kind() == "Subscript" {
+                            t.get("value")
+                        } else {
+                            t
+                        };
+                        if let Some(n) = name_of(base) {
+                            out.insert(n.to_string());
+                        }
+                    }
+                }
+                for key in ["body", "orelse"] {
+                    assigned(s.get(key).as_list(), out);
+                }
+            }
+        }
+        // Whether a block assigns (=, op=, elements) any of `names`, or passes one to a helper
+        // that writes it (or to a method or module function, which might).
+        fn touches(t: &Translator, e: &Json, names: &BTreeSet<String>) -> bool {
+            match e {
+                Json::Obj(m) => {
+                    let hit = |t: &Json| {
+                        let base = if t.kind() == "Subscript" {
+                            t.get("value")
+                        } else {
+                            t
+                        };
+                        name_of(base).is_some_and(|n| names.contains(n))
+                    };
+                    let direct = match e.kind() {
+                        "Assign" => e.get("targets").as_list().iter().any(hit),
+                        "AugAssign" | "For" => hit(e.get("target")),
+                        "Call" => {
+                            let func = name_of(e.get("func"));
+                            e.get("args").as_list().iter().enumerate().any(|(k, a)| {
+                                hit(a)
+                                    && match func {
+                                        Some(h) if t.funcs.contains_key(h) => {
+                                            t.helper_writes(h, k, &mut Busy::new())
+                                        }
+                                        Some(_) => false, // range, min, a math function
+                                        None => true,
+                                    }
+                            })
+                        }
+                        _ => false,
+                    };
+                    direct || m.values().any(|v| touches(t, v, names))
+                }
+                Json::List(v) => v.iter().any(|x| touches(t, x, names)),
+                _ => false,
+            }
+        }
+        let mut out: Vec<(&'j Json, Vec<&'j Json>)> = vec![(lp, Vec::new())];
+        let mut cur = lp;
+        loop {
+            let body = cur.get("body").as_list();
+            let Some((inner, pre)) = body.split_last() else {
+                break;
+            };
+            let it = inner.get("iter");
+            let args = it.get("args").as_list();
+            let ok = inner.kind() == "For"
+                && name_of(inner.get("target")).is_some()
+                && it.kind() == "Call"
+                && name_of(it.get("func")) == Some("range")
+                && inner.get("orelse").as_list().is_empty()
+                && (1..=3).contains(&args.len())
+                && (args.len() < 3 || const_int(&args[2]).is_some_and(|c| c != 0))
+                && args
+                    .iter()
+                    .all(|a| !calls_helper(self, a) && steady(f, &changing, a))
+                && pre.iter().all(|s| simple(self, f, s));
+            if !ok {
+                break;
+            }
+            // what the level's statements set, the loops below may not change (a thread sets
+            // it afresh where the host loop would carry the change to the next iteration)
+            let mut set = BTreeSet::new();
+            assigned(pre, &mut set);
+            if touches(self, inner, &set) {
+                break;
+            }
+            if let Some(last) = out.last_mut() {
+                last.1 = pre.iter().collect();
+            }
+            out.push((inner, Vec::new()));
+            cur = inner;
+        }
+        out
     }
 
     /// The per-thread version `<p>__thread` of struct argument `p`: its fields, and its scratch
@@ -553,15 +911,19 @@ impl<'a> Translator<'a> {
     }
 
     /// The proof: classifies every array access and scalar update of the loop body.
+    /// `vars`: the variables of the loops run in parallel (one, or the collapsed nest's, outer
+    /// first); `body`: what one thread runs per iteration (the innermost collapsed loop's body,
+    /// after the statements of the levels above it).
     fn prove(
         &mut self,
         f: &FnCx,
         preamble: &[Json],
-        lp: &Json,
+        vars: &[String],
+        body: &[Json],
         reductions: &BTreeSet<String>,
+        counters: &BTreeSet<String>,
     ) -> R<Par> {
-        let var = name_of(lp.get("target")).unwrap_or("").to_string();
-        let body = lp.get("body").as_list();
+        let var = vars.join(", ");
         // Control flow that ties iterations together.
         check_flow(self, body, 0)?;
         // Scalars: nothing assigned before the loop (or a parameter) may be updated in it.
@@ -575,31 +937,31 @@ impl<'a> Translator<'a> {
         let mut inner = Vec::new();
         collect_updates(body, &mut inner);
         for (n, line) in &inner {
-            if *n == var {
+            if vars.contains(n) {
                 return Err(self.e(
                     PortErrorKind::Race,
                     *line,
                     "loop variable",
                     None,
-                    format!("assigns the loop variable '{var}' inside the parallel loop"),
+                    format!("assigns the loop variable '{n}' inside the parallel loop"),
                 ));
             }
             if outer.contains(n.as_str())
                 && !reductions.contains(n)
+                && !counters.contains(n)
                 && f.vars.get(n).is_some_and(|t| t.rank() == 0)
             {
                 return Err(self.e(PortErrorKind::Race, *line, "scalar update", None,
-                    format!("updates '{n}', which is set before the parallel loop: each iteration would depend on the previous one (a scalar reduction; accumulate into an array element with += instead, which becomes an atomic add)")));
+                    format!("updates '{n}', which is set before the parallel loop: each iteration would depend on the previous one (a scalar reduction; accumulate into an array element with += instead, which becomes an atomic add; an integer only raised by `+= k`, each read of it followed by a raise, is a counter and is recounted)")));
             }
         }
         // Body locals must be assigned before they are read in each iteration.
         let locals: BTreeSet<String> = inner
             .iter()
             .map(|(n, _)| n.clone())
-            .filter(|n| !reductions.contains(n))
+            .filter(|n| !reductions.contains(n) && !counters.contains(n))
             .collect();
-        let mut assigned: BTreeSet<String> = BTreeSet::new();
-        assigned.insert(var.clone());
+        let mut assigned: BTreeSet<String> = vars.iter().cloned().collect();
         if let Some((n, line)) = first_carried(body, &locals, &mut assigned) {
             return Err(self.e(PortErrorKind::Race, line, "carried scalar", None,
                 format!("reads '{n}' before assigning it in the iteration: it carries a value from the previous iteration")));
@@ -623,69 +985,85 @@ impl<'a> Translator<'a> {
             .filter(|(n, t)| !matches!(t, Ty::Array(..)) || writes.contains(n))
             .map(|(n, _)| n.clone())
             .collect();
-        let owner = Owner::new(&var, body, &inner, written);
+        let mut owner = Owner::new(vars, body, &inner, written);
+        // counters are owned like the loop variable (only without collapsing: one variable)
+        if vars.len() == 1 {
+            owner.counters = counters.clone();
+        }
         let mut arrays: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
         for w in &seen {
             arrays.entry(w.array.as_str()).or_default().push(w);
         }
         let mut atomic = BTreeSet::new();
         for (a, uses) in arrays {
+            // A helper accessing the array at an index it is given (helper_owned.rs), where the
+            // writes are not the iteration's own elements but every helper passed the array
+            // only adds into it: atomic adds in the helpers, as for an array passed whole
+            // (accumulate.rs). Otherwise the index decides (owned, or the refusal).
+            let demoted: Vec<Seen>;
+            let uses: Vec<&Seen> = if uses.iter().any(|w| w.helper.is_some() && w.idx.is_some())
+                && !writes_owned_by_all(&owner, key_type(f, a).0, &uses, vars.len())
+                && matches!(self.helper_accumulation(f, body, a), Ok(true))
+            {
+                demoted = uses
+                    .iter()
+                    .map(|w| {
+                        let mut c = (*w).clone();
+                        if c.helper.is_some() {
+                            c.idx = None;
+                        }
+                        c
+                    })
+                    .collect();
+                demoted.iter().collect()
+            } else {
+                uses
+            };
             let writes: Vec<&&Seen> = uses.iter().filter(|w| w.access != Access::Read).collect();
             let Some(first_write) = writes.first() else {
                 continue;
             };
             if let Some(w) = writes.iter().find(|w| w.idx.is_none()) {
-                let h = w.helper.clone().unwrap_or_default();
-                return Err(self.e(PortErrorKind::Race, w.line, "helper writes array", Some(a),
-                    format!("passes '{a}' to {h}(), which writes it: the translator cannot see which elements (index it in the kernel instead)")));
+                // a helper only adding into it: atomic adds there (else the refusal)
+                if !self.helper_accumulation(f, body, a)? {
+                    let h = w.helper.clone().unwrap_or_default();
+                    return Err(self.e(PortErrorKind::Race, w.line, "helper writes array", Some(a),
+                        format!("passes '{a}' to {h}(), which writes it: the translator cannot see which elements (index it in the kernel instead)")));
+                }
             }
-            // Positions where every access indexes with the bare loop variable.
+            // For each loop variable, a position where every access indexes with it plus the
+            // same invariant offset: distinct iterations (tuples, when collapsed) differ there.
             let (rank, s) = key_type(f, a);
-            let owned_at = (0..rank).find(|&k| {
-                let first = uses[0]
-                    .idx
+            let key_at = |w: &Seen, k: usize, v: usize| {
+                w.idx
                     .as_ref()
                     .and_then(|ix| ix.get(k))
-                    .and_then(|e| owner.key(e));
-                first.is_some()
-                    && uses.iter().all(|w| {
-                        w.idx
-                            .as_ref()
-                            .and_then(|ix| ix.get(k))
-                            .and_then(|e| owner.key(e))
-                            == first
-                    })
-            });
-            if owned_at.is_some() {
+                    .and_then(|e| owner.key(e, v))
+            };
+            let owned_by = |group: &[&Seen], v: usize| {
+                (0..rank).find_map(|k| {
+                    let first = key_at(group[0], k, v)?;
+                    group
+                        .iter()
+                        .all(|w| key_at(w, k, v).as_ref() == Some(&first))
+                        .then_some((k, first))
+                })
+            };
+            let all: Vec<&Seen> = uses.to_vec();
+            if (0..vars.len()).all(|v| owned_by(&all, v).is_some()) {
                 continue;
             }
-            // Every write owned at position k, but a read elsewhere: another iteration's element.
-            let writes_owned_at = (0..rank).find_map(|k| {
-                let first = writes[0]
-                    .idx
-                    .as_ref()
-                    .and_then(|ix| ix.get(k))
-                    .and_then(|e| owner.key(e))?;
-                writes
-                    .iter()
-                    .all(|w| {
-                        w.idx
-                            .as_ref()
-                            .and_then(|ix| ix.get(k))
-                            .and_then(|e| owner.key(e))
-                            .as_ref()
-                            == Some(&first)
-                    })
-                    .then_some((k, first))
-            });
-            if let Some((k, first)) = writes_owned_at {
-                if let Some(r) = uses.iter().find(|w| {
-                    w.idx
-                        .as_ref()
-                        .and_then(|ix| ix.get(k))
-                        .and_then(|e| owner.key(e))
-                        .as_ref()
-                        != Some(&first)
+            // Every write owned, but a read elsewhere: another iteration's element.
+            let ws: Vec<&Seen> = writes.iter().map(|w| **w).collect();
+            let writes_owned: Option<Vec<(usize, String)>> =
+                (0..vars.len()).map(|v| owned_by(&ws, v)).collect();
+            if let Some(owned) = writes_owned {
+                if let Some((r, k, first)) = uses.iter().find_map(|w| {
+                    owned
+                        .iter()
+                        .enumerate()
+                        .find(|(v, (k, first))| key_at(w, *k, *v).as_ref() != Some(first))
+                        .map(|(_, (k, first))| (w, *k, first.clone()))
                 }) {
                     return Err(self.e(
                         PortErrorKind::Race,
@@ -701,6 +1079,7 @@ impl<'a> Translator<'a> {
             }
             if let Some(w) = writes
                 .iter()
+                .filter(|w| w.idx.is_some()) // (a helper's writes: adds, proven above)
                 .find(|w| matches!(w.access, Access::Store | Access::OtherAug))
             {
                 let what = if w.access == Access::Store {
@@ -708,8 +1087,12 @@ impl<'a> Translator<'a> {
                 } else {
                     "an augmented assignment other than += / -="
                 };
+                if let Some(h) = &w.helper {
+                    return Err(self.e(PortErrorKind::Race, w.line, "unprovable write", Some(a),
+                        format!("passes '{a}' to {h}(), which writes it at the index it is given, and that index is not the loop variable '{var}' (in the same position in every access of '{a}'): iterations may write the same element, so it is refused rather than left to race")));
+                }
                 return Err(self.e(PortErrorKind::Race, w.line, "unprovable write", Some(a),
-                    format!("writes '{a}' with {what} at an index that is not the loop variable '{var}' (in the same position in every access of '{a}'): iterations may write the same element, so it is refused rather than left to race")));
+                    format!("writes '{a}' with {what} at an index that is not the loop variable '{var}' (in the same position in every access of '{a}'{}): iterations may write the same element, so it is refused rather than left to race", if vars.len() > 1 { ", each of them" } else { "" })));
             }
             if let Some(r) = uses.iter().find(|w| w.access == Access::Read) {
                 return Err(self.e(PortErrorKind::Race, r.line, "read of accumulated array", Some(a),
@@ -727,6 +1110,17 @@ impl<'a> Translator<'a> {
             atomic.insert(a.to_string());
         }
         Ok(Par { atomic })
+    }
+
+    /// The arrays a statement writes (helper arguments included), for the counters' recount.
+    pub(crate) fn written_keys(&self, f: &FnCx, s: &Json, out: &mut Vec<String>) {
+        let mut seen = Vec::new();
+        self.accesses_stmt(f, s, &mut seen);
+        out.extend(
+            seen.into_iter()
+                .filter(|w| w.access != Access::Read)
+                .map(|w| w.array),
+        );
     }
 
     /// Every access of an array argument in a statement (helper arguments included).
@@ -820,9 +1214,12 @@ impl<'a> Translator<'a> {
                                             Some(field),
                                             &mut BTreeSet::new(),
                                         );
+                                        // the helper touches it at one index it is given
+                                        // (helper_owned.rs): that index, in its position
+                                        let idx = self.helper_field_at(e, h, k, field, ft.rank());
                                         out.push(Seen {
                                             array: key,
-                                            idx: None,
+                                            idx,
                                             access: if writes {
                                                 Access::Store
                                             } else {
@@ -852,9 +1249,12 @@ impl<'a> Translator<'a> {
                             {
                                 let writes = self.helper_writes(h, k, &mut BTreeSet::new());
                                 let access = if writes { Access::Store } else { Access::Read };
+                                // indexed in the helper by one index it is given
+                                let rank = f.vars.get(n).map_or(0, Ty::rank);
+                                let idx = self.helper_field_at(e, h, k, "", rank);
                                 out.push(Seen {
                                     array: n.to_string(),
-                                    idx: None,
+                                    idx,
                                     access,
                                     line,
                                     helper: Some(h.to_string()),
@@ -876,6 +1276,31 @@ impl<'a> Translator<'a> {
             }
             _ => {}
         }
+    }
+
+    /// The index at which the helper call `call` (of `h`, the struct at argument `k`) touches
+    /// the struct's field `field` (the array argument `k` itself for "") of rank `rank`, as
+    /// index expressions: the arguments the helper indexes it by in their positions, nothing
+    /// the proof could own elsewhere. None when the helper's accesses do not share one.
+    fn helper_field_at<'j>(
+        &self,
+        call: &'j Json,
+        h: &str,
+        k: usize,
+        field: &str,
+        rank: usize,
+    ) -> Option<Vec<&'j Json>> {
+        static UNKNOWN: Json = Json::Null;
+        let found = self
+            .helper_field_index(h, k, field, &mut BTreeSet::new())
+            .ok()??;
+        let args = call.get("args").as_list();
+        let mut idx: Vec<&Json> = vec![&UNKNOWN; rank];
+        for (q, pos) in found {
+            // every access has the argument q in position pos
+            *idx.get_mut(pos)? = args.get(q)?;
+        }
+        Some(idx)
     }
 
     /// Whether helper `h` writes (directly or through its own calls) its parameter number `k`.
@@ -1337,21 +1762,44 @@ fn py_expr(f: &FnCx, defs: &BTreeMap<String, Json>, e: &Json, depth: usize) -> O
     }
 }
 
+/// Whether every write among `uses` (an array of rank `rank`) has, for each of the `n_vars`
+/// loop variables, one position where all the writes index with that variable plus the same
+/// invariant offset (distinct iterations write distinct elements).
+fn writes_owned_by_all(owner: &Owner, rank: usize, uses: &[&Seen], n_vars: usize) -> bool {
+    let ws: Vec<&&Seen> = uses.iter().filter(|w| w.access != Access::Read).collect();
+    let key_at = |w: &Seen, k: usize, v: usize| {
+        w.idx
+            .as_ref()
+            .and_then(|ix| ix.get(k))
+            .and_then(|e| owner.key(e, v))
+    };
+    !ws.is_empty()
+        && (0..n_vars).all(|v| {
+            (0..rank).any(|k| match key_at(ws[0], k, v) {
+                Some(first) => ws.iter().all(|w| key_at(w, k, v).as_ref() == Some(&first)),
+                None => false,
+            })
+        })
+}
+
 /// Which index expressions give every iteration its own element: the loop variable plus or minus
 /// a loop-invariant offset (`i`, `p_out + i - s_out`), also through a local set once at the top
 /// of the loop body (`i_loc = i - s_out`). `key` is the expression's canonical text (locals
 /// replaced), so two accesses hit the same element exactly when their keys are equal.
 struct Owner<'j> {
-    var: String,
+    /// The parallel loops' variables (one, or a collapsed nest's).
+    vars: Vec<String>,
     updated: BTreeSet<String>,
     /// Names whose elements are not invariant: arrays written in the loop, local arrays, scalars.
     written: BTreeSet<String>,
     defs: BTreeMap<String, &'j Json>,
+    /// Counters read only before an increment (`counters.rs`): owned like the loop variable.
+    counters: BTreeSet<String>,
 }
 
 impl<'j> Owner<'j> {
     fn new(
-        var: &str,
+        vars: &[String],
         body: &'j [Json],
         updates: &[(String, u32)],
         written: BTreeSet<String>,
@@ -1384,42 +1832,45 @@ impl<'j> Owner<'j> {
         let mut defs = BTreeMap::new();
         single_defs(body, &count, &mut defs);
         Owner {
-            var: var.to_string(),
+            vars: vars.to_vec(),
             updated: updates.iter().map(|(n, _)| n.clone()).collect(),
             written,
             defs,
+            counters: BTreeSet::new(),
         }
     }
 
-    fn key(&self, e: &Json) -> Option<String> {
-        self.affine(e, 0)
+    /// The canonical text of `e` when it is loop variable number `v` plus an invariant offset.
+    fn key(&self, e: &Json, v: usize) -> Option<String> {
+        self.affine(e, v, 0)
     }
 
-    /// The canonical text of `e` when it is the loop variable plus an invariant offset.
-    fn affine(&self, e: &Json, depth: usize) -> Option<String> {
+    fn affine(&self, e: &Json, v: usize, depth: usize) -> Option<String> {
         if depth > 8 {
             return None;
         }
         match e.kind() {
             "Name" => {
                 let n = name_of(e)?;
-                if n == self.var {
+                if Some(n) == self.vars.get(v).map(String::as_str)
+                    || (v == 0 && self.vars.len() == 1 && self.counters.contains(n))
+                {
                     Some(n.to_string())
                 } else {
-                    self.affine(self.defs.get(n)?, depth + 1)
+                    self.affine(self.defs.get(n)?, v, depth + 1)
                 }
             }
             "BinOp" => {
                 let (l, r) = (e.get("left"), e.get("right"));
                 match e.get("op").kind() {
-                    "Add" => match (self.affine(l, depth + 1), self.affine(r, depth + 1)) {
+                    "Add" => match (self.affine(l, v, depth + 1), self.affine(r, v, depth + 1)) {
                         (Some(a), None) => Some(format!("({a} + {})", self.invariant(r)?)),
                         (None, Some(b)) => Some(format!("({} + {b})", self.invariant(l)?)),
                         _ => None,
                     },
                     "Sub" => Some(format!(
                         "({} - {})",
-                        self.affine(l, depth + 1)?,
+                        self.affine(l, v, depth + 1)?,
                         self.invariant(r)?
                     )),
                     _ => None,
@@ -1437,7 +1888,7 @@ impl<'j> Owner<'j> {
                 _ => None,
             },
             "Name" => name_of(e)
-                .filter(|n| !self.updated.contains(*n) && *n != self.var)
+                .filter(|n| !self.updated.contains(*n) && !self.vars.iter().any(|v| v == n))
                 .map(str::to_string),
             "Attribute" => Some(format!(
                 "{}.{}",

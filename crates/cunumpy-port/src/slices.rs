@@ -287,6 +287,10 @@ impl<'a> Translator<'a> {
         let key = array_key(f, base).or_else(|| name_of(base).map(str::to_string));
         if let Some(key) = &key {
             if reads_other(f, &v2, key, &t2) {
+                let atomic = par.is_some_and(|p| p.atomic.contains(key));
+                if let ([len], false) = (target_lens.as_slice(), atomic) {
+                    return self.slice_assign_buffered(f, s, &t2, &v2, len, depth);
+                }
                 return Err(self.e(PortErrorKind::Unsupported, s.line(), "slice", Some(key),
                     format!("slice assignment whose right-hand side reads '{key}' at other elements (Python reads them all before it writes)")));
             }
@@ -340,6 +344,80 @@ impl<'a> Translator<'a> {
         out.push_str(&body);
         for j in (0..d).rev() {
             out.push_str(&format!("{}}}\n", "    ".repeat(depth + j)));
+        }
+        Ok(out)
+    }
+}
+
+impl Translator<'_> {
+    /// A 1-D slice assignment whose right-hand side reads the target's array at other
+    /// elements (`markers[0:3, ip] = markers[k:k + 3, ip] + dt * v`): as Python does, the
+    /// whole right-hand side first (into a buffer of the thread), then the stores.
+    fn slice_assign_buffered(
+        &mut self,
+        f: &mut FnCx,
+        s: &Json,
+        t2: &Json,
+        v2: &Json,
+        len: &Json,
+        depth: usize,
+    ) -> R<String> {
+        let op = if s.kind() == "Assign" {
+            "="
+        } else {
+            match s.get("op").kind() {
+                "Add" => "+=",
+                "Sub" => "-=",
+                "Mult" => "*=",
+                "Div" => "/=",
+                _ => {
+                    return Err(self.unsupported(
+                        s,
+                        "slice",
+                        "an augmented slice assignment other than += -= *= /= reading the target's array at other elements".into(),
+                    ))
+                }
+            }
+        };
+        let (n, _) = self.expr(f, len)?;
+        f.vars.insert("cunumpy_k0".into(), Ty::Scalar(Scalar::I64));
+        let lhs = self.expr(f, t2);
+        let rhs = self.expr(f, v2);
+        f.vars.remove("cunumpy_k0");
+        let ((lhs, lt), (rhs, _)) = (lhs?, rhs?);
+        let c = lt.scalar().c();
+        let pad = "    ".repeat(depth);
+        let fname = self.current.clone();
+        let line = s.line();
+        let mut out = self.comment(line, &pad);
+        // a constant length (`markers[0:3, ip]`): a buffer of exactly that size
+        let fixed = n.parse::<i64>().ok().filter(|&k| (1..=64).contains(&k));
+        let mut lines = vec![
+            "{".to_string(),
+            "    // the right-hand side reads the target's array: all of it first, as Python does"
+                .into(),
+            format!("    const long long cunumpy_sn = {n};"),
+        ];
+        match fixed {
+            Some(k) => lines.push(format!("    {c} cunumpy_rhs[{k}];")),
+            None => {
+                self.prelude.insert("localcap");
+                lines.extend([
+                    "    if (cunumpy_sn > CUNUMPY_PORT_LOCAL_CAP) {".to_string(),
+                    format!("        printf(\"cunumpy: {fname}: a slice assignment needs %lld elements; this kernel reserves %d per thread (raise CUNUMPY_PORT_LOCAL_CAP)\\n\", (long long)cunumpy_sn, (int)CUNUMPY_PORT_LOCAL_CAP);"),
+                    "        __trap();".into(),
+                    "    }".into(),
+                    format!("    {c} cunumpy_rhs[CUNUMPY_PORT_LOCAL_CAP];"),
+                ]);
+            }
+        }
+        lines.extend([
+            format!("    for (long long cunumpy_k0 = 0; cunumpy_k0 < cunumpy_sn; ++cunumpy_k0) cunumpy_rhs[cunumpy_k0] = {rhs};"),
+            format!("    for (long long cunumpy_k0 = 0; cunumpy_k0 < cunumpy_sn; ++cunumpy_k0) {lhs} {op} cunumpy_rhs[cunumpy_k0];"),
+            "}".into(),
+        ]);
+        for l in lines {
+            out.push_str(&format!("{pad}{l}\n"));
         }
         Ok(out)
     }

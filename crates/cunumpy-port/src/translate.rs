@@ -37,6 +37,9 @@ pub struct Translation {
     pub params: Vec<String>,
     pub loop_line: u32,
     pub loop_var: String,
+    /// The loops collapsed into the parallel one (variable, line), outer first: empty when
+    /// one iteration of the parallel loop is one thread.
+    pub collapsed: Vec<(String, u32)>,
     /// The loop's trip count as a Python expression of the kernel's parameters (the launch
     /// shape `n_threads`), when it can be written so.
     pub n_threads: Option<String>,
@@ -74,6 +77,9 @@ pub struct Translator<'a> {
     /// Helpers returning a tuple of scalars (`return span1, span2, span3`): the element types;
     /// in CUDA they return through out-parameters `cunumpy_ret<k>`.
     pub(crate) tuple_ret: BTreeMap<String, Vec<Scalar>>,
+    /// (helper, parameter) whose `+=`/`-=` are atomic adds: the parallel loop passes it a
+    /// shared array it only adds into (see `Translator::helper_accumulation`).
+    pub(crate) atomic_params: BTreeSet<(String, String)>,
 }
 
 const MATH: &[(&str, &str)] = &[
@@ -107,6 +113,11 @@ const MATH: &[(&str, &str)] = &[
 ];
 
 pub(crate) const PRELUDE: &[(&str, &str)] = &[
+    (
+        "trip",
+        "// The trip count of a collapsed loop (a range that is empty gives no iterations).\n\
+         __device__ __forceinline__ long long cunumpy_port_trip(long long n) { return n > 0 ? n : 0; }\n",
+    ),
     (
         "mod",
         "// Python's % on integers: the result takes the sign of the divisor.\n\
@@ -217,6 +228,7 @@ impl<'a> Translator<'a> {
             current: String::new(),
             scratch: BTreeMap::new(),
             tuple_ret: BTreeMap::new(),
+            atomic_params: BTreeSet::new(),
         };
         for node in module.get("body").as_list() {
             match node.kind() {
@@ -511,7 +523,39 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// `p.field.shape[k]` / `shape(p.field)[k]` of an array field of a struct (a helper's
+    /// `n_cols = shape(markers)[0]` once `markers = args_markers.markers` is inlined).
+    fn field_shape(&self, f: &FnCx, e: &Json) -> Option<(String, Ty)> {
+        let value = e.get("value");
+        let x = if value.kind() == "Attribute" && value.get("attr").as_str() == Some("shape") {
+            value.get("value")
+        } else if value.kind() == "Call"
+            && value.get("keywords").as_list().is_empty()
+            && name_of(value.get("func")).is_some_and(|n| {
+                self.from_imports
+                    .get(n)
+                    .is_some_and(|(m, fname)| *m == "numpy" && fname == "shape")
+            })
+        {
+            match value.get("args").as_list() {
+                [x] => x,
+                _ => return None,
+            }
+        } else {
+            return None;
+        };
+        let (key, t) = struct_field(f, x)?;
+        let rank = t.rank() as i64;
+        let k = const_int(e.get("slice"))?;
+        let k = if k < 0 { k + rank } else { k };
+        (rank > 0 && (0..rank).contains(&k))
+            .then(|| (format!("{key}.shape[{k}]"), Ty::Scalar(Scalar::I64)))
+    }
+
     pub(crate) fn subscript(&mut self, f: &FnCx, e: &Json) -> R<(String, Ty)> {
+        if let Some(r) = self.field_shape(f, e) {
+            return Ok(r);
+        }
         let value = e.get("value");
         // a.shape[k], shape(a)[k]
         if let Some(base) = self.shape_base(value) {
@@ -768,6 +812,7 @@ impl<'a> Translator<'a> {
         };
         let helper_call = module.is_none() && self.funcs.contains_key(&name);
         if helper_call {
+            self.check_atomic_args(f, &name, args, e.line())?;
             for (k, a) in args.iter().enumerate() {
                 if let Some(v) = name_of(a)
                     .filter(|v| f.vars.get(*v).is_some_and(Ty::is_view) && !f.params.contains(*v))
@@ -1779,7 +1824,8 @@ impl<'a> Translator<'a> {
                 } else {
                     None
                 };
-                let atomic = array.is_some_and(|a| par.is_some_and(|p| p.atomic.contains(&a)));
+                let atomic = array.is_some_and(|a| par.is_some_and(|p| p.atomic.contains(&a)))
+                    || (matches!(op, "Add" | "Sub") && self.atomic_in_helper(f, target));
                 if atomic {
                     let v = if op == "Sub" { format!("-({x})") } else { x };
                     self.atomic_used = true;

@@ -245,6 +245,7 @@ impl FusionGraph {
         let options = PlanOptions {
             name: name.to_string(),
             block,
+            stencil_rows: cunumpy_core::config::fusion_stencil_rows(),
         };
         let plan =
             fusion::plan_with_options(&self.graph, &shapes, &options).map_err(|e| err(py, e))?;

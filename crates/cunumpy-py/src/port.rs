@@ -45,6 +45,7 @@ fn _port_translate<'py>(
     d.set_item("params", t.params)?;
     d.set_item("loop_line", t.loop_line)?;
     d.set_item("loop_var", t.loop_var)?;
+    d.set_item("collapsed", t.collapsed)?;
     d.set_item("n_threads", t.n_threads)?;
     let writes: Vec<(String, u32, &str)> = t
         .writes

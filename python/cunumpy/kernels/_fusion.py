@@ -884,8 +884,39 @@ def _rebound(function: Callable[..., Any]) -> Callable[..., Any]:
     return _rebind(function, {})
 
 
+# Functions of these packages (and of the standard library) are never rebound: CuPy's own
+# Python functions reference NumPy and CuPy, and must keep seeing the real modules.
+_LIBRARY_PACKAGES = frozenset(
+    {
+        "numpy",
+        "cupy",
+        "cupyx",
+        "cupy_backends",
+        "cunumpy",
+        "array_api_compat",
+        "scipy",
+        "torch",
+        "jax",
+        "jaxlib",
+        "numba",
+        "numexpr",
+        "mpi4py",
+        "pytest",
+        "_pytest",
+        "pluggy",
+    }
+)
+
+
+def _is_user_function(function: types.FunctionType) -> bool:
+    package = (function.__module__ or "").partition(".")[0]
+    return package not in _LIBRARY_PACKAGES and package not in sys.stdlib_module_names
+
+
 def _rebind(function: Any, seen: dict[int, Any]) -> Any:
     if not isinstance(function, types.FunctionType):
+        return function
+    if seen and not _is_user_function(function):  # the fused function itself is always read
         return function
     if id(function) in seen:  # recursion, or a helper referenced twice
         return seen[id(function)]

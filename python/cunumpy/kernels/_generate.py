@@ -31,8 +31,11 @@ class GeneratedCuda(str):
     """The generated CUDA source (a ``str``), with what the translator decided.
 
     ``kernel`` and ``params`` (the host kernel's name and argument order), ``loop_line`` and
-    ``loop_var`` (the loop run in parallel, one iteration per thread), ``n_threads`` (the
-    loop's trip count as a Python expression of the arguments, or ``None``), ``writes`` (one
+    ``loop_var`` (the loop run in parallel, one iteration per thread), ``collapsed`` (``(var,
+    line)`` of each loop nested in it that is collapsed with it, outer first: one iteration of
+    the whole nest per thread; empty when none is), ``n_threads`` (the loop's trip count, the
+    product of the collapsed loops' trip counts, as a Python expression of the arguments, or
+    ``None``), ``writes`` (one
     ``(array, line, how)`` per array write in the loop, ``how`` being ``"owned"``: indexed by
     the loop variable, ``"atomic"``: a ``+=``/``-=`` made an atomic add, or ``"reduction"``:
     ``out[k] += s`` after the loop of a sum ``s`` the loop accumulates, each thread adding its
@@ -48,6 +51,7 @@ class GeneratedCuda(str):
     params: tuple[str, ...]
     loop_line: int
     loop_var: str
+    collapsed: tuple[tuple[str, int], ...] = ()
     n_threads: str | None
     writes: tuple[tuple[str, int, str], ...]
     helpers: tuple[str, ...]
@@ -93,19 +97,40 @@ class GeneratedCuda(str):
             options.setdefault("structs", list(self.structs))
         return CudaKernel(str(self), self.kernel, **options)
 
+    @property
+    def _owner(self) -> str:
+        """The loop variable, or the tuple of the collapsed ones, that owns a written element."""
+        if not self.collapsed:
+            return self.loop_var
+        return "(" + ", ".join([self.loop_var, *(v for v, _ in self.collapsed)]) + ")"
+
     def describe(self) -> str:
         """What was decided, one line each: the parallel loop, the atomics, the helpers."""
+        header = {
+            line.split(":", 1)[0]: line.split(":", 1)[1]
+            for line in str(self).splitlines()[:6]
+            if line.startswith(("// Parallel loop:", "// Counters ("))
+        }
+        loop = re.search(r"`(for [^`]*)`", header.get("// Parallel loop", ""))
         lines = [
-            f"{self.kernel}: parallel loop `for {self.loop_var} in range(...)` "
+            f"{self.kernel}: parallel loop "
+            f"`{loop.group(1) if loop else f'for {self.loop_var} in range(...)'}` "
             f"at line {self.loop_line}"
         ]
+        if self.collapsed:
+            loops = ", ".join(f"`for {v}` at line {line}" for v, line in self.collapsed)
+            names = ", ".join([self.loop_var, *(v for v, _ in self.collapsed)])
+            lines[0] += f", collapsed with {loops}: one ({names}) per thread"
         lines.append(f"  launch shape: n_threads = {self.n_threads or '(pass n_threads=)'}")
+        counters = next((v for k, v in header.items() if k.startswith("// Counters (")), None)
+        if counters:
+            lines.append(f"  counters (recounted per iteration):{counters.rstrip('.')}")
         for array, line, how in self.writes:
             what = {
                 "atomic": "atomic add (other iterations may hit the same element)",
                 "reduction": "sum of every thread's partial, one atomic add per thread",
                 "private": "the thread's own scratch array (its struct's __init__ allocates it)",
-            }.get(how, f"indexed by {self.loop_var}: safe")
+            }.get(how, f"indexed by {self._owner}: safe")
             lines.append(f"  line {line}: write to {array}: {what}")
         if self.helpers:
             lines.append(f"  __device__ helpers: {', '.join(self.helpers)}")
@@ -377,6 +402,32 @@ def _inline_field_aliases(tree: ast.Module, name: str, struct_types: dict[str, s
             )
 
     _Inline().visit(fn)
+
+
+def _inline_helper_field_aliases(tree: ast.Module, kernel: str, struct_types: dict[str, str]):
+    """``markers = args_markers.markers`` in a helper whose parameter ``args_markers`` is
+    annotated with the class of one of the kernel's struct arguments: inlined as in the kernel
+    (``_inline_field_aliases``), so that the helper's writes name the field and the race proof
+    can follow the index the helper is given (``update_position_stage(ip, ..., args_markers)``
+    writing ``markers[0:3, ip]``)."""
+    by_class: dict[str, str] = {}
+    for text in struct_types.values():
+        head = text.split("{", 1)[0].split()
+        if len(head) == 2 and head[0] == "struct":
+            by_class[head[1]] = text
+    if not by_class:
+        return
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name == kernel:
+            continue
+        params: dict[str, str] = {}
+        for a in fn.args.args:
+            ann = a.annotation
+            cls = ann.value if isinstance(ann, ast.Constant) else getattr(ann, "id", None)
+            if isinstance(cls, str) and cls in by_class:
+                params[a.arg] = by_class[cls]
+        if params:
+            _inline_field_aliases(tree, fn.name, params)
 
 
 def _is_int_expr(e: ast.expr) -> bool:
@@ -1059,6 +1110,7 @@ def translate_source(
     mods, names = _imports_of(tree)
     for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
         helpers.resolve(fn, mods, names, set(), None)
+    _inline_helper_field_aliases(tree, name, dict(struct_types))
     from ..exceptions import CudaPortError
 
     try:
@@ -1088,6 +1140,7 @@ def translate_source(
     out.params = tuple(info["params"])
     out.loop_line = info["loop_line"]
     out.loop_var = info["loop_var"]
+    out.collapsed = tuple((v, line) for v, line in info["collapsed"])
     out.n_threads = info["n_threads"]
     out.writes = tuple(tuple(w) for w in info["writes"])
     out.helpers = tuple(info["helpers"])

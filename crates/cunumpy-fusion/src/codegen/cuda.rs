@@ -19,6 +19,8 @@ use cunumpy_core::dtype::DType;
 use cunumpy_core::signature::ParamKind;
 use std::fmt::Write as _;
 
+mod tiles;
+
 /// Whether a program calls a math-library function (a long computation per element).
 fn calls_math(prog: &Program) -> bool {
     prog.regs
@@ -1008,7 +1010,10 @@ pub(crate) fn generate(plan: &Plan, geometry: &Geometry, ki: usize) -> (String, 
             prog,
             stores,
         } => {
-            let (s, l) = g.elementwise(&k.name, space, prog, stores);
+            let (s, l) = match tiles::tile_map(space, prog, plan.options.stencil_rows) {
+                Some(map) => g.tiled_elementwise(&k.name, space, prog, stores, &map),
+                None => g.elementwise(&k.name, space, prog, stores),
+            };
             (s, vec![l])
         }
         Body::Reduction(rb) => g.reduction(&k.name, rb),

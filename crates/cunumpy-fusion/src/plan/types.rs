@@ -14,6 +14,11 @@ pub struct PlanOptions {
     pub name: String,
     /// Threads per block of every launch (a multiple of 32, at most 1024).
     pub block: u32,
+    /// Rows each thread walks in the tiled mapping of a stencil (an elementwise kernel reading
+    /// views of one array shifted along an outer axis; docs/internals/fusion.md), 0 for the
+    /// flat mapping of every elementwise kernel. The binding takes it from
+    /// `CUNUMPY_FUSION_STENCIL_TILES`.
+    pub stencil_rows: u32,
 }
 
 impl Default for PlanOptions {
@@ -21,6 +26,7 @@ impl Default for PlanOptions {
         PlanOptions {
             name: "fused".into(),
             block: 256,
+            stencil_rows: cunumpy_core::config::DEFAULT_STENCIL_ROWS,
         }
     }
 }
