@@ -169,3 +169,75 @@ def test_fusion_corpus_compiled_gives_the_interpreters_results(loops):
         same_values(as_tuple(got), as_tuple(want), case.name)
     assert runs() - before >= 60
     assert host_loop_status()["failed"] == []
+
+
+def test_two_dimensional_stencils_run_compiled_row_by_row(loops):
+    """A 2-D five-point Laplacian and strided/reversed 2-D views: every leaf reads rows of a
+    larger array (offsets, strides, odd sizes), one compiled row loop per call, NumPy's bits."""
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal((301, 517))
+    lap = xp.fuse(
+        lambda u: u[1:-1, 2:] + u[1:-1, :-2] + u[2:, 1:-1] + u[:-2, 1:-1] - 4.0 * u[1:-1, 1:-1]
+    )
+    before = runs()
+    got = call(lap, g)
+    assert runs() == before + 1
+    want = g[1:-1, 2:] + g[1:-1, :-2] + g[2:, 1:-1] + g[:-2, 1:-1] - 4.0 * g[1:-1, 1:-1]
+    np.testing.assert_array_equal(got, want)
+    # a non-contiguous argument (every other column of a wider array) and a reversed view
+    wide = rng.standard_normal((203, 1201))
+    v = wide[:, ::2]
+    h = xp.fuse(lambda u, w: u[::-2, 1:] * w[1:-1:2, 2:])
+    u = rng.standard_normal((201, 600))
+    before = runs()
+    got = call(h, u, v)
+    assert runs() == before + 1
+    np.testing.assert_array_equal(got, u[::-2, 1:] * v[1:-1:2, 2:])
+    assert got.tobytes() == interpreted(h, u, v).tobytes()
+
+
+def test_gathers_run_compiled_and_out_of_range_raises_index_error(loops):
+    """`a[idx] * b` reads the table in the product's loop; negative indices count from the end;
+    an index out of range raises NumPy's IndexError, as interpreted."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(70_001)
+    idx = rng.integers(-70_001, 70_001, N)
+    b = rng.standard_normal(N)
+    f = xp.fuse(lambda a, i, b: a[i] * b)
+    before = runs()
+    got = call(f, a, idx, b)
+    assert runs() == before + 1
+    np.testing.assert_array_equal(got, a[idx] * b)
+    # a non-contiguous index array (every third of a longer one)
+    idx3 = rng.integers(0, 70_001, 3 * N)[::3]
+    np.testing.assert_array_equal(call(f, a, idx3, b), a[idx3] * b)
+    for bad in (70_001, -70_002):
+        wrong = idx.copy()
+        wrong[N // 2] = bad
+        with pytest.raises(IndexError, match=f"index {bad} is out of bounds"):
+            call(f, a, wrong, b)
+        with pytest.raises(IndexError, match=f"index {bad} is out of bounds"):
+            interpreted(f, a, wrong, b)
+
+
+def test_short_row_ranges_run_compiled_with_numpys_nan_rules(loops):
+    """`a.max(axis=1) - a.min(axis=1)` on tall matrices (rows of 16, 13, 3): both reductions
+    and the subtraction compiled; NaN rows give NaN and signed zeros as NumPy."""
+    rng = np.random.default_rng(5)
+    f = xp.fuse(lambda a: a.max(axis=1) - a.min(axis=1))
+    for rows, k in ((N, 16), (7001, 13), (40_000, 3)):
+        a = rng.standard_normal((rows, k))
+        a[1, 2] = np.nan
+        a[2, :] = -0.0
+        a[3, 0] = np.inf
+        a[4, :] = np.nan
+        before = runs()
+        got = call(f, a)
+        assert runs() == before + 2  # the rows' reductions, then the subtraction
+        want = a.max(axis=1) - a.min(axis=1)
+        np.testing.assert_array_equal(got, want)
+        assert np.isnan(got[1]) and np.isnan(got[4]) and got[3] == np.inf
+        assert got.tobytes() == interpreted(f, a).tobytes()
+    # a non-contiguous tall matrix (every other row of a larger one), copied in by the caller
+    big = rng.standard_normal((2 * 5001, 16))
+    np.testing.assert_array_equal(call(f, big[::2]), big[::2].max(axis=1) - big[::2].min(axis=1))

@@ -290,3 +290,214 @@ fn streamed_results_match_at_every_alignment() {
     }
     set_host_loops(HostLoopMode::Background, 1 << 16);
 }
+
+fn sl(start: Option<i64>, stop: Option<i64>, step: i64) -> IndexItem {
+    IndexItem::Slice { start, stop, step }
+}
+
+/// The five-point Laplacian of a 2-D grid: every leaf reads rows of the grid at an offset, so
+/// the plan runs through the row loop (`cn_rows`), with odd sizes, rows that are not whole
+/// tiles, and a result over 8 MiB (streamed).
+#[test]
+fn two_dimensional_views_run_row_by_row_with_the_interpreters_bits() {
+    let all = || sl(None, None, 1);
+    let mid = || sl(Some(1), Some(-1), 1);
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float64, 2).unwrap();
+    let e = g.index(u, &[mid(), sl(Some(2), None, 1)]).unwrap();
+    let w = g.index(u, &[mid(), sl(None, Some(-2), 1)]).unwrap();
+    let s = g.index(u, &[sl(Some(2), None, 1), mid()]).unwrap();
+    let n = g.index(u, &[sl(None, Some(-2), 1), mid()]).unwrap();
+    let c = g.index(u, &[mid(), mid()]).unwrap();
+    let four = g.scalar(DType::Float64, false).unwrap();
+    let sum = g.op(Op::Add, &[e, w]).unwrap();
+    let sum = g.op(Op::Add, &[sum, s]).unwrap();
+    let sum = g.op(Op::Add, &[sum, n]).unwrap();
+    let fc = g.op(Op::Mul, &[four, c]).unwrap();
+    let r = g.op(Op::Sub, &[sum, fc]).unwrap();
+    g.output(r).unwrap();
+    let lap = g.finish().unwrap();
+    for (rows, cols) in [(301usize, 517usize), (67, 64), (5, 2000), (1102, 1005)] {
+        let x = In::F64(specials(rows * cols, 31));
+        let what = format!("laplacian {rows}x{cols}");
+        same_bits(
+            &lap,
+            &[(&x, &[rows, cols])],
+            &[ScalarValue::Float(4.0)],
+            &what,
+        );
+    }
+
+    // every other row, reversed, against a contiguous array; a 3-D view whose outer axes
+    // collapse into one row stride
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float64, 2).unwrap();
+    let v = g.input(DType::Float64, 2).unwrap();
+    let t = g
+        .index(u, &[sl(None, None, -2), sl(Some(1), None, 1)])
+        .unwrap();
+    let p = g.op(Op::Mul, &[t, v]).unwrap();
+    g.output(p).unwrap();
+    let strided = g.finish().unwrap();
+    let (x, y) = (In::F64(data(101 * 333, 32)), In::F64(data(51 * 332, 33)));
+    same_bits(
+        &strided,
+        &[(&x, &[101, 333]), (&y, &[51, 332])],
+        &[],
+        "u[::-2, 1:] * v",
+    );
+    let mut g = GraphBuilder::new();
+    let u = g.input(DType::Float32, 3).unwrap();
+    let t = g
+        .index(u, &[sl(Some(1), None, 1), all(), sl(Some(3), None, 1)])
+        .unwrap();
+    let q = g.op(Op::Square, &[t]).unwrap();
+    g.output(q).unwrap();
+    let three = g.finish().unwrap();
+    let x = In::F32(data(4 * 7 * 611, 34).iter().map(|&v| v as f32).collect());
+    same_bits(
+        &three,
+        &[(&x, &[4, 7, 611])],
+        &[],
+        "u[1:, :, 3:] ** 2 (float32)",
+    );
+}
+
+/// `a[idx] * b` reads the table at each checked index in the product's loop; negative and
+/// unsigned indices as NumPy has them; an index out of range gives the interpreter's error.
+#[test]
+fn gathers_run_compiled_with_the_interpreters_bits_and_errors() {
+    let table = 70_001;
+    let n = 1_100_003; // a result over 8 MiB: streamed
+    let a = In::F64(specials(table, 41));
+    let b = In::F64(data(n, 42));
+    let graph = |dt: DType| {
+        let mut g = GraphBuilder::new();
+        let a = g.input(DType::Float64, 1).unwrap();
+        let i = g.input(dt, 1).unwrap();
+        let b = g.input(DType::Float64, 1).unwrap();
+        let t = g.gather(a, i, 0).unwrap();
+        let r = g.op(Op::Mul, &[t, b]).unwrap();
+        g.output(r).unwrap();
+        g.finish().unwrap()
+    };
+    let ti = table as i64;
+    let signed: Vec<i64> = ints(n, 43, -ti, ti)
+        .into_iter()
+        .map(|v| v.clamp(-ti, ti - 1))
+        .collect();
+    let idx64 = In::I64(signed.clone());
+    let idx32 = In::I32(signed.iter().map(|&v| v as i32).collect());
+    let idxu = In::U8(signed.iter().map(|&v| v.unsigned_abs() as u8).collect());
+    for (dt, idx, what) in [
+        (DType::Int64, &idx64, "int64"),
+        (DType::Int32, &idx32, "int32"),
+        (DType::UInt8, &idxu, "uint8"),
+    ] {
+        same_bits(
+            &graph(dt),
+            &[(&a, &[table]), (idx, &[n]), (&b, &[n])],
+            &[],
+            &format!("a[idx] * b, {what} indices"),
+        );
+    }
+    // an index out of range (past the end, and before the start) is the interpreter's error
+    let g64 = graph(DType::Int64);
+    let p = plan(&g64, &[vec![table], vec![n], vec![n]]).unwrap();
+    let (av, bv) = (specials(table, 41), data(n, 42));
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Sync, 1);
+    for bad in [ti, -ti - 1] {
+        let mut ix = signed.clone();
+        ix[n / 2 + 7] = bad;
+        let mut out = vec![0.0; n];
+        let e = execute_cpu(
+            &p,
+            &[
+                ArrayRef::new(&av[..], &[table]),
+                ArrayRef::new(&ix[..], &[n]),
+                ArrayRef::new(&bv[..], &[n]),
+            ],
+            &[],
+            &mut [ArrayMut::new(&mut out[..], &[n])],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("fuse: `take`: index {bad} is out of bounds for axis 0 with size {table}")
+        );
+    }
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+}
+
+/// Reductions over short rows run as one compiled row loop folding every reduction of the
+/// kernel, in the interpreter's order: max and min with NaN, signed zeros and infinities in
+/// the rows, sums and means of products, integer rows; row lengths below, at and above a
+/// lane group, and rows that straddle the interpreter's blocks.
+#[test]
+fn short_row_reductions_run_compiled_with_the_interpreters_bits() {
+    let range = |dt: DType| {
+        let mut g = GraphBuilder::new();
+        let a = g.input(dt, 2).unwrap();
+        let hi = g.reduce(ReduceKind::Max, a, &Axis::One(1), false).unwrap();
+        let lo = g.reduce(ReduceKind::Min, a, &Axis::One(1), false).unwrap();
+        let d = g.op(Op::Sub, &[hi, lo]).unwrap();
+        g.output(d).unwrap();
+        g.finish().unwrap()
+    };
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 2).unwrap();
+    let b = g.input(DType::Float64, 2).unwrap();
+    let p = g.op(Op::Mul, &[a, b]).unwrap();
+    let s = g.reduce(ReduceKind::Sum, p, &Axis::One(-1), false).unwrap();
+    let m = g
+        .reduce(ReduceKind::Mean { ddof: 0 }, a, &Axis::One(1), true)
+        .unwrap();
+    g.output(s).unwrap();
+    g.output(m).unwrap();
+    let sums = g.finish().unwrap();
+    for (rows, k) in [
+        (100_003usize, 16usize),
+        (7001, 13),
+        (3001, 700),
+        (50_000, 3),
+        (9, 4999),
+    ] {
+        let x = In::F64(specials(rows * k, 51));
+        let y = In::F64(data(rows * k, 52));
+        let sh = [rows, k];
+        same_bits(
+            &range(DType::Float64),
+            &[(&x, &sh)],
+            &[],
+            &format!("max - min over rows of {k}, {rows} rows"),
+        );
+        same_bits(
+            &sums,
+            &[(&x, &sh), (&y, &sh)],
+            &[],
+            &format!("sum(a*b) and mean over rows of {k}"),
+        );
+        let z = In::I32(
+            ints(rows * k, 53, -1000, 1000)
+                .iter()
+                .map(|&v| v as i32)
+                .collect(),
+        );
+        same_bits(
+            &range(DType::Int32),
+            &[(&z, &sh)],
+            &[],
+            &format!("int32 max - min over rows of {k}"),
+        );
+    }
+    // both loops compiled: the rows' reductions and the subtraction after them
+    let x = In::F64(data(4096 * 16, 54));
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Sync, 1);
+    let before = host_loop_status().runs;
+    let _ = run(&range(DType::Float64), &[(&x, &[4096, 16])], &[]);
+    let after = host_loop_status().runs;
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+    assert_eq!(after, before + 2);
+}

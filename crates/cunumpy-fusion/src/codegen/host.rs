@@ -6,11 +6,15 @@
 //! arithmetic, comparisons, selections, `sqrt`, rounding to integers, bit operations; no
 //! math-library function, whose host version may differ in the last place from the
 //! vectorised one of `vmath`), over leaves that are contiguous over the space or uniform (one
-//! value), without complex values. Reductions fold in exactly the interpreter's order (fixed
+//! value), gathered (`a[idx]`: each index checked in the loop; the interpreter reruns a kernel
+//! that met one out of range, so that it raises its error), or, in row loops (`rows_source`),
+//! rows of a larger array (2-D slices), without complex values. Reductions fold in exactly the interpreter's order (fixed
 //! chunks, blocks, eight lanes per block, a fixed tree), so compiled and interpreted calls
 //! return identical bits (NaN aside: which operand's NaN an operation passes on depends on the
-//! operand order the compiler picks) and a call may take either path. Min/max folds stay
-//! interpreted (their NaN rules do not vectorise in C++).
+//! operand order the compiler picks) and a call may take either path. Full min/max folds stay
+//! interpreted (their NaN rules do not vectorise in C++); reductions over short rows
+//! (`row_reduction_source`: every reduction of the kernel in one pass, row by row, min and
+//! max included) are compiled, folding each row as the interpreter does.
 
 use crate::codegen::dialect::{combine, init_value, op_expression, PREAMBLE};
 use crate::ir::graph::ReduceKind;
@@ -37,6 +41,14 @@ pub(crate) enum LeafKind {
     Stream,
     /// `leaves[r]` points at the one value used at every point.
     Uniform,
+    /// Row-major rows of a larger array (a 2-D stencil's `u[1:-1, 2:]`): `leaves[r]` points at
+    /// the element of point 0, each row starts its own row stride after the previous one, and
+    /// a row's points are contiguous (loops of `rows_source` only).
+    Rows,
+    /// Gathered (`a[idx]`): `leaves[r]` points at the origin's element; each point reads it at
+    /// its static offset (contiguous over the space, or 0 everywhere with `static_stream`
+    /// false) plus the gathered index registers times their strides.
+    Gather { static_stream: bool },
 }
 
 /// Definitions that make the CUDA preamble plain host C++, and the streaming store.
@@ -140,10 +152,19 @@ fn compilable(prog: &Program) -> bool {
                             .all(|&a| prog.regs[a].dtype.kind() != DTypeKind::Complex)
                 }
                 RegKind::Cast { arg } => exact_cast(prog.regs[*arg].dtype, r.dtype),
-                // gathers stay in the interpreter, which checks every index
-                RegKind::Index { .. } => false,
+                // every index is checked in the loop (`index_lines`); a loop that saw one
+                // out of range returns nonzero and the interpreter reruns the kernel, raising
+                // its error
+                RegKind::Index { .. } => true,
             }
     })
+}
+
+/// Whether a program gathers (has index registers).
+fn gathers(prog: &Program) -> bool {
+    prog.regs
+        .iter()
+        .any(|r| matches!(r.kind, RegKind::Index { .. }))
 }
 
 /// The C type of a dtype.
@@ -166,6 +187,9 @@ fn leaf_decls(prog: &Program, kinds: &[Option<LeafKind>], ind: &str) -> String {
             Some(LeafKind::Uniform) => {
                 let _ = writeln!(out, "{ind}const {t} u{i} = *(const {t}*)leaves[{i}];");
             }
+            Some(LeafKind::Rows | LeafKind::Gather { .. }) => {
+                let _ = writeln!(out, "{ind}const {t}* p{i} = (const {t}*)leaves[{i}];");
+            }
             None => {}
         }
     }
@@ -178,13 +202,39 @@ fn body(prog: &Program, kinds: &[Option<LeafKind>], ind: &str) -> Option<String>
     for (i, reg) in prog.regs.iter().enumerate() {
         let t = ctype(reg.dtype);
         let e = match &reg.kind {
-            RegKind::Leaf(_) => match kinds.get(i).copied().flatten()? {
+            RegKind::Leaf(l) => match kinds.get(i).copied().flatten()? {
                 LeafKind::Stream => format!("p{i}[i]"),
                 LeafKind::Uniform => format!("u{i}"),
+                LeafKind::Rows => format!("q{i}[i]"),
+                LeafKind::Gather { static_stream } => {
+                    let mut at = String::from(if static_stream { "i" } else { "0" });
+                    for &(r, st) in &l.dynamic {
+                        let _ = write!(at, " + r{r} * (cn_i64)({st})");
+                    }
+                    format!("p{i}[{at}]")
+                }
             },
             RegKind::Op { op, args } => op_expression(*op, args, "r"),
             RegKind::Cast { arg } => format!("({t})(r{arg})"),
-            RegKind::Index { .. } => return None,
+            RegKind::Index { arg, len, .. } => {
+                // NumPy's rule (negative counts from the end; unsigned values as they are),
+                // out of range flagged in `bad` and read at 0 so that no read leaves the array
+                let unsigned = prog.regs.get(*arg)?.dtype.kind() == DTypeKind::Unsigned;
+                let w = if unsigned {
+                    format!("(cn_i64)r{arg}")
+                } else {
+                    format!(
+                        "((cn_i64)r{arg} < 0 ? (cn_i64)r{arg} + (cn_i64){len} : (cn_i64)r{arg})"
+                    )
+                };
+                let _ = writeln!(out, "{ind}const cn_i64 w{i} = {w};");
+                let _ = writeln!(
+                    out,
+                    "{ind}const int o{i} = (w{i} < 0) | (w{i} >= (cn_i64){len});"
+                );
+                let _ = writeln!(out, "{ind}bad |= o{i};");
+                format!("o{i} ? (cn_i64)0 : w{i}")
+            }
         };
         let _ = writeln!(out, "{ind}const {t} r{i} = {e};");
     }
@@ -218,8 +268,7 @@ fn uniform(prog: &Program, kinds: &[Option<LeafKind>], reg: usize) -> bool {
     match &prog.regs[reg].kind {
         RegKind::Leaf(_) => kinds.get(reg).copied().flatten() == Some(LeafKind::Uniform),
         RegKind::Op { args, .. } => args.iter().all(|&a| uniform(prog, kinds, a)),
-        RegKind::Cast { arg } => uniform(prog, kinds, *arg),
-        RegKind::Index { .. } => false,
+        RegKind::Cast { arg } | RegKind::Index { arg, .. } => uniform(prog, kinds, *arg),
     }
 }
 
@@ -237,7 +286,17 @@ pub(crate) fn leaf_kinds(
             RegKind::Leaf(l) => {
                 let st = strides.get(i)?;
                 if !l.dynamic.is_empty() {
-                    return None;
+                    return if st.iter().all(|&s| s == 0) {
+                        Some(Some(LeafKind::Gather {
+                            static_stream: false,
+                        }))
+                    } else if st.as_slice() == contiguous {
+                        Some(Some(LeafKind::Gather {
+                            static_stream: true,
+                        }))
+                    } else {
+                        None
+                    };
                 }
                 if matches!(l.src, LeafSrc::Scalar(_)) || st.iter().all(|&s| s == 0) {
                     Some(Some(LeafKind::Uniform))
@@ -326,9 +385,10 @@ pub(crate) fn elementwise_source(
     let _ = write!(
         src,
         r#"
-CN_EXPORT void cn_elementwise(cn_i64 start, cn_i64 len, const void* const* leaves,
-                              void* const* dsts, int streaming) {{
+CN_EXPORT int cn_elementwise(cn_i64 start, cn_i64 len, const void* const* leaves,
+                             void* const* dsts, int streaming) {{
 {leaves}{dst_decls}    const cn_i64 end = start + len;
+    int bad = 0; // an index out of range (gathers)
     // points per sub-range (whole tiles); the rest after them is written plainly
     const cn_i64 q = streaming ? len / {groups} / {STORE_TILE} * {STORE_TILE} : 0;
     for (cn_i64 t = 0; t < q; t += {STORE_TILE}) {{
@@ -343,6 +403,158 @@ CN_EXPORT void cn_elementwise(cn_i64 start, cn_i64 len, const void* const* leave
     for (cn_i64 i = start + {groups} * q; i < end; ++i) {{
 {regs}{plain}    }}
     if (q > 0) cn_fence();
+    return bad;
+}}
+"#
+    );
+    Some(src)
+}
+
+/// Leaf kinds, row strides, rows and points per row (see `row_layout`).
+pub(crate) type RowLayout = (Vec<Option<LeafKind>>, Vec<i64>, usize, usize);
+
+/// The row layout of a space for `rows_source`: every leaf uniform, or contiguous along the
+/// last axis with its outer axes collapsing into one row stride (the rows of a 2-D slice).
+/// Returns the leaf kinds (`Rows` for every non-uniform leaf), each leaf's row stride (in
+/// elements, 0 for others), the number of rows and the points per row; None when the space
+/// has fewer than two axes, a leaf gathers or has another layout.
+pub(crate) fn row_layout(
+    prog: &Program,
+    dims: &[usize],
+    strides: &[Vec<isize>],
+) -> Option<RowLayout> {
+    let (&cols, outer) = dims.split_last()?;
+    if outer.is_empty() || cols == 0 {
+        return None;
+    }
+    let rows: usize = outer.iter().product();
+    let mut kinds = Vec::with_capacity(prog.regs.len());
+    let mut rs = Vec::with_capacity(prog.regs.len());
+    for (i, r) in prog.regs.iter().enumerate() {
+        let RegKind::Leaf(l) = &r.kind else {
+            kinds.push(None);
+            rs.push(0);
+            continue;
+        };
+        let st = strides.get(i)?;
+        if !l.dynamic.is_empty() {
+            return None;
+        }
+        if matches!(l.src, LeafSrc::Scalar(_)) || st.iter().all(|&s| s == 0) {
+            kinds.push(Some(LeafKind::Uniform));
+            rs.push(0);
+            continue;
+        }
+        if st.last() != Some(&1) {
+            return None;
+        }
+        // the outer axes (those longer than 1) must step as one: stride[j] = stride[j+1]*dims[j+1]
+        let axes: Vec<(usize, isize)> = outer
+            .iter()
+            .zip(st)
+            .filter(|(&d, _)| d > 1)
+            .map(|(&d, &s)| (d, s))
+            .collect();
+        for w in axes.windows(2) {
+            if w[0].1 != w[1].1.checked_mul(w[1].0 as isize)? {
+                return None;
+            }
+        }
+        kinds.push(Some(LeafKind::Rows));
+        rs.push(axes.last().map_or(0, |&(_, s)| s as i64));
+    }
+    Some((kinds, rs, rows, cols))
+}
+
+/// An elementwise loop over rows (`row_layout`): `cn_rows(row0, nrows, cols, leaves, rs,
+/// dsts)` evaluates rows `[row0, row0+nrows)`, row `y` of leaf `r` starting `y * rs[r]`
+/// elements after `leaves[r]`, and stores registers `stores[j]` into `dsts[j]` (C-contiguous
+/// over the space). With `streaming`, each row is evaluated in tiles written with
+/// non-temporal stores. Returns nonzero when an index was out of range.
+pub(crate) fn rows_source(
+    prog: &Program,
+    kinds: &[Option<LeafKind>],
+    stores: &[usize],
+) -> Option<String> {
+    if !compilable(prog) || gathers(prog) || stores.is_empty() {
+        return None;
+    }
+    let regs = body(prog, kinds, "            ")?;
+    let tile_regs = body(prog, kinds, "                ")?;
+    let mut dst_decls = String::new();
+    let mut row_decls = String::new();
+    let mut plain = String::new();
+    let mut tiles = String::new();
+    let mut tile_stores = String::new();
+    let mut flush = String::new();
+    for (i, k) in kinds.iter().enumerate() {
+        if *k == Some(LeafKind::Rows) {
+            let t = ctype(prog.regs.get(i)?.dtype);
+            let _ = writeln!(
+                row_decls,
+                "        const {t}* __restrict__ q{i} = p{i} + y * rs[{i}];"
+            );
+        }
+    }
+    for (j, &r) in stores.iter().enumerate() {
+        let t = ctype(prog.regs.get(r)?.dtype);
+        let _ = writeln!(dst_decls, "    {t}* __restrict__ d{j} = ({t}*)dsts[{j}];");
+        let _ = writeln!(
+            row_decls,
+            "        {t}* __restrict__ e{j} = d{j} + y * cols;"
+        );
+        let _ = writeln!(plain, "            e{j}[i] = r{r};");
+        let _ = writeln!(tiles, "            alignas(64) {t} b{j}[{STORE_TILE}];");
+        let _ = writeln!(tile_stores, "                b{j}[i - t] = r{r};");
+        let _ = writeln!(
+            flush,
+            "            cn_stream(e{j} + t, b{j}, sizeof(b{j}));"
+        );
+    }
+    let mut prefetch = String::new();
+    for (i, k) in kinds.iter().enumerate() {
+        if *k == Some(LeafKind::Rows) {
+            let size = prog.regs.get(i)?.dtype.itemsize().max(1);
+            let per_line = (64 / size).max(1);
+            for l in 0..(STORE_TILE * size).div_ceil(64) {
+                let _ = writeln!(
+                    prefetch,
+                    "            __builtin_prefetch(q{i} + t + {PREFETCH} + {});",
+                    l * per_line
+                );
+            }
+        }
+    }
+    let leaves = leaf_decls(prog, kinds, "    ");
+    let mut src = String::from(HOST_PRELUDE);
+    src.push_str(PREAMBLE);
+    let _ = write!(
+        src,
+        r#"
+CN_EXPORT int cn_rows(cn_i64 row0, cn_i64 nrows, cn_i64 cols, const void* const* leaves,
+                      const cn_i64* rs, void* const* dsts, int streaming) {{
+{leaves}{dst_decls}    int bad = 0;
+    for (cn_i64 y = row0; y < row0 + nrows; ++y) {{
+{row_decls}        // the points before the first target's next 64-byte boundary plainly, then whole
+        // tiles from there (streamed: whole cache lines), then the rest of the row plainly
+        cn_i64 h = 0, q = 0;
+        if (streaming) {{
+            const size_t sk = (64 - ((uintptr_t)e0 & 63)) & 63;
+            h = sk % sizeof(*e0) == 0 ? (cn_i64)(sk / sizeof(*e0)) : cols;
+            if (h > cols) h = cols;
+            q = h + (cols - h) / {STORE_TILE} * {STORE_TILE};
+        }}
+        for (cn_i64 i = 0; i < h; ++i) {{
+{regs}{plain}        }}
+        for (cn_i64 t = h; t < q; t += {STORE_TILE}) {{
+{tiles}{prefetch}            for (cn_i64 i = t; i < t + {STORE_TILE}; ++i) {{
+{tile_regs}{tile_stores}            }}
+{flush}        }}
+        for (cn_i64 i = q > h ? q : h; i < cols; ++i) {{
+{regs}{plain}        }}
+    }}
+    if (streaming) cn_fence();
+    return bad;
 }}
 "#
     );
@@ -365,6 +577,7 @@ pub(crate) fn reduction_source(
     // NaN-propagating min/max folds do not vectorise in C++ (10^7 float64: 11 GB/s compiled,
     // 12-13 interpreted), so they stay interpreted
     if !compilable(prog)
+        || gathers(prog)
         || matches!(red.kind, ReduceKind::Min | ReduceKind::Max)
         || red.acc.kind() == DTypeKind::Complex
         || prog.regs.get(red.reg)?.dtype != red.acc
@@ -460,6 +673,112 @@ CN_EXPORT void cn_reduce(cn_i64 q0, cn_i64 chunk, cn_i64 k, cn_i64 n_chunks,
         const cn_i64 s = q0 + c * chunk;
         const cn_i64 e = s + chunk < k ? s + chunk : k;
         out[c] = cn_one(leaves, s, e);
+    }}
+}}
+"#
+    );
+    Some(src)
+}
+
+/// Row reductions over short rows (`a.max(axis=1) - a.min(axis=1)` on a tall matrix): every
+/// reduction of a program at once, row by row, in one pass over the points.
+/// `cn_rowred(m0, m1, k, leaves, results)` folds rows `[m0, m1)` of `k` points into
+/// `results[j][m]` for reduction `j`, exactly as the interpreter's task over those rows folds
+/// them: blocks of `block` points from the task's first point, each row's part of a block
+/// folded into eight lanes, the lanes' tree, the rest after it, and that combined into the
+/// row's accumulator (which starts at the reduction's identity).
+pub(crate) fn row_reduction_source(
+    prog: &Program,
+    kinds: &[Option<LeafKind>],
+    reds: &[RedSpec],
+    block: usize,
+) -> Option<String> {
+    if !compilable(prog) || gathers(prog) || reds.is_empty() {
+        return None;
+    }
+    for red in reds {
+        let float_not_ieee = red.acc.kind() == DTypeKind::Float
+            && !matches!(red.acc, DType::Float32 | DType::Float64);
+        if float_not_ieee
+            || red.acc.kind() == DTypeKind::Complex
+            || prog.regs.get(red.reg)?.dtype != red.acc
+            || uniform(prog, kinds, red.reg)
+        {
+            return None;
+        }
+    }
+    let leaves = leaf_decls(prog, kinds, "    ");
+    let regs = body(prog, kinds, "                    ")?;
+    let mut defs = String::new();
+    let mut outs = String::new();
+    let mut lanes_init = String::new();
+    let mut lanes_fold = String::new();
+    let mut tree = String::new();
+    let mut rest = String::new();
+    let mut store = String::new();
+    for (j, red) in reds.iter().enumerate() {
+        let acc = ctype(red.acc);
+        let id = init_value(red.kind, red.acc);
+        let f = combine(red.kind, "a", "b");
+        let _ = writeln!(
+            defs,
+            "static __forceinline__ {acc} cn_f{j}({acc} a, {acc} b) {{ return ({acc}){f}; }}"
+        );
+        let _ = writeln!(outs, "    {acc}* __restrict__ o{j} = ({acc}*)results[{j}];");
+        let _ = writeln!(lanes_init, "                {acc} l{j}[8];");
+        let _ = writeln!(
+            lanes_init,
+            "                for (int l = 0; l < 8; ++l) l{j}[l] = ({acc})({id});"
+        );
+        let _ = writeln!(
+            lanes_fold,
+            "                    l{j}[l] = cn_f{j}(l{j}[l], r{});",
+            red.reg
+        );
+        let _ = writeln!(
+            tree,
+            "                {acc} v{j} = cn_f{j}(cn_f{j}(cn_f{j}(l{j}[0], l{j}[1]), cn_f{j}(l{j}[2], l{j}[3])), cn_f{j}(cn_f{j}(l{j}[4], l{j}[5]), cn_f{j}(l{j}[6], l{j}[7])));"
+        );
+        let _ = writeln!(
+            rest,
+            "                    v{j} = cn_f{j}(v{j}, r{});",
+            red.reg
+        );
+        let _ = writeln!(
+            store,
+            "                o{j}[m] = cn_f{j}(first ? ({acc})({id}) : o{j}[m], v{j});"
+        );
+    }
+    let mut src = String::from(HOST_PRELUDE);
+    src.push_str(PREAMBLE);
+    let _ = write!(
+        src,
+        r#"
+{defs}
+CN_EXPORT void cn_rowred(cn_i64 m0, cn_i64 m1, cn_i64 k, const void* const* leaves,
+                         void* const* results) {{
+{leaves}{outs}    const cn_i64 q_end = m1 * k;
+    for (cn_i64 q = m0 * k; q < q_end; q += {block}) {{
+        const cn_i64 n = q_end - q < {block} ? q_end - q : {block};
+        cn_i64 pos = 0;
+        while (pos < n) {{
+            // the part [pos, e) of row m in this block
+            const cn_i64 m = (q + pos) / k;
+            const cn_i64 row_end = (m + 1) * k - q;
+            const cn_i64 e = row_end < n ? row_end : n;
+            const int first = (q + pos) == m * k;
+            const cn_i64 s = q + pos, len = e - pos, g = len / 8 * 8;
+            {{
+{lanes_init}                for (cn_i64 c = 0; c < g; c += 8)
+                for (int l = 0; l < 8; ++l) {{
+                    const cn_i64 i = s + c + l;
+{regs}{lanes_fold}                }}
+{tree}                for (cn_i64 c = g; c < len; ++c) {{
+                    const cn_i64 i = s + c;
+{regs}{rest}                }}
+{store}            }}
+            pos = e;
+        }}
     }}
 }}
 "#

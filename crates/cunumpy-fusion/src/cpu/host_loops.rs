@@ -13,8 +13,22 @@ use std::time::{Duration, Instant};
 use cunumpy_emu::{default_cache_dir, EmuCompiler, HostLibrary};
 
 /// `cn_elementwise(start, len, leaves, dsts, streaming)`.
+/// Returns nonzero when a gathered index was out of range.
 pub(crate) type ElementwiseFn =
-    unsafe extern "C" fn(i64, i64, *const *const c_void, *const *mut c_void, c_int);
+    unsafe extern "C" fn(i64, i64, *const *const c_void, *const *mut c_void, c_int) -> c_int;
+/// `cn_rows(row0, nrows, cols, leaves, row_strides, dsts, streaming)`.
+pub(crate) type RowsFn = unsafe extern "C" fn(
+    i64,
+    i64,
+    i64,
+    *const *const c_void,
+    *const i64,
+    *const *mut c_void,
+    c_int,
+) -> c_int;
+/// `cn_rowred(m0, m1, k, leaves, results)`.
+pub(crate) type RowReduceFn =
+    unsafe extern "C" fn(i64, i64, i64, *const *const c_void, *const *mut c_void);
 /// `cn_reduce(q0, chunk, k, n_chunks, leaves, partials)`.
 pub(crate) type ReduceFn =
     unsafe extern "C" fn(i64, i64, i64, i64, *const *const c_void, *mut c_void);
@@ -98,7 +112,9 @@ pub fn host_loop_settings() -> (HostLoopMode, usize) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LoopKind {
     Elementwise,
+    Rows,
     Reduce,
+    RowReduce,
 }
 
 /// A loaded loop function (valid while its library, held by the registry for the life of the
@@ -106,7 +122,9 @@ pub(crate) enum LoopKind {
 #[derive(Clone, Copy)]
 pub(crate) enum LoopFn {
     Elementwise(ElementwiseFn),
+    Rows(RowsFn),
     Reduce(ReduceFn),
+    RowReduce(RowReduceFn),
 }
 
 struct Compiled {
@@ -237,6 +255,14 @@ fn build(entry: &LoopEntry) {
             match entry.kind {
                 LoopKind::Elementwise => LoopFn::Elementwise(
                     lib.function::<ElementwiseFn>("cn_elementwise")
+                        .map_err(|e| e.to_string())?,
+                ),
+                LoopKind::Rows => LoopFn::Rows(
+                    lib.function::<RowsFn>("cn_rows")
+                        .map_err(|e| e.to_string())?,
+                ),
+                LoopKind::RowReduce => LoopFn::RowReduce(
+                    lib.function::<RowReduceFn>("cn_rowred")
                         .map_err(|e| e.to_string())?,
                 ),
                 LoopKind::Reduce => LoopFn::Reduce(

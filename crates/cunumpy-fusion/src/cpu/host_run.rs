@@ -4,17 +4,19 @@
 //! partials the executor combines exactly as it combines the interpreter's).
 
 use crate::codegen::host::{
-    elementwise_source, leaf_kinds, reduction_group, reduction_source, LeafKind,
+    elementwise_source, leaf_kinds, reduction_group, reduction_source, row_layout,
+    row_reduction_source, rows_source, LeafKind,
 };
 use crate::cpu::host_loops::{count_run, wanted, LoopFn, LoopKind, LoopSlot};
 use crate::cpu::shared::{combine, Env, Partial, Prepared, BLOCK, RED_CHUNK};
 use crate::error::Result;
 use crate::plan::{LeafSrc, RedBody, RegKind};
 use crate::scalar::complex::Complex;
-use crate::scalar::elem::{with_elem, DataMut, Elem, Sv};
+use crate::scalar::elem::{with_elem, Column, DataMut, Elem, Sv};
 use cunumpy_core::dtype::DType;
 use rayon::prelude::*;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Results at least this large are written with non-temporal stores (they do not fit in the
 /// caches, so a plain store would first read every target line for nothing).
@@ -59,11 +61,54 @@ unsafe impl Send for Leaves {}
 // SAFETY: as for Send: read-only addresses of data that outlives the run.
 unsafe impl Sync for Leaves {}
 
+/// The element range `[lo, hi]` relative to a leaf's pointer that a loop may read: the
+/// static part over the space (`points` contiguous, or `rows` of `cols` points a row stride
+/// apart) plus every gathered term over its index range; None when it does not fit an isize.
+fn reach(
+    pr: &Prepared<'_>,
+    reg: usize,
+    kind: LeafKind,
+    points: usize,
+    rows: Option<(&[i64], usize, usize)>,
+) -> Option<(isize, isize)> {
+    let span = |n: usize, step: isize| -> Option<(isize, isize)> {
+        let far = isize::try_from(n.checked_sub(1)?).ok()?.checked_mul(step)?;
+        Some((far.min(0), far.max(0)))
+    };
+    let (mut lo, mut hi) = match kind {
+        LeafKind::Uniform
+        | LeafKind::Gather {
+            static_stream: false,
+        } => (0, 0),
+        LeafKind::Stream
+        | LeafKind::Gather {
+            static_stream: true,
+        } => span(points, 1)?,
+        LeafKind::Rows => {
+            let (rs, n_rows, cols) = rows?;
+            let (a, b) = span(n_rows, isize::try_from(*rs.get(reg)?).ok()?)?;
+            (a, b.checked_add(span(cols, 1)?.1)?)
+        }
+    };
+    if let RegKind::Leaf(l) = &pr.prog.regs.get(reg)?.kind {
+        for &(r, st) in &l.dynamic {
+            let RegKind::Index { len, .. } = pr.prog.regs.get(r)?.kind else {
+                return None;
+            };
+            let (a, b) = span(len, st)?;
+            lo = lo.checked_add(a)?;
+            hi = hi.checked_add(b)?;
+        }
+    }
+    Some((lo, hi))
+}
+
 fn leaves(
     pr: &Prepared<'_>,
     kinds: &[Option<LeafKind>],
     env: &Env<'_>,
     points: usize,
+    rows: Option<(&[i64], usize, usize)>,
 ) -> Option<Leaves> {
     let regs = &pr.prog.regs;
     let mut scalars: Vec<ScalarSlot> = Vec::new();
@@ -89,15 +134,20 @@ fn leaves(
             LeafSrc::Scalar(_) => scalars.get(slot_of[i])?.0.as_ptr().cast(),
             src => {
                 let d = env.data(src)?;
-                let need = if kind == LeafKind::Stream { points } else { 1 };
-                // a slice not starting at 0 (a stencil's shifted read) starts `offset` in
-                let offset = pr.offsets.get(i).copied().unwrap_or(0);
-                if d.dtype() != r.dtype || d.len() < offset + need {
+                // a slice not starting at 0 (a stencil's shifted read) starts `offset` in;
+                // every element the loop may read lies within the data
+                let offset = isize::try_from(pr.offsets.get(i).copied().unwrap_or(0)).ok()?;
+                let (lo, hi) = reach(pr, i, kind, points, rows)?;
+                let len = isize::try_from(d.len()).ok()?;
+                if d.dtype() != r.dtype
+                    || offset.checked_add(lo)? < 0
+                    || offset.checked_add(hi)? >= len
+                {
                     return None;
                 }
                 d.as_ptr()
                     .cast::<u8>()
-                    .wrapping_add(offset * d.dtype().itemsize())
+                    .wrapping_add(offset.unsigned_abs() * d.dtype().itemsize())
                     .cast()
             }
         };
@@ -144,7 +194,7 @@ pub(crate) fn elementwise(
         return Ok(false);
     }
     let Some(kinds) = leaf_kinds(pr.prog, &pr.strides, &pr.contiguous) else {
-        return Ok(false);
+        return by_rows(slot, pr, env, targets, points);
     };
     let stores: Vec<usize> = targets.iter().map(|t| t.0).collect();
     let f = slot.function(points, || {
@@ -153,7 +203,7 @@ pub(crate) fn elementwise(
     let Some(LoopFn::Elementwise(f)) = f else {
         return Ok(false);
     };
-    let Some(table) = leaves(pr, &kinds, env, points) else {
+    let Some(table) = leaves(pr, &kinds, env, points, None) else {
         return Ok(false);
     };
     let mut out_bytes = 0;
@@ -187,6 +237,7 @@ pub(crate) fn elementwise(
     let parts = rayon::current_num_threads().max(1) * 4;
     let task = rest.div_ceil(parts).next_multiple_of(64).max(4096);
     let n_tasks = rest.div_ceil(task);
+    let bad = AtomicBool::new(false);
     let run_task = |t: usize| {
         // task 0: the head (maybe empty); then the line-aligned tasks
         let (start, len, stream) = match t {
@@ -204,7 +255,7 @@ pub(crate) fn elementwise(
         // `points` elements (streamed) or one (uniform), checked in `leaves`; every destination
         // holds `points` elements of its register's dtype, is borrowed mutably for this run,
         // and overlaps no input (the callers check); this task writes only [start, start+len).
-        unsafe {
+        let flagged = unsafe {
             f(
                 start as i64,
                 len as i64,
@@ -213,11 +264,92 @@ pub(crate) fn elementwise(
                 c_int::from(stream),
             )
         };
+        if flagged != 0 {
+            bad.store(true, Ordering::Relaxed);
+        }
     };
     if points <= SERIAL_POINTS {
         (0..n_tasks + 1).for_each(run_task);
     } else {
         (0..n_tasks + 1).into_par_iter().for_each(run_task);
+    }
+    // an index out of range: the interpreter reruns the kernel and raises NumPy's IndexError
+    // for the index it meets first
+    if bad.load(Ordering::Relaxed) {
+        return Ok(false);
+    }
+    count_run();
+    Ok(true)
+}
+
+/// Runs an elementwise program whose leaves read rows of larger arrays (`row_layout`)
+/// through its compiled row loop, rows split over the threads; false (nothing written) when
+/// there is none ready for it.
+fn by_rows(
+    slot: &LoopSlot,
+    pr: &Prepared<'_>,
+    env: &Env<'_>,
+    targets: &mut [(usize, DataMut<'_>)],
+    points: usize,
+) -> Result<bool> {
+    let Some((kinds, rs, n_rows, cols)) = row_layout(pr.prog, &pr.dims, &pr.strides) else {
+        return Ok(false);
+    };
+    let stores: Vec<usize> = targets.iter().map(|t| t.0).collect();
+    let f = slot.function(points, || {
+        rows_source(pr.prog, &kinds, &stores).map(|s| (s, LoopKind::Rows))
+    });
+    let Some(LoopFn::Rows(f)) = f else {
+        return Ok(false);
+    };
+    let Some(table) = leaves(pr, &kinds, env, points, Some((&rs, n_rows, cols))) else {
+        return Ok(false);
+    };
+    let mut out_bytes = 0;
+    for (r, d) in targets.iter() {
+        let dt = pr.prog.regs.get(*r).map(|g| g.dtype);
+        if dt != Some(d.dtype()) || d.len() != points || n_rows * cols != points {
+            return Ok(false);
+        }
+        out_bytes += points * d.dtype().itemsize();
+    }
+    let dsts = Dsts(targets.iter_mut().map(|(_, d)| d.as_mut_ptr()).collect());
+    let streaming = c_int::from(out_bytes >= STREAM_BYTES);
+    // a few row ranges per thread, each at least about 4096 points
+    let parts = rayon::current_num_threads().max(1) * 4;
+    let per = n_rows.div_ceil(parts).max(4096usize.div_ceil(cols)).max(1);
+    let n_tasks = n_rows.div_ceil(per);
+    let bad = AtomicBool::new(false);
+    let run_task = |t: usize| {
+        let row0 = t * per;
+        let nrows = per.min(n_rows - row0);
+        // SAFETY: `f` is the row loop generated for this program (same registers, dtypes,
+        // leaf kinds); every element it reads, `rs[r]` apart per row and `cols` per row from
+        // each leaf pointer, lies within that leaf's data (checked in `leaves`); every
+        // destination holds `n_rows * cols` elements of its register's dtype, is borrowed
+        // mutably for this run and overlaps no input; this task writes only its rows.
+        let flagged = unsafe {
+            f(
+                row0 as i64,
+                nrows as i64,
+                cols as i64,
+                table.table(),
+                rs.as_ptr(),
+                dsts.table(),
+                streaming,
+            )
+        };
+        if flagged != 0 {
+            bad.store(true, Ordering::Relaxed);
+        }
+    };
+    if points <= SERIAL_POINTS {
+        (0..n_tasks).for_each(run_task);
+    } else {
+        (0..n_tasks).into_par_iter().for_each(run_task);
+    }
+    if bad.load(Ordering::Relaxed) {
+        return Ok(false);
     }
     count_run();
     Ok(true)
@@ -264,7 +396,7 @@ pub(crate) fn reduction(
     let Some(LoopFn::Reduce(f)) = f else {
         return Ok(None);
     };
-    let Some(table) = leaves(pr, &kinds, env, k) else {
+    let Some(table) = leaves(pr, &kinds, env, k, None) else {
         return Ok(None);
     };
     let chunk = if k >= RED_CHUNK { RED_CHUNK } else { k };
@@ -311,4 +443,82 @@ pub(crate) fn reduction(
         }
         Ok(level.first().map(|&v| vec![T::new_col(vec![v])]))
     })
+}
+
+/// The results of every reduction of a kernel over short rows (`m` rows of `k < RED_CHUNK`
+/// points, the interpreter's tasks of `rows` rows each) through its compiled row loop, in the
+/// accumulators' dtypes, exactly as the interpreter's tasks fold them; None when there is no
+/// compiled loop ready for it.
+pub(crate) fn row_reduction(
+    slot: &LoopSlot,
+    rb: &RedBody,
+    pr: &Prepared<'_>,
+    env: &Env<'_>,
+    rows: usize,
+) -> Result<Option<Vec<Column>>> {
+    let (m, k) = (rb.m, rb.k);
+    let points = m.saturating_mul(k);
+    if !wanted(points)
+        || m < 2
+        || k == 0
+        || rows == 0
+        || pr.dims.iter().product::<usize>() != points
+    {
+        return Ok(None);
+    }
+    let Some(kinds) = leaf_kinds(pr.prog, &pr.strides, &pr.contiguous) else {
+        return Ok(None);
+    };
+    let f = slot.function(points, || {
+        row_reduction_source(pr.prog, &kinds, &rb.reds, BLOCK).map(|s| (s, LoopKind::RowReduce))
+    });
+    let Some(LoopFn::RowReduce(f)) = f else {
+        return Ok(None);
+    };
+    let Some(table) = leaves(pr, &kinds, env, points, None) else {
+        return Ok(None);
+    };
+    let mut results: Vec<Column> = rb
+        .reds
+        .iter()
+        .map(|r| with_elem!(r.acc, T => T::new_col(vec![T::default(); m])))
+        .collect();
+    let outs = Dsts(
+        results
+            .iter_mut()
+            .map(|c| match c {
+                Column::Bool(v) => v.as_mut_ptr().cast::<c_void>(),
+                Column::Int8(v) => v.as_mut_ptr().cast(),
+                Column::UInt8(v) => v.as_mut_ptr().cast(),
+                Column::Int16(v) => v.as_mut_ptr().cast(),
+                Column::UInt16(v) => v.as_mut_ptr().cast(),
+                Column::Int32(v) => v.as_mut_ptr().cast(),
+                Column::UInt32(v) => v.as_mut_ptr().cast(),
+                Column::Int64(v) => v.as_mut_ptr().cast(),
+                Column::UInt64(v) => v.as_mut_ptr().cast(),
+                Column::Float32(v) => v.as_mut_ptr().cast(),
+                Column::Float64(v) => v.as_mut_ptr().cast(),
+                Column::Complex64(v) => v.as_mut_ptr().cast(),
+                Column::Complex128(v) => v.as_mut_ptr().cast(),
+            })
+            .collect(),
+    );
+    let n_tasks = m.div_ceil(rows);
+    let run_task = |t: usize| {
+        let m0 = t * rows;
+        let m1 = (m0 + rows).min(m);
+        // SAFETY: `f` is the row-reduction loop generated for this program and these
+        // reductions (same registers, dtypes, leaf kinds); the leaf pointers address data of
+        // each register's dtype with at least `m * k` elements (streamed) or one (uniform),
+        // checked in `leaves`; `results[j]` holds `m` values of reduction j's accumulator
+        // dtype, owned here for the run; this task writes only rows [m0, m1) of each.
+        unsafe { f(m0 as i64, m1 as i64, k as i64, table.table(), outs.table()) };
+    };
+    if points <= SERIAL_POINTS {
+        (0..n_tasks).for_each(run_task);
+    } else {
+        (0..n_tasks).into_par_iter().for_each(run_task);
+    }
+    count_run();
+    Ok(Some(results))
 }

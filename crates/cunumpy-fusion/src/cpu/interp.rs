@@ -966,6 +966,17 @@ pub(crate) fn run_reduction<'e>(
             }
             Ok(part)
         };
+    // short rows, each whole in one task: a compiled loop folds them as those tasks do
+    if !columns && k < RED_CHUNK {
+        let rows = (RED_CHUNK / k.max(1)).max(1);
+        if let Some(res) = host_run::row_reduction(compiled, rb, &pr, env, rows)? {
+            return res
+                .into_iter()
+                .zip(&rb.reds)
+                .map(|(c, r)| finalize(c, r.kind, r.out, k))
+                .collect();
+        }
+    }
     // a compiled loop gives the combined partials of the same chunks, in the same tree
     if let Some(total) = host_run::reduction(compiled, rb, &pr, env, tasks.len())? {
         return total
