@@ -414,6 +414,14 @@ def main() -> None:
     parser.add_argument("--atol", type=float, default=1e-10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", nargs="*", default=None, help="labels (or kernel names) to run")
+    parser.add_argument(
+        "--package", choices=["struphy", "feectools"], help="only that package's kernels"
+    )
+    parser.add_argument(
+        "--one-case-per-kernel",
+        action="store_true",
+        help="time only the first case of each kernel (a short GPU session)",
+    )
     opts = parser.parse_args()
     if opts.table:
         print(table(opts.table))
@@ -442,9 +450,15 @@ def main() -> None:
     skipped: dict[str, str] = {}
     failed: dict[str, str] = {}
     errors: dict[str, str] = {}
-    for label in pp.CASES:
+    kernels_seen: set[str] = set()
+    for label, (folder, _) in pp.CASES.items():
         if opts.only and label not in opts.only and label.split(" ")[0] not in opts.only:
             continue
+        if opts.package and not folder.startswith(opts.package):
+            continue
+        if opts.one_case_per_kernel and label.split(" ")[0] in kernels_seen:
+            continue
+        kernels_seen.add(label.split(" ")[0])
         print(f"{label} ...", file=sys.stderr, flush=True)
         try:
             results[label] = run_case(pp, xp, cupy, site, label, opts)
