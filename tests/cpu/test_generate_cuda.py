@@ -19,9 +19,6 @@ from cunumpy.exceptions import (
 )
 from cunumpy.kernel_testing import (
     assert_kernels_agree,
-    emulation_compiler,
-    install_fake_cupy,
-    uninstall_fake_cupy,
 )
 from cunumpy.kernels import Kernel, KernelCatalog, generate_cuda
 
@@ -31,19 +28,7 @@ if str(TESTS) not in sys.path:
 
 import port_kernels as pk  # noqa: E402
 from port_cases import CASES, args_deposit_2d, args_dot_sum  # noqa: E402
-
-needs_compiler = pytest.mark.skipif(
-    emulation_compiler() is None, reason="no host C++ compiler for the emulator"
-)
-
-
-@pytest.fixture
-def emulated():
-    install_fake_cupy()
-    try:
-        yield
-    finally:
-        uninstall_fake_cupy()
+from port_test_support import needs_compiler  # noqa: E402
 
 
 @needs_compiler

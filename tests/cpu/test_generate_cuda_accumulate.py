@@ -17,9 +17,6 @@ import cunumpy as xp
 from cunumpy.exceptions import CudaPortRaceError, CudaPortUnsupportedError
 from cunumpy.kernel_testing import (
     assert_kernels_agree,
-    emulation_compiler,
-    install_fake_cupy,
-    uninstall_fake_cupy,
 )
 from cunumpy.kernels import Kernel, generate_cuda
 
@@ -28,20 +25,9 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 import port_accumulate_kernels as pa  # noqa: E402
+from port_test_support import needs_compiler  # noqa: E402
 
-needs_compiler = pytest.mark.skipif(
-    emulation_compiler() is None, reason="no host C++ compiler for the emulator"
-)
 HELPERS = str(TESTS / "port_accumulate_helpers.py")
-
-
-@pytest.fixture
-def emulated():
-    install_fake_cupy()
-    try:
-        yield
-    finally:
-        uninstall_fake_cupy()
 
 
 def _markers(rng, n):

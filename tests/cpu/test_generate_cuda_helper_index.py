@@ -16,9 +16,6 @@ import pytest
 from cunumpy.exceptions import CudaPortRaceError
 from cunumpy.kernel_testing import (
     assert_kernels_agree,
-    emulation_compiler,
-    install_fake_cupy,
-    uninstall_fake_cupy,
 )
 from cunumpy.kernels import Kernel, generate_cuda
 
@@ -28,19 +25,7 @@ if str(TESTS) not in sys.path:
 
 import port_helper_index as ph  # noqa: E402
 import port_kernels as pk  # noqa: E402
-
-needs_compiler = pytest.mark.skipif(
-    emulation_compiler() is None, reason="no host C++ compiler for the emulator"
-)
-
-
-@pytest.fixture
-def emulated():
-    install_fake_cupy()
-    try:
-        yield
-    finally:
-        uninstall_fake_cupy()
+from port_test_support import needs_compiler  # noqa: E402
 
 
 @needs_compiler
