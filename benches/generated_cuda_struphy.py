@@ -5,6 +5,7 @@ folder's ``Kernel.from_folder``) and the kernel ``translate_source`` writes from
 ``<name>_kernels.py``, on the same data, in one process, interleaved.
 
     python benches/generated_cuda_struphy.py SITE [--device gpu|emulated] [--rounds 5] [--n N]
+                                             [--isolate] [--only LABEL ...]
 
 SITE is a folder where struphy 3.5.0 and feectools 0.10.0 are installed (``pip install
 --no-deps struphy==3.5.0 feectools==0.10.0 --target SITE``; nothing of them is in this
@@ -422,6 +423,11 @@ def main() -> None:
         action="store_true",
         help="time only the first case of each kernel (a short GPU session)",
     )
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="each case in a process of its own (a GPU fault loses one case, not the rest)",
+    )
     opts = parser.parse_args()
     if opts.table:
         print(table(opts.table))
@@ -434,6 +440,16 @@ def main() -> None:
     if opts.reps is None and emulated:
         opts.reps = 1
 
+    site = opts.site.resolve()
+    sys.path.insert(0, str(site))
+    stand_in = pyccel_decorators_in_place()
+    pp = load_port_parity()
+    labels = selected_labels(pp, opts)
+    if opts.isolate:
+        report = run_isolated(labels, opts, stand_in)
+        print(json.dumps(report, indent=2))
+        sys.exit(1 if report["disagree"] or report["errors"] else 0)
+
     if emulated:
         from cunumpy.kernel_testing import install_fake_cupy
 
@@ -442,23 +458,11 @@ def main() -> None:
         import cupy
     import cunumpy as xp
 
-    site = opts.site.resolve()
-    sys.path.insert(0, str(site))
-    stand_in = pyccel_decorators_in_place()
-    pp = load_port_parity()
     results: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     failed: dict[str, str] = {}
     errors: dict[str, str] = {}
-    kernels_seen: set[str] = set()
-    for label, (folder, _) in pp.CASES.items():
-        if opts.only and label not in opts.only and label.split(" ")[0] not in opts.only:
-            continue
-        if opts.package and not folder.startswith(opts.package):
-            continue
-        if opts.one_case_per_kernel and label.split(" ")[0] in kernels_seen:
-            continue
-        kernels_seen.add(label.split(" ")[0])
+    for label in labels:
         print(f"{label} ...", file=sys.stderr, flush=True)
         try:
             results[label] = run_case(pp, xp, cupy, site, label, opts)
@@ -478,8 +482,66 @@ def main() -> None:
         except Exception as exc:  # a case that breaks is reported; the others still run
             errors[label] = f"{type(exc).__name__}: {exc}"
             print(f"  ERROR: {errors[label]}", file=sys.stderr, flush=True)
+    report = make_report(opts, stand_in, results, skipped, failed, errors)
+    print(json.dumps(report, indent=2))
+    sys.exit(1 if failed or errors else 0)
+
+
+def selected_labels(pp: Any, opts: argparse.Namespace) -> list[str]:
+    """The labels of ``pp.CASES`` that ``--only``, ``--package`` and ``--one-case-per-kernel``
+    keep, in the table's order."""
+    labels = []
+    kernels_seen: set[str] = set()
+    for label, (folder, _) in pp.CASES.items():
+        if opts.only and label not in opts.only and label.split(" ")[0] not in opts.only:
+            continue
+        if opts.package and not folder.startswith(opts.package):
+            continue
+        if opts.one_case_per_kernel and label.split(" ")[0] in kernels_seen:
+            continue
+        kernels_seen.add(label.split(" ")[0])
+        labels.append(label)
+    return labels
+
+
+def run_isolated(labels: list[str], opts: argparse.Namespace, stand_in: bool) -> dict[str, Any]:
+    """Each label run by this script in a child process of its own (``--only LABEL``), their
+    reports merged; a child that dies without a report (a GPU fault kills the context it ran
+    in) counts as an error of its case with the end of its output."""
+    import subprocess
+
+    passed_on = [str(opts.site), "--device", opts.device, "--rounds", str(opts.rounds)]
+    passed_on += ["--n", str(opts.n), "--rtol", str(opts.rtol), "--atol", str(opts.atol)]
+    passed_on += ["--seed", str(opts.seed)]
+    if opts.reps is not None:
+        passed_on += ["--reps", str(opts.reps)]
+    merged: dict[str, dict[str, Any]] = {"results": {}, "skipped": {}, "disagree": {}, "errors": {}}
+    for label in labels:
+        cmd = [sys.executable, __file__, *passed_on, "--only", label]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        sys.stderr.write(proc.stderr)
+        try:
+            child = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            tail = " ".join((proc.stdout + proc.stderr).split())[-2000:]
+            merged["errors"][label] = f"the case's process ended ({proc.returncode}): {tail}"
+            continue
+        for key in merged:
+            merged[key].update(child.get(key, {}))
+    return make_report(opts, stand_in, *merged.values())
+
+
+def make_report(
+    opts: argparse.Namespace,
+    stand_in: bool,
+    results: dict[str, Any],
+    skipped: dict[str, str],
+    failed: dict[str, str],
+    errors: dict[str, str],
+) -> dict[str, Any]:
+    """The run's JSON: each case's timings, what was skipped, disagreed or broke, a summary."""
     ratios = [r["ratio"] for r in results.values() if r["ratio"]]
-    report = {
+    return {
         "benchmark": "generated_cuda_struphy",
         "device": opts.device,
         "n": opts.n,
@@ -500,8 +562,6 @@ def main() -> None:
             "below_0.9": sorted(k for k, r in results.items() if r["ratio"] and r["ratio"] < 0.9),
         },
     }
-    print(json.dumps(report, indent=2))
-    sys.exit(1 if failed or errors else 0)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python scripts/cupy_fusion_suite.py PATH [--mode numpy|emulated|both] [--failures FILE]
                                             [-k EXPR] [--skip-slow] [--jobs N]
+                                            [--sample N]
 
 PATH is ``tests/cupy_tests/core_tests/fusion_tests`` of a CuPy checkout (``make
 cupy-fusion-suite CUPY_FUSION_TESTS=PATH``). Without it (or when it does not exist) the script
@@ -47,6 +48,8 @@ import numpy as np
 _MODE_ENV = "CUNUMPY_CUPY_SUITE_MODE"
 # "i/n": this pytest process runs every n-th collected test, starting at the i-th (--jobs)
 _SHARD_ENV = "CUNUMPY_CUPY_SUITE_SHARD"
+# "n": keep every n-th collected test of each file (--sample), before the shards are cut
+_SAMPLE_ENV = "CUNUMPY_CUPY_SUITE_SAMPLE"
 
 # ---- cupy.testing, written here ------------------------------------------------------------
 
@@ -437,8 +440,12 @@ def _install(mode: str) -> None:
 
     if mode == "emulated":
         from cunumpy._fake_cupy import install
+        from cunumpy._fake_cupy._functions import follow_cupy_on_host_arrays
 
         cupy = install()
+        # the suite's NumPy halves call `cupy.sum(numpy_array)` for their reference values,
+        # which CuPy runs as NumPy's method and the fake refuses unless told to do as CuPy
+        follow_cupy_on_host_arrays(True)
         # (the fake CuPy has no `cupy.exceptions`; the suite imports AxisError from it, and
         # fuse's FusionAxisError is NumPy's AxisError)
         if not hasattr(cupy, "exceptions"):
@@ -528,12 +535,16 @@ def pytest_configure(config: Any) -> None:
 
 def pytest_collection_modifyitems(config: Any, items: list) -> None:
     """pytest plugin entry: keeps this process's shard of the tests (``$CUNUMPY_CUPY_SUITE_SHARD``
-    = "i/n"), round robin over the collected order so that each shard gets every dtype loop."""
+    = "i/n"), round robin over the collected order so that each shard gets every dtype loop;
+    with ``$CUNUMPY_CUPY_SUITE_SAMPLE`` = n, first every n-th test (a systematic sample)."""
+    sample = int(os.environ.get(_SAMPLE_ENV) or 1)
+    keep = [item for k, item in enumerate(items) if k % sample == 0]
     shard = os.environ.get(_SHARD_ENV)
-    if not shard:
+    if shard:
+        index, count = (int(v) for v in shard.split("/"))
+        keep = [item for k, item in enumerate(keep) if k % count == index]
+    if len(keep) == len(items):
         return
-    index, count = (int(v) for v in shard.split("/"))
-    keep = [item for k, item in enumerate(items) if k % count == index]
     config.hook.pytest_deselected(items=[item for item in items if item not in keep])
     items[:] = keep
 
@@ -555,9 +566,12 @@ def _stage(suite: Path, root: Path) -> Path:
 _OUTCOME = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", re.M)
 
 
-def _run(mode: str, pkg: Path, root: Path, extra: list[str], jobs: int = 1) -> dict[str, Any]:
+def _run(
+    mode: str, pkg: Path, root: Path, extra: list[str], jobs: int = 1, sample: int = 1
+) -> dict[str, Any]:
     env = dict(os.environ)
     env[_MODE_ENV] = mode
+    env[_SAMPLE_ENV] = str(sample)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(__file__).resolve().parent), str(root), env.get("PYTHONPATH", "")]
     )
@@ -637,6 +651,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log", help="copy every pytest process's output into this file")
     p.add_argument("-k", help="pytest -k expression")
     p.add_argument(
+        "--sample",
+        type=int,
+        default=1,
+        help="run every n-th test of each file only (a systematic sample, for the slow modes)",
+    )
+    p.add_argument(
         "--jobs", type=int, default=1, help="pytest processes at once (each a shard of a file)"
     )
     args = p.parse_args(argv)
@@ -656,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="cupy-fusion-suite-"))
     try:
         pkg = _stage(Path(path), root)
-        results = [_run(m, pkg, root, extra, max(1, args.jobs)) for m in modes]
+        results = [_run(m, pkg, root, extra, max(1, args.jobs), max(1, args.sample)) for m in modes]
         for r in results:
             print(
                 json.dumps(

@@ -93,6 +93,38 @@ def test_functions_copy_host_data_where_cupy_does():
         # cupy.sum(h) would run NumPy's method on the host, which the fake reports as a mix-up
         with pytest.raises(TypeError, match="host/device mix-up"):
             cupy.sum(h)
+        # ... unless asked to do as CuPy does (CuPy's own test suite relies on it)
+        from cunumpy._fake_cupy._functions import follow_cupy_on_host_arrays
+        assert follow_cupy_on_host_arrays(True) is False
+        try:
+            assert type(cupy.sum(h)) is np.float64 and cupy.sum(h) == 30.0
+            np.testing.assert_array_equal(cupy.amax(h.reshape(2, 2), 1), [4.0, 16.0])
+            np.testing.assert_array_equal(cupy.around(h / 3, 1), np.around(h / 3, 1))
+            assert cupy.var(h, None, None, None, 1) == np.var(h, ddof=1)
+            with pytest.raises(TypeError, match="host/device mix-up"):
+                cupy.exp(h)  # a ufunc is a kernel: refused still
+        finally:
+            follow_cupy_on_host_arrays(False)
+        with pytest.raises(TypeError, match="host/device mix-up"):
+            cupy.sum(h)
+        print("OK")
+        """
+    )
+
+
+def test_every_inplace_operator_updates_the_array_itself():
+    run_fake(
+        """
+        import operator
+        import numpy as np, cupy
+        for op in ("iadd", "isub", "imul", "ifloordiv", "imod", "iand", "ior", "ixor",
+                   "ilshift", "irshift"):
+            h = np.array([[2, 3, 7], [4, 1, 6]], dtype=np.int8)
+            d = cupy.asarray(h)
+            alias = d
+            getattr(operator, op)(d, np.int8(3))  # `d op= 3` without rebinding: in place only
+            getattr(operator, op)(h, np.int8(3))
+            np.testing.assert_array_equal(alias.get(), h, err_msg=op)
         print("OK")
         """
     )

@@ -408,7 +408,7 @@ def test_struct_passed_to_a_helper_of_another_module_agrees(emulated):
     from port_cases import grid_args_maker
 
     src = generate_cuda(pk.grid_other_module)
-    assert "__device__ double port_helpers__read_coef(GridArguments args" in src
+    assert "__device__ double port_helpers__read_coef(const GridArguments& args" in src
     assert "port_helpers__coef_at(args.coef, i, 0)" in src
     kernel = Kernel(pk.grid_other_module, src.cuda_kernel())
     out = assert_kernels_agree(

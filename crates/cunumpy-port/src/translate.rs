@@ -310,6 +310,20 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// The C parameter declaration of `name` in a helper (a `__device__` function): a struct
+    /// by `const&`. By value, NVRTC (12.9 and 13.0) may read a kernel's struct parameter passed
+    /// on to a helper through a local-memory address of the parameter (`cvta.param` then
+    /// `cvta.to.local`), an out-of-bounds local read on the GPU that the emulator cannot show
+    /// (struphy's push_eta_stage). A helper reads a struct's fields and writes through its
+    /// arrays, never assigns a field, so nothing changes but the way it is passed.
+    pub(crate) fn helper_param(&self, name: &str, t: &Ty) -> String {
+        match t {
+            Ty::Struct(s, _) if self.scratch.contains_key(s) => format!("{s}_thread& {name}"),
+            Ty::Struct(s, _) => format!("const {s}& {name}"),
+            _ => t.c_param(name),
+        }
+    }
+
     pub(crate) fn comment(&self, line: u32, pad: &str) -> String {
         let text = self
             .lines
@@ -1122,7 +1136,10 @@ impl<'a> Translator<'a> {
         }
         let body = self.block(&mut f, def.get("body").as_list(), 1, None)?;
         let ret_c = ret.as_ref().map(|t| t.scalar().c()).unwrap_or("void");
-        let mut ps: Vec<String> = params.iter().map(|(n, t)| self.c_param(n, t)).collect();
+        let mut ps: Vec<String> = params
+            .iter()
+            .map(|(n, t)| self.helper_param(n, t))
+            .collect();
         for (k, t) in tuple.iter().flatten().enumerate() {
             ps.push(format!("{}* cunumpy_ret{k}", t.c()));
         }

@@ -120,6 +120,30 @@ HOST_WRITERS = {"save", "savez", "savez_compressed", "savetxt", "array2string", 
                 "array_str", "format_float_positional", "format_float_scientific"}  # fmt: skip
 # CuPy returns a 0-d device array (NumPy a Python bool).
 BOOL_AS_ARRAY = {"array_equal", "array_equiv", "allclose"}
+# CuPy functions that end in a call of their first argument's method (``cupy.sum(a, ...)`` is
+# ``a.sum(...)``): given a NumPy array, CuPy reduces it with NumPy on the host. The fake refuses
+# that as a host/device mix-up (it is one in a GPU code) unless ``follow_cupy_on_host_arrays``
+# asks it to do as CuPy does (CuPy's own test suite calls them on NumPy arrays for its
+# reference values).
+_FOLLOW_CUPY = {"host_methods": False}
+METHOD_OF_FIRST = {
+    "sum": "sum",
+    "prod": "prod",
+    "amin": "min",
+    "amax": "max",
+    "min": "min",
+    "max": "max",
+    "ptp": "ptp",
+    "mean": "mean",
+    "var": "var",
+    "std": "std",
+    "argmin": "argmin",
+    "argmax": "argmax",
+    "around": "round",
+    "round": "round",
+    "round_": "round",
+    "clip": "clip",
+}
 
 
 def _host_copy(obj: Any, dtype: Any, copy: bool | None, order: str, ndmin: int = 0) -> ndarray:
@@ -292,6 +316,15 @@ def _holds_fake(seq: Any) -> bool:
     )
 
 
+def follow_cupy_on_host_arrays(enabled: bool = True) -> bool:
+    """Whether ``cupy.sum(h)`` and the other functions of ``METHOD_OF_FIRST`` given a NumPy
+    array ``h`` call its method as CuPy does (True) or refuse it as a host/device mix-up (False,
+    the default); returns the previous setting."""
+    previous = _FOLLOW_CUPY["host_methods"]
+    _FOLLOW_CUPY["host_methods"] = bool(enabled)
+    return previous
+
+
 def wrap_function(func: Callable[..., Any], name: str) -> Callable[..., Any]:
     """NumPy's ``func`` on fake arrays (host arrays refused unless CuPy copies them itself,
     results wrapped)."""
@@ -304,9 +337,12 @@ def wrap_function(func: Callable[..., Any], name: str) -> Callable[..., Any]:
     like = name in LIKE
     copies_host_data = name in HOST_ARGS or name in HOST_VARARGS
     as_array = name in BOOL_AS_ARRAY
+    method = METHOD_OF_FIRST.get(name)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if method and _FOLLOW_CUPY["host_methods"] and args and isinstance(args[0], np.ndarray):
+            return getattr(args[0], method)(*args[1:], **kwargs)
         if copies_host_data:
             args_list, kwargs = list(args), dict(kwargs)
             _copy_host_args(name, args_list, kwargs)

@@ -598,6 +598,8 @@ class ndarray:  # noqa: N801 - CuPy's name
     __iand__ = _inplace(operator.iand, "__iand__")
     __ior__ = _inplace(operator.ior, "__ior__")
     __ixor__ = _inplace(operator.ixor, "__ixor__")
+    __ilshift__ = _inplace(operator.ilshift, "__ilshift__")
+    __irshift__ = _inplace(operator.irshift, "__irshift__")
     __hash__ = None  # type: ignore[assignment]
 
     def __neg__(self) -> ndarray:

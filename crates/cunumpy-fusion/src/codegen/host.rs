@@ -760,13 +760,14 @@ CN_EXPORT void cn_rowred(cn_i64 m0, cn_i64 m1, cn_i64 k, const void* const* leav
 {leaves}{outs}    const cn_i64 q_end = m1 * k;
     for (cn_i64 q = m0 * k; q < q_end; q += {block}) {{
         const cn_i64 n = q_end - q < {block} ? q_end - q : {block};
-        cn_i64 pos = 0;
-        while (pos < n) {{
+        // one division a block, not one a row: a short row costs a few dozen cycles in all
+        cn_i64 m = q / k;
+        cn_i64 row_start = m * k - q;
+        for (cn_i64 pos = 0; pos < n; ++m, row_start += k) {{
             // the part [pos, e) of row m in this block
-            const cn_i64 m = (q + pos) / k;
-            const cn_i64 row_end = (m + 1) * k - q;
+            const cn_i64 row_end = row_start + k;
             const cn_i64 e = row_end < n ? row_end : n;
-            const int first = (q + pos) == m * k;
+            const int first = pos == row_start;
             const cn_i64 s = q + pos, len = e - pos, g = len / 8 * 8;
             {{
 {lanes_init}                for (cn_i64 c = 0; c < g; c += 8)
