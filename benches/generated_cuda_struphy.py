@@ -416,6 +416,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", nargs="*", default=None, help="labels (or kernel names) to run")
     parser.add_argument(
+        "--only-label", default=None, help="exactly this label (what --isolate gives each case)"
+    )
+    parser.add_argument(
         "--package", choices=["struphy", "feectools"], help="only that package's kernels"
     )
     parser.add_argument(
@@ -493,6 +496,8 @@ def selected_labels(pp: Any, opts: argparse.Namespace) -> list[str]:
     labels = []
     kernels_seen: set[str] = set()
     for label, (folder, _) in pp.CASES.items():
+        if opts.only_label is not None and label != opts.only_label:
+            continue
         if opts.only and label not in opts.only and label.split(" ")[0] not in opts.only:
             continue
         if opts.package and not folder.startswith(opts.package):
@@ -517,7 +522,7 @@ def run_isolated(labels: list[str], opts: argparse.Namespace, stand_in: bool) ->
         passed_on += ["--reps", str(opts.reps)]
     merged: dict[str, dict[str, Any]] = {"results": {}, "skipped": {}, "disagree": {}, "errors": {}}
     for label in labels:
-        cmd = [sys.executable, __file__, *passed_on, "--only", label]
+        cmd = [sys.executable, __file__, *passed_on, "--only-label", label]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         sys.stderr.write(proc.stderr)
         try:
