@@ -253,3 +253,39 @@ def test_several_threads_launch_new_kernels_on_one_cache(tmp_path):
         cache=tmp_path / "cache",
     )
     assert "THREADS-OK" in out
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
+def test_many_libraries_with_fiber_stacks_do_not_pile_up_mappings(tmp_path):
+    # Each emulation library had its own pool of fiber stacks on the calling thread (two
+    # mappings a stack: 512 for a block of 256), kept after the launch: a process that loaded
+    # a few hundred libraries (CuPy's fusion suite) hit the kernel's limit of 65530 mappings,
+    # then mmap and every compiler run failed with ENOMEM and the process aborted.
+    out = run_isolated(
+        """
+        import numpy as np
+        import cunumpy, cupy
+        from cunumpy.kernels import CudaKernel
+        def maps():
+            with open("/proc/self/maps") as f:
+                return sum(1 for _ in f)
+        x = np.arange(256.0)
+        counts = []
+        for k in range(6):
+            src = '''extern "C" __global__ void rev%d(double* y, const double* x) {
+                __shared__ double s[256];
+                s[threadIdx.x] = x[threadIdx.x] + %d;
+                __syncthreads();
+                y[threadIdx.x] = s[255 - threadIdx.x];
+            }''' % (k, k)
+            y = cupy.zeros(256)
+            CudaKernel(src, "rev%d" % k, block_size=256)(y, cupy.asarray(x), n_threads=256)
+            np.testing.assert_array_equal(y.get(), x[::-1] + k)
+            counts.append(maps())
+        grown = counts[-1] - counts[0]
+        assert grown < 5 * 100, f"{grown} more mappings after 5 libraries: {counts}"
+        print("OK", counts)
+        """,
+        cache=tmp_path,
+    )
+    assert "OK" in out

@@ -1767,6 +1767,13 @@ struct launcher {
       L.args = &args;
       race_detector race;
       if (cfg->detect_races) L.race = &race;
+      // The calling thread's fiber stacks go back when the launch ends: every library has its
+      // own pool (2 mappings a stack: the stack and its guard page), and a process that loads
+      // hundreds of libraries would otherwise keep one per library until mmap fails at the
+      // kernel's limit on mappings (65530). The worker threads' pools end with the threads.
+      struct release_stacks {
+        ~release_stacks() { tl_stacks.release(); }
+      } release_at_end;
       unsigned long long total = (unsigned long long)grid[0] * grid[1] * grid[2];
       unsigned workers = cfg->workers ? cfg->workers : 1;
       if (workers > total) workers = (unsigned)total;
