@@ -125,6 +125,10 @@ def test_every_inplace_operator_updates_the_array_itself():
             getattr(operator, op)(d, np.int8(3))  # `d op= 3` without rebinding: in place only
             getattr(operator, op)(h, np.int8(3))
             np.testing.assert_array_equal(alias.get(), h, err_msg=op)
+        # and the reflected shifts of a Python int by an array
+        d = cupy.asarray(np.array([1, 2, 3], dtype=np.int8))
+        np.testing.assert_array_equal((3 << d).get(), 3 << np.array([1, 2, 3], dtype=np.int8))
+        np.testing.assert_array_equal((64 >> d).get(), 64 >> np.array([1, 2, 3], dtype=np.int8))
         print("OK")
         """
     )

@@ -588,6 +588,8 @@ class ndarray:  # noqa: N801 - CuPy's name
     __rand__ = _reflected(operator.and_, "__rand__")
     __ror__ = _reflected(operator.or_, "__ror__")
     __rxor__ = _reflected(operator.xor, "__rxor__")
+    __rlshift__ = _reflected(operator.lshift, "__rlshift__")
+    __rrshift__ = _reflected(operator.rshift, "__rrshift__")
     __iadd__ = _inplace(operator.iadd, "__iadd__")
     __isub__ = _inplace(operator.isub, "__isub__")
     __imul__ = _inplace(operator.imul, "__imul__")
