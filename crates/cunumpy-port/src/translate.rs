@@ -314,8 +314,9 @@ impl<'a> Translator<'a> {
     /// by `const&`. By value, NVRTC (12.9 and 13.0) may read a kernel's struct parameter passed
     /// on to a helper through a local-memory address of the parameter (`cvta.param` then
     /// `cvta.to.local`), an out-of-bounds local read on the GPU that the emulator cannot show
-    /// (struphy's push_eta_stage). A helper reads a struct's fields and writes through its
-    /// arrays, never assigns a field, so nothing changes but the way it is passed.
+    /// (struphy's push_eta_stage). By reference is also what Python does: a helper reads the
+    /// fields and writes through the arrays; one that assigned a field of a `const&` struct
+    /// would not compile (by value, the assignment was lost to the caller).
     pub(crate) fn helper_param(&self, name: &str, t: &Ty) -> String {
         match t {
             Ty::Struct(s, _) if self.scratch.contains_key(s) => format!("{s}_thread& {name}"),
