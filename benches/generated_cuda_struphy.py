@@ -510,7 +510,7 @@ def selected_labels(pp: Any, opts: argparse.Namespace) -> list[str]:
 
 
 def run_isolated(labels: list[str], opts: argparse.Namespace, stand_in: bool) -> dict[str, Any]:
-    """Each label run by this script in a child process of its own (``--only LABEL``), their
+    """Each label run by this script in a child process of its own (``--only-label``), their
     reports merged; a child that dies without a report (a GPU fault kills the context it ran
     in) counts as an error of its case with the end of its output."""
     import subprocess
