@@ -34,6 +34,14 @@ size or cannot take the inputs (or that the translator refuses) is skipped, with
 Prints JSON; exits 1 when a case disagrees or breaks. ``--device emulated`` runs the same on
 the emulated device (no GPU; a small ``--n``).
 
+``--variant NAME=OPTIONS`` (repeatable; options apart by spaces or commas) also compiles the
+generated source with those NVRTC options (``-DCUNUMPY_PORT_LOCAL_CAP=16``,
+``--maxrregcount=96``) and times it in the same rounds, checked against the hand-written
+kernel like the default build: each case's ``variants`` holds its times and ratio, and the
+table a column each. ``--warm-jobs N`` (with ``--isolate``) first runs every case once in N
+processes at a time, untimed, so that NVRTC's compiles fill the kernel cache in parallel and
+the timed pass, one case at a time, only loads them.
+
     python benches/generated_cuda_struphy.py --table RUN1.json RUN2.json ...
 
 prints the Markdown table of several runs (per kernel the median over the runs of each run's
@@ -274,6 +282,7 @@ def run_case(
     host_fn = getattr(module, name)
     params = list(inspect.signature(host_fn).parameters)
     generated = src.cuda_kernel()
+    variants = {name: src.cuda_kernel(options=options) for name, options in opts.variant}
     tol = {"rtol": opts.rtol, "atol": opts.atol}
 
     def build(seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
@@ -313,6 +322,7 @@ def run_case(
     # 2. bench sizes: the two CUDA versions against each other
     with pp.sized(opts.n):
         _, hand_args, gen_args = build(opts.seed + 1)
+        var_args = {v: build(opts.seed + 1)[2] for v in variants}
     with xp.use_backend("cupy"):
         n_hand, n_gen = hand_launch(name, hand, hand_args), src.n_threads_of(gen_args)
         hand(*hand_args, n_threads=n_hand)
@@ -323,10 +333,20 @@ def run_case(
             selected(params, outputs, hand_args),
             **tol,
         )
+        for vname, kernel in variants.items():
+            kernel(*var_args[vname], n_threads=n_gen)
+            check[f"{vname}_vs_hand"] = compare(
+                f"{label}: generated ({vname}) vs hand-written",
+                selected(params, outputs, var_args[vname]),
+                selected(params, outputs, hand_args),
+                **tol,
+            )
 
         # 3. interleaved timing
         run_hand, run_gen = launch(hand, hand_args, n_hand), launch(generated, gen_args, n_gen)
+        run_var = {v: launch(k, gen_args, n_gen) for v, k in variants.items()}
         hand_ms, gen_ms = [], []
+        var_ms: dict[str, list[float]] = {v: [] for v in variants}
         reps = opts.reps
         if reps is None:  # as many launches as take about 20 ms on the slower side, 1 to 20
             slowest = max(timed_ms(cupy, run_hand, 1), timed_ms(cupy, run_gen, 1), 1e-3)
@@ -334,6 +354,8 @@ def run_case(
         for _ in range(opts.rounds):
             hand_ms.append(timed_ms(cupy, run_hand, reps))
             gen_ms.append(timed_ms(cupy, run_gen, reps))
+            for v, run in run_var.items():
+                var_ms[v].append(timed_ms(cupy, run, reps))
     h, g = statistics.median(hand_ms), statistics.median(gen_ms)
     sizes = {k: list(v.shape) for k, v in selected(params, outputs, gen_args).items()}
     return {
@@ -347,6 +369,15 @@ def run_case(
         "hand_ms_rounds": hand_ms,
         "generated_ms_rounds": gen_ms,
         "check": check,
+        "variants": {
+            v: {
+                "options": dict(opts.variant)[v],
+                "generated_ms": statistics.median(ms),
+                "ratio": h / statistics.median(ms),
+                "generated_ms_rounds": ms,
+            }
+            for v, ms in var_ms.items()
+        },
     }
 
 
@@ -358,6 +389,7 @@ def table(paths: list[Path]) -> str:
     for run in runs:
         labels += [k for k in run["results"] if k not in labels]
     first = runs[0]
+    variant_names = list(first.get("variants", {}))
     reps = first["reps"] or "1 to 20 (adaptive)"
     lines = [
         f"`benches/generated_cuda_struphy.py`, {first['device']}, n = {first['n']}, "
@@ -365,8 +397,8 @@ def table(paths: list[Path]) -> str:
         "ratio = hand-written time / generated time (target >= 0.9)",
         "",
         "| kernel | hand ms | generated ms | ratio (median) | ratios of the runs "
-        "| threads hand / generated |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| threads hand / generated |" + "".join(f" ratio {v} |" for v in variant_names),
+        "| --- | --- | --- | --- | --- | --- |" + " --- |" * len(variant_names),
     ]
     medians = []
     for label in labels:
@@ -384,6 +416,7 @@ def table(paths: list[Path]) -> str:
             f"| {statistics.median(r['generated_ms'] for r in rs):.4g} | {shown} "
             f"| {' / '.join(f'{x:.3f}' for x in ratios)} "
             f"| {threads['hand']} / {threads['generated']} |"
+            + "".join(f" {variant_ratio(rs, v)} |" for v in variant_names)
         )
     if medians:
         below = sum(1 for r in medians if r < 0.9)
@@ -392,11 +425,43 @@ def table(paths: list[Path]) -> str:
             f"{len(medians)} kernels timed; {below} below 0.9x (bold); geometric mean "
             f"{statistics.geometric_mean(medians):.3f}.",
         ]
+    if variant_names:
+        lines.append("")
+    for v in variant_names:
+        ratios = []
+        for label in labels:
+            rs = [run["results"][label] for run in runs if label in run["results"]]
+            of_runs = [r["variants"][v]["ratio"] for r in rs if v in r.get("variants", {})]
+            if of_runs:
+                ratios.append(statistics.median(of_runs))
+        if ratios:
+            lines.append(
+                f"Variant {v} (`{first['variants'][v]}`): {sum(1 for r in ratios if r < 0.9)} of "
+                f"{len(ratios)} below 0.9x; geometric mean {statistics.geometric_mean(ratios):.3f}."
+            )
     for key, what in (("skipped", "Skipped"), ("disagree", "Disagree"), ("errors", "Errors")):
         entries = {k: v for run in runs for k, v in run.get(key, {}).items()}
         if entries:
             lines += ["", f"{what}:", ""] + [f"- {k}: {v}" for k, v in entries.items()]
     return "\n".join(lines)
+
+
+def variant_ratio(results: list[dict[str, Any]], name: str) -> str:
+    """The median over the runs of variant `name`'s ratio, as the table shows it."""
+    ratios = [r["variants"][name]["ratio"] for r in results if name in r.get("variants", {})]
+    if not ratios:
+        return "-"
+    ratio = statistics.median(ratios)
+    return f"**{ratio:.3f}**" if ratio < 0.9 else f"{ratio:.3f}"
+
+
+def parse_variant(text: str) -> tuple[str, list[str]]:
+    """``NAME=OPTIONS`` -> (NAME, the options split at whitespace or commas: a comma keeps
+    several options one shell word, as in ``GPU_CHECK_STRUPHY_ARGS``)."""
+    name, sep, options = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"--variant wants NAME=OPTIONS, got {text!r}")
+    return name.strip(), options.replace(",", " ").split()
 
 
 def main() -> None:
@@ -425,6 +490,19 @@ def main() -> None:
         "--one-case-per-kernel",
         action="store_true",
         help="time only the first case of each kernel (a short GPU session)",
+    )
+    parser.add_argument(
+        "--variant",
+        type=parse_variant,
+        action="append",
+        default=[],
+        help="NAME=OPTIONS: also time the generated kernel compiled with these NVRTC options",
+    )
+    parser.add_argument(
+        "--warm-jobs",
+        type=int,
+        default=0,
+        help="with --isolate: first run every case untimed, this many at a time (fills the cache)",
     )
     parser.add_argument(
         "--isolate",
@@ -518,6 +596,10 @@ def run_isolated(labels: list[str], opts: argparse.Namespace, stand_in: bool) ->
     passed_on = [str(opts.site), "--device", opts.device, "--rounds", str(opts.rounds)]
     passed_on += ["--n", str(opts.n), "--rtol", str(opts.rtol), "--atol", str(opts.atol)]
     passed_on += ["--seed", str(opts.seed)]
+    for name, options in opts.variant:
+        passed_on.append(f"--variant={name}={' '.join(options)}")
+    if opts.warm_jobs > 0:
+        warm_all(labels, passed_on, opts.warm_jobs)
     if opts.reps is not None:
         passed_on += ["--reps", str(opts.reps)]
     merged: dict[str, dict[str, Any]] = {"results": {}, "skipped": {}, "disagree": {}, "errors": {}}
@@ -534,6 +616,21 @@ def run_isolated(labels: list[str], opts: argparse.Namespace, stand_in: bool) ->
         for key in merged:
             merged[key].update(child.get(key, {}))
     return make_report(opts, stand_in, *merged.values())
+
+
+def warm_all(labels: list[str], passed_on: list[str], jobs: int) -> None:
+    """Every case once, untimed (one round of one launch), `jobs` child processes at a time:
+    their compiles fill the kernel cache, which the timed pass then reads."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(label: str) -> None:
+        cmd = [sys.executable, __file__, *passed_on, "--rounds", "1", "--reps", "1"]
+        subprocess.run([*cmd, "--only-label", label], capture_output=True, text=True)
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(one, labels))
+    print(f"warmed {len(labels)} cases, {jobs} at a time", file=sys.stderr, flush=True)
 
 
 def make_report(
@@ -553,6 +650,7 @@ def make_report(
         "rounds": opts.rounds,
         "reps": opts.reps,
         "pyccel_decorators": "identity stand-in" if stand_in else "pyccel's",
+        "variants": {name: " ".join(options) for name, options in opts.variant},
         "results": results,
         "skipped": skipped,
         "disagree": failed,
