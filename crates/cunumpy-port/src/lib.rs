@@ -8,6 +8,7 @@
 
 mod accumulate;
 mod counters;
+mod dead_fill;
 mod error;
 mod helper_owned;
 mod index_loop;

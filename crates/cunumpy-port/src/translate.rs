@@ -49,6 +49,10 @@ pub struct Translation {
 
 pub(crate) type R<T> = Result<T, PortError>;
 
+/// Written where a `zeros(...)` local is declared without its fill (`dead_fill`).
+const DEAD_FILL_NOTE: &str =
+    "// not filled with zeros: the loop below writes each element before any read of it";
+
 /// Per-function state: the names and their types, in the order they are declared.
 #[derive(Default)]
 pub(crate) struct FnCx {
@@ -56,6 +60,9 @@ pub(crate) struct FnCx {
     pub(crate) vars: BTreeMap<String, Ty>,
     pub(crate) order: Vec<String>,
     pub(crate) params: BTreeSet<String>,
+    /// Lines of the `name = zeros(...)` statements whose fill no read can see
+    /// (`dead_fill::dead_zero_fills`): they declare the local without filling it.
+    pub(crate) dead_fills: BTreeSet<u32>,
 }
 
 pub struct Translator<'a> {
@@ -1184,6 +1191,9 @@ impl<'a> Translator<'a> {
     ) -> R<FnCx> {
         let mut f = FnCx {
             name: name.to_string(),
+            dead_fills: crate::dead_fill::dead_zero_fills(body)
+                .into_iter()
+                .collect(),
             ..FnCx::default()
         };
         for (n, t) in params {
@@ -1480,7 +1490,9 @@ impl<'a> Translator<'a> {
             self.current,
             s.line()
         ));
-        if fname != "empty" {
+        if fname == "zeros" && f.dead_fills.contains(&s.line()) {
+            out.push_str(&format!("{pad}{DEAD_FILL_NOTE}\n"));
+        } else if fname != "empty" {
             let fill = if fname == "zeros" { "0" } else { "1" };
             out.push_str(&format!("{pad}for (long long cunumpy_f = 0; cunumpy_f < {n}.size(); ++cunumpy_f) {n}_data[cunumpy_f] = ({c}){fill};\n"));
         }
@@ -1604,7 +1616,9 @@ impl<'a> Translator<'a> {
                                     .unwrap_or(""),
                                 _ => func.get("attr").as_str().unwrap_or(""),
                             };
-                            if fname != "empty" {
+                            if fname == "zeros" && f.dead_fills.contains(&s.line()) {
+                                out.push_str(&format!("{pad}{DEAD_FILL_NOTE}\n"));
+                            } else if fname != "empty" {
                                 let fill = if fname == "zeros" { "0" } else { "1" };
                                 out.push_str(&format!("{pad}for (int k = 0; k < {total}; ++k) {n}_data[k] = ({}){fill};\n", sc.c()));
                             } else {

@@ -1,0 +1,53 @@
+//! Zero fills of local arrays that no read can see (tests/port_fill_kernels.py; Python's syntax
+//! tree of it is stored in tests/fixtures/port_fill_kernels.json, to be dumped again when the
+//! kernels change): the B-spline recurrence's `left`/`right` are declared without their fill;
+//! every local whose zeros a read could see keeps it.
+
+#![allow(clippy::unwrap_used)]
+use cunumpy_port::{translate, Options};
+
+const TREE: &str = include_str!("fixtures/port_fill_kernels.json");
+const SOURCE: &str = include_str!("../../../tests/port_fill_kernels.py");
+const NOTE: &str =
+    "not filled with zeros: the loop below writes each element before any read of it";
+
+fn source(kernel: &str) -> String {
+    translate(
+        TREE,
+        SOURCE,
+        &Options {
+            kernel: kernel.into(),
+            ..Options::default()
+        },
+    )
+    .unwrap()
+    .source
+}
+
+fn filled(src: &str, array: &str) -> bool {
+    src.contains(&format!("{array}_data[cunumpy_f] = (double)0;"))
+}
+
+#[test]
+fn recurrence_locals_lose_their_fill() {
+    let src = source("bspline_values");
+    assert_eq!(src.matches(NOTE).count(), 2);
+    assert!(!filled(&src, "left") && !filled(&src, "right"));
+    // the note stands where the fill was, after the size check
+    let at = src.find("local array 'left'").unwrap();
+    assert!(src[at..].find(NOTE).unwrap() < src[at..].find("right = CArray1D").unwrap());
+}
+
+#[test]
+fn fills_a_read_can_see_stay() {
+    for kernel in [
+        "reads_ahead",
+        "read_after_loop",
+        "conditional_write",
+        "handed_to_helper",
+    ] {
+        let src = source(kernel);
+        assert!(!src.contains(NOTE), "{kernel}");
+        assert!(filled(&src, "acc"), "{kernel}");
+    }
+}

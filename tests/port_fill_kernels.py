@@ -1,0 +1,102 @@
+"""Host kernels with local ``zeros`` arrays, for the tests of the translator's dead-fill proof
+(``crates/cunumpy-port/src/dead_fill.rs``): in ``bspline_values`` the recurrence writes
+``left[j]`` and ``right[j]`` at the top of iteration ``j`` and reads only ``[0, j]``, so no
+read can see the zeros and the generated CUDA leaves the fills out; in the other kernels a read
+can see them (a zero read in the first iteration, an element read after the loop, an element the
+loop skips, the array handed to a helper, a write under a condition), so the fills stay.
+``CASES``: label -> (kernel, arguments for its parity test)."""
+
+import numpy as np
+from numpy import zeros
+
+import cunumpy as xp
+
+
+def bspline_values(knots: "float[:]", degree: int, x: "float[:]", out: "float[:,:]"):
+    """The degree + 1 non-zero B-splines at each x (Cox-de Boor), as struphy's
+    ``b_d_splines_slim``, with a fixed knot span."""
+    for i in range(x.shape[0]):
+        span = degree + 2
+        left = zeros(degree, dtype=float)
+        right = np.zeros(degree, dtype=float)
+        out[i, 0] = 1.0
+        for j in range(degree):
+            left[j] = x[i] - knots[span - j]
+            right[j] = knots[span + 1 + j] - x[i]
+            saved = 0.0
+            for r in range(j + 1):
+                temp = out[i, r] / (right[r] + left[j - r])
+                out[i, r] = saved + right[r] * temp
+                saved = left[j - r] * temp
+            out[i, j + 1] = saved
+
+
+def reads_ahead(x: "float[:]", out: "float[:]", n: int):
+    """Reads acc[j + 1] before iteration j + 1 writes it: the zero is seen."""
+    for i in range(x.shape[0]):
+        acc = zeros(n + 1)
+        total = 0.0
+        for j in range(n):
+            acc[j] = x[i] * (j + 1)
+            total += acc[j + 1]
+        out[i] = total + acc[0]
+
+
+def read_after_loop(x: "float[:]", out: "float[:]", n: int):
+    """Reads acc[n], which the loop never writes, after the loop."""
+    for i in range(x.shape[0]):
+        acc = zeros(n + 1)
+        for j in range(n):
+            acc[j] = x[i] + j
+        out[i] = acc[n] + acc[0]
+
+
+def conditional_write(x: "float[:]", out: "float[:]", n: int):
+    """Writes acc[j] only for even j, then reads acc[j - r] for every r <= j."""
+    for i in range(x.shape[0]):
+        acc = zeros(n)
+        total = 0.0
+        for j in range(n):
+            if j % 2 == 0:
+                acc[j] = x[i] + j
+            for r in range(j + 1):
+                total += acc[j - r]
+        out[i] = total
+
+
+def sum_of(a: "float[:]", n: int) -> float:
+    s = 0.0
+    for k in range(n):
+        s += a[k]
+    return s
+
+
+def handed_to_helper(x: "float[:]", out: "float[:]", n: int):
+    """Hands the zeros to a helper that reads them all."""
+    for i in range(x.shape[0]):
+        acc = zeros(n)
+        acc[0] = x[i]
+        out[i] = sum_of(acc, n)
+
+
+def _bspline(backend, seed):
+    rng = np.random.default_rng(seed)
+    degree = 3
+    knots = np.linspace(0.0, 1.0, 12)
+    # x in the knot span [knots[5], knots[6]) that span = degree + 2 names
+    x = rng.uniform(knots[5], knots[6], 257)
+    return xp.asarray(knots), degree, xp.asarray(x), xp.asarray(np.zeros((257, degree + 1)))
+
+
+def _scalar_case(backend, seed):
+    rng = np.random.default_rng(seed)
+    return xp.asarray(rng.standard_normal(193)), xp.asarray(np.zeros(193)), 5
+
+
+CASES = {
+    "bspline_values": (bspline_values, _bspline),
+    "reads_ahead": (reads_ahead, _scalar_case),
+    "read_after_loop": (read_after_loop, _scalar_case),
+    "conditional_write": (conditional_write, _scalar_case),
+    "handed_to_helper": (handed_to_helper, _scalar_case),
+}
