@@ -20,6 +20,16 @@ pub struct Options {
     pub parallel_loop: Option<u32>,
 }
 
+impl Options {
+    /// The options of `kernel` with its annotations' types and its one top-level loop.
+    pub fn for_kernel(kernel: &str) -> Options {
+        Options {
+            kernel: kernel.into(),
+            ..Options::default()
+        }
+    }
+}
+
 /// One array write of the parallel loop and how it was made safe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteDecision {

@@ -11,14 +11,7 @@ const TREE: &str = include_str!("fixtures/port_accumulate_kernels.json");
 const SOURCE: &str = include_str!("../../../tests/port_accumulate_kernels.py");
 
 fn run(kernel: &str) -> Result<cunumpy_port::Translation, cunumpy_port::PortError> {
-    translate(
-        TREE,
-        SOURCE,
-        &Options {
-            kernel: kernel.into(),
-            ..Options::default()
-        },
-    )
+    translate(TREE, SOURCE, &Options::for_kernel(kernel))
 }
 
 #[test]

@@ -12,15 +12,7 @@ const TREE: &str = include_str!("fixtures/port_collapse_kernels.json");
 const SOURCE: &str = include_str!("../../../tests/port_collapse_kernels.py");
 
 fn run(kernel: &str) -> cunumpy_port::Translation {
-    translate(
-        TREE,
-        SOURCE,
-        &Options {
-            kernel: kernel.into(),
-            ..Options::default()
-        },
-    )
-    .unwrap()
+    translate(TREE, SOURCE, &Options::for_kernel(kernel)).unwrap()
 }
 
 fn collapsed(t: &cunumpy_port::Translation) -> Vec<&str> {

@@ -12,16 +12,9 @@ const NOTE: &str =
     "not filled with zeros: the loop below writes each element before any read of it";
 
 fn source(kernel: &str) -> String {
-    translate(
-        TREE,
-        SOURCE,
-        &Options {
-            kernel: kernel.into(),
-            ..Options::default()
-        },
-    )
-    .unwrap()
-    .source
+    translate(TREE, SOURCE, &Options::for_kernel(kernel))
+        .unwrap()
+        .source
 }
 
 fn filled(src: &str, array: &str) -> bool {
