@@ -491,6 +491,31 @@ fn short_row_reductions_run_compiled_with_the_interpreters_bits() {
             &format!("int32 max - min over rows of {k}"),
         );
     }
+    // rows where the extremes are signed zeros: the compiled fold picks between +0 and -0 as
+    // the interpreter does (a plain `a > b ? a : b` keeps the same operand order)
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 2).unwrap();
+    let hi = g.reduce(ReduceKind::Max, a, &Axis::One(1), false).unwrap();
+    let lo = g.reduce(ReduceKind::Min, a, &Axis::One(1), false).unwrap();
+    g.output(hi).unwrap();
+    g.output(lo).unwrap();
+    let extrema = g.finish().unwrap();
+    let signed_zeros = |seed: u64, rest: f64| {
+        let picks = [0.0, -0.0, rest];
+        ints(50_000 * 16, seed, 0, 3)
+            .iter()
+            .map(|&v| picks[usize::try_from(v).unwrap()])
+            .collect::<Vec<f64>>()
+    };
+    for (seed, rest) in [(55, -1.0), (56, 1.0)] {
+        let z = In::F64(signed_zeros(seed, rest));
+        same_bits(
+            &extrema,
+            &[(&z, &[50_000, 16])],
+            &[],
+            &format!("max and min of signed zeros and {rest}"),
+        );
+    }
     // both loops compiled: the rows' reductions and the subtraction after them
     let x = In::F64(data(4096 * 16, 54));
     let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());

@@ -709,13 +709,22 @@ pub(crate) fn row_reduction_source(
     }
     let leaves = leaf_decls(prog, kinds, "    ");
     let regs = body(prog, kinds, "                    ")?;
+    // A float min/max folds with a plain comparison (`a > b ? a : b`: branch-free, which the
+    // NaN-aware `cn_max` is not; 2 cores, 625 000 rows of 16 float64: about twice as fast).
+    // Without a NaN among the values the two give the same bits, signed zeros included (same
+    // comparison, same operand order); a segment that met a NaN is folded again exactly.
+    let quick: Vec<bool> = reds
+        .iter()
+        .map(|r| {
+            matches!(r.kind, ReduceKind::Min | ReduceKind::Max) && r.acc.kind() == DTypeKind::Float
+        })
+        .collect();
+    let any_quick = quick.iter().any(|&q| q);
     let mut defs = String::new();
     let mut outs = String::new();
-    let mut lanes_init = String::new();
-    let mut lanes_fold = String::new();
-    let mut tree = String::new();
-    let mut rest = String::new();
+    let mut decls = String::new();
     let mut store = String::new();
+    let mut nan_flags = String::new();
     for (j, red) in reds.iter().enumerate() {
         let acc = ctype(red.acc);
         let id = init_value(red.kind, red.acc);
@@ -724,31 +733,82 @@ pub(crate) fn row_reduction_source(
             defs,
             "static __forceinline__ {acc} cn_f{j}({acc} a, {acc} b) {{ return ({acc}){f}; }}"
         );
+        if quick[j] {
+            let cmp = if red.kind == ReduceKind::Max {
+                ">"
+            } else {
+                "<"
+            };
+            let _ = writeln!(
+                defs,
+                "static __forceinline__ {acc} cn_q{j}({acc} a, {acc} b) {{ return a {cmp} b ? a : b; }}"
+            );
+            let _ = writeln!(
+                nan_flags,
+                "                    nan |= r{0} != r{0};",
+                red.reg
+            );
+        }
         let _ = writeln!(outs, "    {acc}* __restrict__ o{j} = ({acc}*)results[{j}];");
-        let _ = writeln!(lanes_init, "                {acc} l{j}[8];");
-        let _ = writeln!(
-            lanes_init,
-            "                for (int l = 0; l < 8; ++l) l{j}[l] = ({acc})({id});"
-        );
-        let _ = writeln!(
-            lanes_fold,
-            "                    l{j}[l] = cn_f{j}(l{j}[l], r{});",
-            red.reg
-        );
-        let _ = writeln!(
-            tree,
-            "                {acc} v{j} = cn_f{j}(cn_f{j}(cn_f{j}(l{j}[0], l{j}[1]), cn_f{j}(l{j}[2], l{j}[3])), cn_f{j}(cn_f{j}(l{j}[4], l{j}[5]), cn_f{j}(l{j}[6], l{j}[7])));"
-        );
-        let _ = writeln!(
-            rest,
-            "                    v{j} = cn_f{j}(v{j}, r{});",
-            red.reg
-        );
+        let _ = writeln!(decls, "            {acc} v{j};");
         let _ = writeln!(
             store,
-            "                o{j}[m] = cn_f{j}(first ? ({acc})({id}) : o{j}[m], v{j});"
+            "            o{j}[m] = cn_f{j}(first ? ({acc})({id}) : o{j}[m], v{j});"
         );
     }
+    let fold = |fast: bool| {
+        let name = |j: usize| {
+            if fast && quick[j] {
+                format!("cn_q{j}")
+            } else {
+                format!("cn_f{j}")
+            }
+        };
+        let flags = if fast { nan_flags.as_str() } else { "" };
+        let mut lanes_init = String::new();
+        let mut lanes_fold = String::new();
+        let mut tree = String::new();
+        let mut rest = String::new();
+        for (j, red) in reds.iter().enumerate() {
+            let (acc, id, g) = (ctype(red.acc), init_value(red.kind, red.acc), name(j));
+            let _ = writeln!(lanes_init, "                {acc} l{j}[8];");
+            let _ = writeln!(
+                lanes_init,
+                "                for (int l = 0; l < 8; ++l) l{j}[l] = ({acc})({id});"
+            );
+            let _ = writeln!(
+                lanes_fold,
+                "                    l{j}[l] = {g}(l{j}[l], r{});",
+                red.reg
+            );
+            let _ = writeln!(
+                tree,
+                "                v{j} = {g}({g}({g}(l{j}[0], l{j}[1]), {g}(l{j}[2], l{j}[3])), {g}({g}(l{j}[4], l{j}[5]), {g}(l{j}[6], l{j}[7])));"
+            );
+            let _ = writeln!(rest, "                    v{j} = {g}(v{j}, r{});", red.reg);
+        }
+        format!(
+            r#"            {{
+{lanes_init}                for (cn_i64 c = 0; c < g; c += 8)
+                for (int l = 0; l < 8; ++l) {{
+                    const cn_i64 i = s + c + l;
+{regs}{lanes_fold}{flags}                }}
+{tree}                for (cn_i64 c = g; c < len; ++c) {{
+                    const cn_i64 i = s + c;
+{regs}{rest}{flags}                }}
+            }}
+"#
+        )
+    };
+    let folds = if any_quick {
+        format!(
+            "            int nan = 0;\n{}            if (nan) {{\n{}            }}\n",
+            fold(true),
+            fold(false)
+        )
+    } else {
+        fold(false)
+    };
     let mut src = String::from(HOST_PRELUDE);
     src.push_str(PREAMBLE);
     let _ = write!(
@@ -769,16 +829,7 @@ CN_EXPORT void cn_rowred(cn_i64 m0, cn_i64 m1, cn_i64 k, const void* const* leav
             const cn_i64 e = row_end < n ? row_end : n;
             const int first = pos == row_start;
             const cn_i64 s = q + pos, len = e - pos, g = len / 8 * 8;
-            {{
-{lanes_init}                for (cn_i64 c = 0; c < g; c += 8)
-                for (int l = 0; l < 8; ++l) {{
-                    const cn_i64 i = s + c + l;
-{regs}{lanes_fold}                }}
-{tree}                for (cn_i64 c = g; c < len; ++c) {{
-                    const cn_i64 i = s + c;
-{regs}{rest}                }}
-{store}            }}
-            pos = e;
+{decls}{folds}{store}            pos = e;
         }}
     }}
 }}
