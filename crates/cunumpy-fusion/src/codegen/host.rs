@@ -756,6 +756,7 @@ pub(crate) fn row_reduction_source(
             "            o{j}[m] = cn_f{j}(first ? ({acc})({id}) : o{j}[m], v{j});"
         );
     }
+    let prefetch = prefetches(prog, kinds, 8, "                    ");
     let fold = |fast: bool| {
         let name = |j: usize| {
             if fast && quick[j] {
@@ -789,10 +790,14 @@ pub(crate) fn row_reduction_source(
         }
         format!(
             r#"            {{
-{lanes_init}                for (cn_i64 c = 0; c < g; c += 8)
+{lanes_init}                for (cn_i64 c = 0; c < g; c += 8) {{
+                {{
+                    const cn_i64 ip = s + c + {PREFETCH};
+{prefetch}                }}
                 for (int l = 0; l < 8; ++l) {{
                     const cn_i64 i = s + c + l;
 {regs}{lanes_fold}{flags}                }}
+                }}
 {tree}                for (cn_i64 c = g; c < len; ++c) {{
                     const cn_i64 i = s + c;
 {regs}{rest}{flags}                }}
