@@ -710,7 +710,8 @@ pub(crate) fn row_reduction_source(
     let leaves = leaf_decls(prog, kinds, "    ");
     let regs = body(prog, kinds, "                    ")?;
     // A float min/max folds with a plain comparison (`a > b ? a : b`: branch-free, which the
-    // NaN-aware `cn_max` is not; 2 cores, 625 000 rows of 16 float64: about twice as fast).
+    // NaN-aware `cn_max` is not; 2 cores, max - min over 625 000 rows of 16 float64: 19.4 ms
+    // -> 12.7 ms, and 8.3 ms with the prefetch of each 8-point step).
     // Without a NaN among the values the two give the same bits, signed zeros included (same
     // comparison, same operand order); a segment that met a NaN is folded again exactly.
     let quick: Vec<bool> = reds
