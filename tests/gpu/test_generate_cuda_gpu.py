@@ -21,7 +21,6 @@ if str(TESTS) not in sys.path:
 from port_cases import CASES  # noqa: E402
 from port_fill_kernels import CASES as FILL_CASES  # noqa: E402
 
-
 # the parity cases, and the zero-fill kernels (fills left out where dead, kept elsewhere)
 PARITY = {name: case[:2] for name, case in CASES.items()} | {
     f"fill: {name}": case for name, case in FILL_CASES.items()
