@@ -1,9 +1,11 @@
 """Host kernels with local ``zeros`` arrays, for the tests of the translator's dead-fill proof
 (``crates/cunumpy-port/src/dead_fill.rs``): in ``bspline_values`` the recurrence writes
-``left[j]`` and ``right[j]`` at the top of iteration ``j`` and reads only ``[0, j]``, so no
+``left[j]`` and ``right[j]`` at the top of iteration ``j`` and reads only ``[0, j]``, and in
+``rows_via_helper`` the zeros go to a helper that overwrites them whole (``dst[:] = ...``), so no
 read can see the zeros and the generated CUDA leaves the fills out; in the other kernels a read
 can see them (a zero read in the first iteration, an element read after the loop, an element the
-loop skips, the array handed to a helper, a write under a condition), so the fills stay.
+loop skips, the array handed to a helper that reads it, or writes only part of it, a write under
+a condition), so the fills stay.
 ``CASES``: label -> (kernel, arguments for its parity test)."""
 
 import numpy as np
@@ -79,6 +81,50 @@ def handed_to_helper(x: "float[:]", out: "float[:]", n: int):
         out[i] = sum_of(acc, n)
 
 
+def copy_row(values: "float[:,:]", i: int, dst: "float[:]"):
+    """Overwrites all of dst (as struphy's b_der_splines_slim does with `bn[:] = values[pn, :]`)."""
+    dst[:] = values[i, :]
+
+
+def copy_tail(values: "float[:,:]", i: int, dst: "float[:]"):
+    """Overwrites all of dst but dst[0]."""
+    dst[1:] = values[i, 1:]
+
+
+def add_row(values: "float[:,:]", i: int, dst: "float[:]"):
+    """Reads dst before overwriting it."""
+    first = dst[0]
+    dst[:] = values[i, :]
+    dst[0] = dst[0] + first
+
+
+def rows_via_helper(values: "float[:,:]", out: "float[:]"):
+    """The zeros handed to a helper that overwrites them whole: no read sees them."""
+    for i in range(values.shape[0]):
+        row = zeros(values.shape[1])
+        copy_row(values, i, row)
+        total = 0.0
+        for k in range(values.shape[1]):
+            total += row[k] * (k + 1)
+        out[i] = total
+
+
+def rows_via_tail_helper(values: "float[:,:]", out: "float[:]"):
+    """The helper leaves row[0]: its zero is read."""
+    for i in range(values.shape[0]):
+        row = zeros(values.shape[1])
+        copy_tail(values, i, row)
+        out[i] = row[0] + row[1]
+
+
+def rows_via_reading_helper(values: "float[:,:]", out: "float[:]"):
+    """The helper reads row[0] before overwriting it: the zero is seen."""
+    for i in range(values.shape[0]):
+        row = zeros(values.shape[1])
+        add_row(values, i, row)
+        out[i] = row[0]
+
+
 def _bspline(backend, seed):
     rng = np.random.default_rng(seed)
     degree = 3
@@ -86,6 +132,11 @@ def _bspline(backend, seed):
     # x in the knot span [knots[5], knots[6]) that span = degree + 2 names
     x = rng.uniform(knots[5], knots[6], 257)
     return xp.asarray(knots), degree, xp.asarray(x), xp.asarray(np.zeros((257, degree + 1)))
+
+
+def _rows_case(backend, seed):
+    rng = np.random.default_rng(seed)
+    return xp.asarray(rng.standard_normal((151, 4))), xp.asarray(np.zeros(151))
 
 
 def _scalar_case(backend, seed):
@@ -99,4 +150,7 @@ CASES = {
     "read_after_loop": (read_after_loop, _scalar_case),
     "conditional_write": (conditional_write, _scalar_case),
     "handed_to_helper": (handed_to_helper, _scalar_case),
+    "rows_via_helper": (rows_via_helper, _rows_case),
+    "rows_via_tail_helper": (rows_via_tail_helper, _rows_case),
+    "rows_via_reading_helper": (rows_via_reading_helper, _rows_case),
 }

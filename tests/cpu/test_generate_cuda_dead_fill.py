@@ -38,6 +38,12 @@ def test_recurrence_locals_are_declared_without_their_fill():
     assert "local array 'right'" in src
 
 
+def test_zeros_a_helper_overwrites_whole_are_declared_without_their_fill():
+    src = str(generate_cuda(pf.rows_via_helper))
+    assert src.count(NOTE) == 1
+    assert not fills(src, "row")
+
+
 @pytest.mark.parametrize(
     ("kernel", "array"),
     [
@@ -45,6 +51,8 @@ def test_recurrence_locals_are_declared_without_their_fill():
         (pf.read_after_loop, "acc"),
         (pf.conditional_write, "acc"),
         (pf.handed_to_helper, "acc"),
+        (pf.rows_via_tail_helper, "row"),
+        (pf.rows_via_reading_helper, "row"),
     ],
 )
 def test_fills_a_read_can_see_are_kept(kernel, array):
@@ -57,15 +65,20 @@ def test_the_kept_fills_matter():
     """The kernels that keep their fills read zeros: the host result differs from one where
     the locals start with other values (so the parity tests below would catch a dropped fill)."""
     x = np.linspace(0.5, 1.5, 11)
-    for kernel in (pf.reads_ahead, pf.read_after_loop, pf.conditional_write):
-        out = np.zeros(11)
-        kernel(x, out, 5)
-        pf_ones = dict(vars(pf))
-        pf_ones["zeros"] = lambda n, dtype=float: np.full(n, 7.0)
-        ones_kernel = type(kernel)(kernel.__code__, pf_ones)
-        out_ones = np.zeros(11)
-        ones_kernel(x, out_ones, 5)
-        assert not np.allclose(out, out_ones), kernel.__name__
+    values = np.linspace(-1.0, 1.0, 44).reshape(11, 4)
+    pf_sevens = dict(vars(pf))
+    pf_sevens["zeros"] = lambda n, dtype=float: np.full(n, 7.0)
+    for kernel, args in [
+        (pf.reads_ahead, (x, 5)),
+        (pf.read_after_loop, (x, 5)),
+        (pf.conditional_write, (x, 5)),
+        (pf.rows_via_tail_helper, (values,)),
+        (pf.rows_via_reading_helper, (values,)),
+    ]:
+        out, out_sevens = np.zeros(11), np.zeros(11)
+        kernel(*args[:1], out, *args[1:])
+        type(kernel)(kernel.__code__, pf_sevens)(*args[:1], out_sevens, *args[1:])
+        assert not np.allclose(out, out_sevens), kernel.__name__
 
 
 @needs_compiler

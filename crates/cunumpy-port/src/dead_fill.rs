@@ -17,30 +17,116 @@
 //!    assigned anywhere else in the body.
 //!
 //! By induction over the iterations, `a[0..j]` are written before iteration `j` reads any of
-//! them, so no read sees the fill. Anything else keeps its fill.
+//! them, so no read sees the fill. A second proof (`overwritten_by_call`) covers zeros handed
+//! straight to a helper that overwrites the whole parameter (`bn[:] = values[pn, :]`) before
+//! anything reads it. Anything else keeps its fill.
+
+use std::collections::BTreeMap;
 
 use crate::json::Json;
 use crate::translate::{const_int, name_of};
 
+/// The module's functions by name (the helpers a call may reach).
+pub(crate) type Funcs<'a> = BTreeMap<String, &'a Json>;
+
 /// The lines of the `name = zeros(...)` statements in `body` (and in the blocks nested in it)
 /// whose fill no read can see.
-pub(crate) fn dead_zero_fills(body: &[Json]) -> Vec<u32> {
+pub(crate) fn dead_zero_fills(body: &[Json], funcs: &Funcs<'_>) -> Vec<u32> {
     let mut lines = Vec::new();
-    scan_block(body, body, &mut lines);
+    scan_block(body, body, funcs, &mut lines);
     lines
 }
 
-fn scan_block(block: &[Json], function_body: &[Json], lines: &mut Vec<u32>) {
+fn scan_block(block: &[Json], function_body: &[Json], funcs: &Funcs<'_>, lines: &mut Vec<u32>) {
     for (i, s) in block.iter().enumerate() {
         if let Some(name) = zeros_target(s) {
-            if fill_is_dead(name, &block[i + 1..], function_body) {
+            let after = &block[i + 1..];
+            if fill_is_dead(name, after, function_body)
+                || overwritten_by_call(name, after, function_body, funcs)
+            {
                 lines.push(s.line());
             }
         }
         for field in ["body", "orelse"] {
-            scan_block(s.get(field).as_list(), function_body, lines);
+            scan_block(s.get(field).as_list(), function_body, funcs, lines);
         }
     }
+}
+
+/// The other proof (struphy's `b1 = zeros(p + 1)` handed to `b_der_splines_slim`): every
+/// mention of the array comes after the zeros in the same block, the first of them is the
+/// array passed once, positionally, to a helper of the module that overwrites that parameter
+/// whole (`p[:] = value` at the top of its body, before any `return`) and mentions it nowhere
+/// else, and nothing between the zeros and the call can jump away. After the call every element
+/// holds the helper's value, so no read can see a zero.
+fn overwritten_by_call(
+    name: &str,
+    after: &[Json],
+    function_body: &[Json],
+    funcs: &Funcs<'_>,
+) -> bool {
+    if count_binds(function_body, name) != 1 {
+        return false;
+    }
+    let total: usize = function_body.iter().map(|s| mention_count(s, name)).sum();
+    let in_after: usize = after.iter().map(|s| mention_count(s, name)).sum();
+    if total != 1 + in_after {
+        return false;
+    }
+    let Some(first) = after.iter().position(|s| mentions(s, name)) else {
+        return false;
+    };
+    if after[..first].iter().any(has_jump) || mention_count(&after[first], name) != 1 {
+        return false;
+    }
+    let call = match after[first].kind() {
+        "Expr" | "Assign" => after[first].get("value"),
+        _ => return false,
+    };
+    if call.kind() != "Call" {
+        return false;
+    }
+    let Some(def) = name_of(call.get("func")).and_then(|h| funcs.get(h)) else {
+        return false;
+    };
+    let Some(k) = call
+        .get("args")
+        .as_list()
+        .iter()
+        .position(|a| name_of(a) == Some(name))
+    else {
+        return false;
+    };
+    let params = def.get("args").get("args").as_list();
+    let Some(param) = params.get(k).and_then(|p| p.get("arg").as_str()) else {
+        return false;
+    };
+    overwrites_whole(def.get("body").as_list(), param)
+}
+
+/// Whether `body` writes `param[:] = value` at its top level before any `return`, with `value`
+/// not reading `param`, and mentions `param` nowhere else.
+fn overwrites_whole(body: &[Json], param: &str) -> bool {
+    let total: usize = body.iter().map(|s| mention_count(s, param)).sum();
+    let Some(at) = body.iter().position(|s| mentions(s, param)) else {
+        return false;
+    };
+    let s = &body[at];
+    let targets = s.get("targets").as_list();
+    let whole_slice = |t: &Json| {
+        let sl = t.get("slice");
+        element_of(t, param)
+            && sl.kind() == "Slice"
+            && ["lower", "upper", "step"]
+                .iter()
+                .all(|f| matches!(sl.get(f), Json::Null))
+    };
+    total == 1
+        && s.kind() == "Assign"
+        && targets.len() == 1
+        && whole_slice(&targets[0])
+        && !mentions(s.get("value"), param)
+        && !body[..at].iter().any(has_jump)
 }
 
 /// `name` when `s` is `name = zeros(...)` (or `np.zeros`, `numpy.zeros`).

@@ -1201,7 +1201,7 @@ impl<'a> Translator<'a> {
     ) -> R<FnCx> {
         let mut f = FnCx {
             name: name.to_string(),
-            dead_fills: crate::dead_fill::dead_zero_fills(body)
+            dead_fills: crate::dead_fill::dead_zero_fills(body, &self.funcs)
                 .into_iter()
                 .collect(),
             ..FnCx::default()

@@ -1,7 +1,8 @@
 //! Zero fills of local arrays that no read can see (tests/port_fill_kernels.py; Python's syntax
 //! tree of it is stored in tests/fixtures/port_fill_kernels.json, to be dumped again when the
-//! kernels change): the B-spline recurrence's `left`/`right` are declared without their fill;
-//! every local whose zeros a read could see keeps it.
+//! kernels change): the B-spline recurrence's `left`/`right` and zeros handed to a helper that
+//! overwrites them whole are declared without their fill; every local whose zeros a read could
+//! see keeps it.
 
 #![allow(clippy::unwrap_used)]
 use cunumpy_port::{translate, Options};
@@ -32,15 +33,29 @@ fn recurrence_locals_lose_their_fill() {
 }
 
 #[test]
+fn zeros_a_helper_overwrites_whole_lose_their_fill() {
+    let src = source("rows_via_helper");
+    assert_eq!(src.matches(NOTE).count(), 1);
+    assert!(!filled(&src, "row"));
+}
+
+#[test]
 fn fills_a_read_can_see_stay() {
     for kernel in [
         "reads_ahead",
         "read_after_loop",
         "conditional_write",
         "handed_to_helper",
+        "rows_via_tail_helper",
+        "rows_via_reading_helper",
     ] {
         let src = source(kernel);
         assert!(!src.contains(NOTE), "{kernel}");
-        assert!(filled(&src, "acc"), "{kernel}");
+        let array = if kernel.starts_with("rows") {
+            "row"
+        } else {
+            "acc"
+        };
+        assert!(filled(&src, array), "{kernel}");
     }
 }
