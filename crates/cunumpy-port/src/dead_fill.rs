@@ -23,8 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::json::Json;
-use crate::translate::{const_int, name_of};
+use crate::json::{const_int, name_of, Json};
 
 /// The module's functions by name (the helpers a call may reach).
 pub(crate) type Funcs<'a> = BTreeMap<String, &'a Json>;

@@ -52,6 +52,24 @@ impl Json {
     }
 }
 
+/// The identifier of a `Name` node (`x` in `x + 1`), None for any other node.
+pub(crate) fn name_of(e: &Json) -> Option<&str> {
+    if e.kind() == "Name" {
+        e.get("id").as_str()
+    } else {
+        None
+    }
+}
+
+/// The value of an integer literal, negated ones included (`-1`), None for anything else.
+pub(crate) fn const_int(e: &Json) -> Option<i64> {
+    match (e.kind(), e.get("value")) {
+        ("Constant", Json::Num(n)) => n.parse().ok(),
+        ("UnaryOp", _) if e.get("op").kind() == "USub" => const_int(e.get("operand")).map(|v| -v),
+        _ => None,
+    }
+}
+
 /// Parses `text` as one JSON value; the error says at which byte it stopped.
 pub fn parse(text: &str) -> Result<Json, String> {
     let mut p = Reader {

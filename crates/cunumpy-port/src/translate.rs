@@ -4,6 +4,7 @@
 
 use crate::error::{PortError, PortErrorKind};
 use crate::json::Json;
+pub(crate) use crate::json::{const_int, name_of};
 use crate::types::{parse_annotation, scalar_named, Scalar, Ty};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -200,22 +201,6 @@ pub(crate) fn err(
         construct: construct.to_string(),
         array: array.map(str::to_string),
         message: msg,
-    }
-}
-
-pub(crate) fn name_of(e: &Json) -> Option<&str> {
-    if e.kind() == "Name" {
-        e.get("id").as_str()
-    } else {
-        None
-    }
-}
-
-pub(crate) fn const_int(e: &Json) -> Option<i64> {
-    match (e.kind(), e.get("value")) {
-        ("Constant", Json::Num(n)) => n.parse().ok(),
-        ("UnaryOp", _) if e.get("op").kind() == "USub" => const_int(e.get("operand")).map(|v| -v),
-        _ => None,
     }
 }
 
