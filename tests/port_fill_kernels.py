@@ -66,6 +66,19 @@ def conditional_write(x: "float[:]", out: "float[:]", n: int):
         out[i] = total
 
 
+def branch_zeros(v: float, n: int) -> float:
+    """Fills acc inside an if and reads it after the if: outside the zeros' block."""
+    if n > 0:
+        acc = zeros(n)
+    acc[0] = v
+    return acc[n - 1]
+
+
+def zeros_in_a_branch(x: "float[:]", out: "float[:]", n: int):
+    for i in range(x.shape[0]):
+        out[i] = x[i] + branch_zeros(x[i], n)
+
+
 def sum_of(a: "float[:]", n: int) -> float:
     s = 0.0
     for k in range(n):
@@ -150,6 +163,7 @@ CASES = {
     "read_after_loop": (read_after_loop, _scalar_case),
     "conditional_write": (conditional_write, _scalar_case),
     "handed_to_helper": (handed_to_helper, _scalar_case),
+    "zeros_in_a_branch": (zeros_in_a_branch, _scalar_case),
     "rows_via_helper": (rows_via_helper, _rows_case),
     "rows_via_tail_helper": (rows_via_tail_helper, _rows_case),
     "rows_via_reading_helper": (rows_via_reading_helper, _rows_case),

@@ -51,6 +51,7 @@ def test_zeros_a_helper_overwrites_whole_are_declared_without_their_fill():
         (pf.read_after_loop, "acc"),
         (pf.conditional_write, "acc"),
         (pf.handed_to_helper, "acc"),
+        (pf.zeros_in_a_branch, "acc"),
         (pf.rows_via_tail_helper, "row"),
         (pf.rows_via_reading_helper, "row"),
     ],

@@ -64,12 +64,7 @@ fn overwritten_by_call(
     function_body: &[Json],
     funcs: &Funcs<'_>,
 ) -> bool {
-    if count_binds(function_body, name) != 1 {
-        return false;
-    }
-    let total: usize = function_body.iter().map(|s| mention_count(s, name)).sum();
-    let in_after: usize = after.iter().map(|s| mention_count(s, name)).sum();
-    if total != 1 + in_after {
+    if count_binds(function_body, name) != 1 || !only_mentioned_after(name, after, function_body) {
         return false;
     }
     let Some(first) = after.iter().position(|s| mentions(s, name)) else {
@@ -128,6 +123,14 @@ fn overwrites_whole(body: &[Json], param: &str) -> bool {
         && !body[..at].iter().any(has_jump)
 }
 
+/// Whether every mention of `name` in the function, but the zeros statement's own target, lies
+/// in `after` (the statements that follow the zeros in its block): none in an enclosing block.
+fn only_mentioned_after(name: &str, after: &[Json], function_body: &[Json]) -> bool {
+    let total: usize = function_body.iter().map(|s| mention_count(s, name)).sum();
+    let in_after: usize = after.iter().map(|s| mention_count(s, name)).sum();
+    total == 1 + in_after
+}
+
 /// `name` when `s` is `name = zeros(...)` (or `np.zeros`, `numpy.zeros`).
 fn zeros_target(s: &Json) -> Option<&str> {
     if s.kind() != "Assign" {
@@ -152,7 +155,7 @@ fn zeros_target(s: &Json) -> Option<&str> {
 
 fn fill_is_dead(name: &str, after: &[Json], function_body: &[Json]) -> bool {
     // 1. one assignment of the name in the whole function, and all its later mentions in one loop
-    if count_binds(function_body, name) != 1 {
+    if count_binds(function_body, name) != 1 || !only_mentioned_after(name, after, function_body) {
         return false;
     }
     let mut mentioning = after.iter().filter(|s| mentions(s, name));
@@ -160,11 +163,6 @@ fn fill_is_dead(name: &str, after: &[Json], function_body: &[Json]) -> bool {
         return true; // never read: nothing can see the zeros
     };
     if mentioning.next().is_some() {
-        return false;
-    }
-    let total: usize = function_body.iter().map(|s| mention_count(s, name)).sum();
-    // the zeros statement's own target, plus the loop's mentions
-    if total != 1 + mention_count(lp, name) {
         return false;
     }
     let Some(j) = counting_loop_var(lp, None) else {

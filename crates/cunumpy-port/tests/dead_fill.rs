@@ -46,6 +46,7 @@ fn fills_a_read_can_see_stay() {
         "read_after_loop",
         "conditional_write",
         "handed_to_helper",
+        "zeros_in_a_branch",
         "rows_via_tail_helper",
         "rows_via_reading_helper",
     ] {
