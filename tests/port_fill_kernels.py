@@ -138,6 +138,154 @@ def rows_via_reading_helper(values: "float[:,:]", out: "float[:]"):
         out[i] = row[0]
 
 
+def splines_into(knots: "float[:]", degree: int, x: float, bn: "float[:]", bd: "float[:]"):
+    """As struphy's ``b_d_splines_slim``: fills its outputs, then writes bn[0] and bn[j + 1]
+    in iteration j, reading only bn[0..j] (bn[pd - il] under ``if j == degree - 1``, with
+    pd = degree - 1); bd is written only under that ``if``. Only bn[degree + 1:] needs bn's
+    fill, and bd keeps all of its."""
+    span = degree + 2
+    pd = degree - 1
+    bn[:] = 0.0
+    bd[:] = 0.0
+    left = zeros(degree, dtype=float)
+    right = zeros(degree, dtype=float)
+    bn[0] = 1.0
+    for j in range(degree):
+        left[j] = x - knots[span - j]
+        right[j] = knots[span + 1 + j] - x
+        saved = 0.0
+        if j == degree - 1:
+            for il in range(pd + 1):
+                bd[pd - il] = degree / (knots[span - il + degree] - knots[span - il]) * bn[pd - il]
+        for r in range(j + 1):
+            temp = bn[r] / (right[r] + left[j - r])
+            bn[r] = saved + right[r] * temp
+            saved = left[j - r] * temp
+        bn[j + 1] = saved
+
+
+def splines_reading_ahead(knots: "float[:]", degree: int, x: float, bn: "float[:]", bd: "float[:]"):
+    """Reads bn[j + 1] before iteration j writes it: the zero is seen."""
+    bn[:] = 0.0
+    bd[:] = 0.0
+    bn[0] = 1.0
+    for j in range(degree):
+        bd[j] = bn[j + 1] + x
+        bn[j + 1] = bn[j] * x + knots[j]
+
+
+def splines_other_condition(
+    knots: "float[:]", degree: int, x: float, bn: "float[:]", bd: "float[:]"
+):
+    """Reads bn[pd - il] under ``if j == degree - 2``, where pd = degree - 1 is j + 1: the
+    element not yet written, whose zero is seen."""
+    pd = degree - 1
+    bn[:] = 0.0
+    bd[:] = 0.0
+    bn[0] = 1.0
+    for j in range(degree):
+        if j == degree - 2:
+            for il in range(pd + 1):
+                bd[il] = bn[pd - il] + x
+        bn[j + 1] = bn[j] * x + knots[j]
+
+
+def splines_without_first(knots: "float[:]", degree: int, x: float, bn: "float[:]", bd: "float[:]"):
+    """No bn[0] before the loop: iteration 0 reads the zero of bn[0]."""
+    bn[:] = 0.0
+    bd[:] = 0.0
+    for j in range(degree):
+        bd[j] = bn[j] + x
+        bn[j + 1] = bn[j] * x + knots[j]
+
+
+def each_splines_into(
+    knots: "float[:]", degree: int, x: "float[:]", bn_out: "float[:,:]", bd_out: "float[:,:]"
+):
+    """``splines_into`` at each x, on rows that start as the outputs' rows."""
+    for i in range(x.shape[0]):
+        bn = zeros(bn_out.shape[1])
+        bd = zeros(bd_out.shape[1])
+        for k in range(bn_out.shape[1]):
+            bn[k] = bn_out[i, k]
+        for k in range(bd_out.shape[1]):
+            bd[k] = bd_out[i, k]
+        splines_into(knots, degree, x[i], bn, bd)
+        for k in range(bn_out.shape[1]):
+            bn_out[i, k] = bn[k]
+        for k in range(bd_out.shape[1]):
+            bd_out[i, k] = bd[k]
+
+
+def each_splines_reading_ahead(
+    knots: "float[:]", degree: int, x: "float[:]", bn_out: "float[:,:]", bd_out: "float[:,:]"
+):
+    """``splines_reading_ahead`` at each x, on rows that start as the outputs' rows."""
+    for i in range(x.shape[0]):
+        bn = zeros(bn_out.shape[1])
+        bd = zeros(bd_out.shape[1])
+        for k in range(bn_out.shape[1]):
+            bn[k] = bn_out[i, k]
+        for k in range(bd_out.shape[1]):
+            bd[k] = bd_out[i, k]
+        splines_reading_ahead(knots, degree, x[i], bn, bd)
+        for k in range(bn_out.shape[1]):
+            bn_out[i, k] = bn[k]
+        for k in range(bd_out.shape[1]):
+            bd_out[i, k] = bd[k]
+
+
+def each_splines_other_condition(
+    knots: "float[:]", degree: int, x: "float[:]", bn_out: "float[:,:]", bd_out: "float[:,:]"
+):
+    """``splines_other_condition`` at each x, on rows that start as the outputs' rows."""
+    for i in range(x.shape[0]):
+        bn = zeros(bn_out.shape[1])
+        bd = zeros(bd_out.shape[1])
+        for k in range(bn_out.shape[1]):
+            bn[k] = bn_out[i, k]
+        for k in range(bd_out.shape[1]):
+            bd[k] = bd_out[i, k]
+        splines_other_condition(knots, degree, x[i], bn, bd)
+        for k in range(bn_out.shape[1]):
+            bn_out[i, k] = bn[k]
+        for k in range(bd_out.shape[1]):
+            bd_out[i, k] = bd[k]
+
+
+def each_splines_without_first(
+    knots: "float[:]", degree: int, x: "float[:]", bn_out: "float[:,:]", bd_out: "float[:,:]"
+):
+    """``splines_without_first`` at each x, on rows that start as the outputs' rows."""
+    for i in range(x.shape[0]):
+        bn = zeros(bn_out.shape[1])
+        bd = zeros(bd_out.shape[1])
+        for k in range(bn_out.shape[1]):
+            bn[k] = bn_out[i, k]
+        for k in range(bd_out.shape[1]):
+            bd[k] = bd_out[i, k]
+        splines_without_first(knots, degree, x[i], bn, bd)
+        for k in range(bn_out.shape[1]):
+            bn_out[i, k] = bn[k]
+        for k in range(bd_out.shape[1]):
+            bd_out[i, k] = bd[k]
+
+
+def _splines_case(backend, seed):
+    """Outputs two elements longer than the splines written, holding sevens: their fill shows."""
+    rng = np.random.default_rng(seed)
+    degree = 3
+    knots = np.linspace(0.0, 1.0, 12)
+    x = rng.uniform(knots[5], knots[6], 129)
+    return (
+        xp.asarray(knots),
+        degree,
+        xp.asarray(x),
+        xp.asarray(np.full((129, degree + 3), 7.0)),
+        xp.asarray(np.full((129, degree + 2), 7.0)),
+    )
+
+
 def _bspline(backend, seed):
     rng = np.random.default_rng(seed)
     degree = 3
@@ -167,4 +315,8 @@ CASES = {
     "rows_via_helper": (rows_via_helper, _rows_case),
     "rows_via_tail_helper": (rows_via_tail_helper, _rows_case),
     "rows_via_reading_helper": (rows_via_reading_helper, _rows_case),
+    "each_splines_into": (each_splines_into, _splines_case),
+    "each_splines_reading_ahead": (each_splines_reading_ahead, _splines_case),
+    "each_splines_other_condition": (each_splines_other_condition, _splines_case),
+    "each_splines_without_first": (each_splines_without_first, _splines_case),
 }

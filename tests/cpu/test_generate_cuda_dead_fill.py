@@ -6,7 +6,10 @@ both cases, and the kernels that need their zeros would give other numbers witho
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +83,61 @@ def test_the_kept_fills_matter():
         kernel(*args[:1], out, *args[1:])
         type(kernel)(kernel.__code__, pf_sevens)(*args[:1], out_sevens, *args[1:])
         assert not np.allclose(out, out_sevens), kernel.__name__
+
+
+PARTIAL = "filled only past the elements that the code below writes before any read of them"
+
+
+def fill_start(src: str, array: str) -> str | None:
+    """Where the generated fill of the argument ``array`` starts: ``"0"`` for the whole fill,
+    the start expression for a partial one, ``None`` without a fill."""
+    if f"{array}(cunumpy_k0) = 0.0;" in src:
+        return "0"
+    m = re.search(rf"{array}\(\((.*) \+ cunumpy_k0\)\) = 0\.0;", src)
+    return m.group(1) if m else None
+
+
+def test_an_argument_the_recurrence_writes_is_filled_only_past_what_it_writes():
+    """struphy's ``b_d_splines_slim``: bn[0] and bn[j + 1] in iteration j are written before
+    any read, so only bn[degree + 1:] keeps the fill; bd, written under an ``if``, keeps all."""
+    src = str(generate_cuda(pf.each_splines_into))
+    assert src.count(PARTIAL) == 1
+    assert fill_start(src, "bn") == "(cunumpy_port_max<long long>(degree, 0) + 1)"
+    assert fill_start(src, "bd") == "0"
+
+
+@pytest.mark.parametrize(
+    ("kernel", "start"),
+    [
+        (pf.each_splines_reading_ahead, "1"),  # bn[0] = 1.0 only: the loop reads ahead
+        (pf.each_splines_other_condition, "1"),  # pd is not j under `if j == degree - 2`
+        (pf.each_splines_without_first, "0"),  # iteration 0 reads bn[0]'s zero
+    ],
+)
+def test_an_argument_fill_a_read_can_see_stays(kernel, start):
+    assert fill_start(str(generate_cuda(kernel)), "bn") == start
+
+
+def test_the_kept_argument_fills_matter():
+    """Filling only bn[degree + 1:] would change what the kernels whose fill stays compute
+    (so the parity tests below would catch such a fill), and not what the one without it does."""
+    knots, degree, x, bn_out, bd_out = (np.asarray(a) for a in pf._splines_case(None, 3))
+    for name, changes in [
+        ("splines_into", False),
+        ("splines_reading_ahead", True),
+        ("splines_other_condition", True),
+        ("splines_without_first", True),
+    ]:
+        namespace = dict(vars(pf))
+        source = textwrap.dedent(inspect.getsource(getattr(pf, name)))
+        exec(source.replace("bn[:] = 0.0", "bn[degree + 1 :] = 0.0"), namespace)  # noqa: S102
+        outs = []
+        for helper in (getattr(pf, name), namespace[name]):
+            bn, bd = bn_out.copy(), bd_out.copy()
+            for i in range(x.size):
+                helper(knots, int(degree), x[i], bn[i], bd[i])
+            outs.append(np.concatenate([bn.ravel(), bd.ravel()]))
+        assert (not np.array_equal(*outs)) == changes, name
 
 
 @needs_compiler

@@ -364,3 +364,330 @@ fn has_jump(s: &Json) -> bool {
             .any(|f| s.get(f).as_list().iter().any(has_jump)),
     }
 }
+
+/// The third proof, for an argument the function fills itself (struphy's `b_d_splines_slim`:
+/// `bn[:] = 0.0`, then `bn[0] = 1.0`, then `for j in range(pn): ... bn[j + 1] = saved` reading
+/// only `bn[0..=j]`): the elements that the code after the fill writes before it reads them
+/// never show the fill, inside the function or to its caller, so only the elements past them
+/// need it. For each `p[:] = constant` at the top level of `body` whose fill is partly dead,
+/// the line and the start of the part that stays (`max(n, 0) + k`, an expression of the
+/// function's parameters) as a syntax tree, to be filled as `p[start:] = constant`.
+///
+/// As for Pyccel's Fortran, the arguments are taken not to alias each other.
+pub(crate) fn partial_fills(body: &[Json]) -> BTreeMap<u32, Json> {
+    let mut found = BTreeMap::new();
+    for (i, s) in body.iter().enumerate() {
+        let Some(p) = constant_whole_fill(s) else {
+            continue;
+        };
+        if count_binds(body, p) != 0 || body[..i].iter().any(|t| mentions(t, p)) {
+            continue; // a local, or an argument already read or aliased before its fill
+        }
+        if let Some(start) = written_prefix(p, &body[i + 1..], body, &body[..i]) {
+            found.insert(s.line(), start);
+        }
+    }
+    found
+}
+
+/// `p` when `s` is `p[:] = c` with `c` a number.
+fn constant_whole_fill(s: &Json) -> Option<&str> {
+    let targets = s.get("targets").as_list();
+    let [t] = targets else { return None };
+    let sl = t.get("slice");
+    let whole = sl.kind() == "Slice"
+        && ["lower", "upper", "step"]
+            .iter()
+            .all(|f| matches!(sl.get(f), Json::Null));
+    let constant =
+        s.get("value").kind() == "Constant" && matches!(s.get("value").get("value"), Json::Num(_));
+    (s.kind() == "Assign" && whole && constant)
+        .then(|| name_of(t.get("value")))
+        .flatten()
+}
+
+/// The start of the part of `p` that the statements `after` its fill do not write before
+/// reading: walks them while every mention of `p` is a single-element write that extends the
+/// written prefix `[0, k)` (`p[k] = v`), or one counting loop `for j in range(n)` that writes
+/// `p[j + k]` at the top of its body every iteration and reads only `p[0..=j]`; stops at
+/// anything else (what was written by then stays written). `None` when nothing is written.
+fn written_prefix(p: &str, after: &[Json], body: &[Json], before: &[Json]) -> Option<Json> {
+    let mut k: i64 = 0;
+    let mut trip: Option<&Json> = None;
+    for t in after {
+        if has_jump(t) {
+            break;
+        }
+        if !mentions(t, p) {
+            continue;
+        }
+        if let Some(c) = element_write(t, p).and_then(const_int) {
+            if trip.is_none() && c == k {
+                k += 1;
+            }
+            continue;
+        }
+        match (trip, prefix_loop(t, p, k, body, before)) {
+            (None, Some(n)) => trip = Some(n),
+            _ => break,
+        }
+    }
+    let start = match trip {
+        Some(n) => add_const(call2("max", n.clone(), int_node(0)), k),
+        None if k > 0 => int_node(k),
+        None => return None,
+    };
+    Some(start)
+}
+
+/// The index of `t` when it is `p[index] = v` with `v` not reading `p`.
+fn element_write<'a>(t: &'a Json, p: &str) -> Option<&'a Json> {
+    let [target] = t.get("targets").as_list() else {
+        return None;
+    };
+    let index = target.get("slice");
+    (t.kind() == "Assign"
+        && element_of(target, p)
+        && !matches!(index.kind(), "Slice" | "Tuple")
+        && !mentions(index, p)
+        && !mentions(t.get("value"), p))
+    .then_some(index)
+}
+
+/// `n` when `t` is `for j in range(n)` (the names in `n` never bound in the function) whose
+/// body writes `p[j + k]` (`p[j]` for `k` 0) at its top level, has no jump, does not bind `j`,
+/// and reads `p` only at indices in `[0, j + k)`, so that iteration `j` finds `p[0..j + k]`
+/// written (by the `k` writes before the loop and the iterations before it) and leaves
+/// `p[0..=j + k]` written. Only `k == 1` is needed by the B-spline recurrences and checked.
+fn prefix_loop<'a>(
+    t: &'a Json,
+    p: &str,
+    k: i64,
+    body: &[Json],
+    before: &[Json],
+) -> Option<&'a Json> {
+    let j = counting_loop_var(t, None)?;
+    let n = t.get("iter").get("args").as_list().last()?;
+    let loop_body = t.get("body").as_list();
+    if k != 1
+        || !t.get("orelse").as_list().is_empty()
+        || mentions(n, p)
+        || names_in(n).iter().any(|x| count_binds(body, x) > 0)
+        || loop_body.iter().any(|s| has_jump(s) || assigns_name(s, j))
+    {
+        return None;
+    }
+    let writes_next = loop_body.iter().any(|s| {
+        element_write(s, p).is_some_and(|ix| {
+            ix.kind() == "BinOp"
+                && ix.get("op").kind() == "Add"
+                && name_of(ix.get("left")) == Some(j)
+                && const_int(ix.get("right")) == Some(k)
+        })
+    });
+    let aliases = AliasesOfJ { j, body, before };
+    (writes_next && loop_body.iter().all(|s| aliases.reads_within(s, p, &[]))).then_some(n)
+}
+
+/// Names that equal the loop variable `j` where an `if j == X:` holds: `q` bound once in the
+/// function, at its top level before the fill, as `q = X'` with `X'` the same expression as
+/// `X` and its names never bound (struphy's `pd = pn - 1` read under `if j == pn - 1:`).
+struct AliasesOfJ<'a> {
+    j: &'a str,
+    body: &'a [Json],
+    before: &'a [Json],
+}
+
+impl AliasesOfJ<'_> {
+    /// `accesses_within` for the loop variable `j`, also inside `if j == X:` where the names
+    /// bound to `X` stand for `j`.
+    fn reads_within(&self, node: &Json, p: &str, within: &[&str]) -> bool {
+        if node.kind() == "If" {
+            let equal = self.equal_to_j(node.get("test"));
+            let inner: Vec<&str> = within
+                .iter()
+                .copied()
+                .chain(equal.iter().copied())
+                .collect();
+            return self.reads_within(node.get("test"), p, within)
+                && node
+                    .get("body")
+                    .as_list()
+                    .iter()
+                    .all(|s| self.reads_within_with(s, p, &inner, &equal))
+                && node
+                    .get("orelse")
+                    .as_list()
+                    .iter()
+                    .all(|s| self.reads_within(s, p, within));
+        }
+        if let Json::List(v) = node {
+            return v.iter().all(|x| self.reads_within(x, p, within));
+        }
+        if matches!(node.kind(), "For" | "While") || !node_has_if(node) {
+            return accesses_within(node, p, self.j, within);
+        }
+        match node {
+            Json::Obj(m) => m.values().all(|v| self.reads_within(v, p, within)),
+            _ => true,
+        }
+    }
+
+    /// Inside the body of `if j == X:`, with `equal` the names that equal `j` there: a loop
+    /// `for r in range(q + 1)` with `q` in `equal` bounds `r` to `[0, j]`, and `q - r` lies
+    /// in `[0, j]`.
+    fn reads_within_with(&self, node: &Json, p: &str, within: &[&str], equal: &[&str]) -> bool {
+        if equal.is_empty() {
+            return self.reads_within(node, p, within);
+        }
+        let renamed = rename(node, equal, self.j);
+        self.reads_within(&renamed, p, within)
+    }
+
+    /// The names bound to `X` when `test` is `j == X` (or `X == j`).
+    fn equal_to_j(&self, test: &Json) -> Vec<&str> {
+        let ops = test.get("ops").as_list();
+        let comps = test.get("comparators").as_list();
+        let ([op], [right]) = (ops, comps) else {
+            return Vec::new();
+        };
+        let left = test.get("left");
+        let x = if name_of(left) == Some(self.j) {
+            right
+        } else if name_of(right) == Some(self.j) {
+            left
+        } else {
+            return Vec::new();
+        };
+        if test.kind() != "Compare"
+            || op.kind() != "Eq"
+            || names_in(x).iter().any(|n| count_binds(self.body, n) > 0)
+        {
+            return Vec::new();
+        }
+        self.before
+            .iter()
+            .filter_map(|s| {
+                let [t] = s.get("targets").as_list() else {
+                    return None;
+                };
+                let q = name_of(t)?;
+                (s.kind() == "Assign"
+                    && count_binds(self.body, q) == 1
+                    && same_expr(s.get("value"), x))
+                .then_some(q)
+            })
+            .collect()
+    }
+}
+
+fn node_has_if(node: &Json) -> bool {
+    match node {
+        Json::Obj(m) => node.kind() == "If" || m.values().any(node_has_if),
+        Json::List(v) => v.iter().any(node_has_if),
+        _ => false,
+    }
+}
+
+/// `node` with every `Name` in `from` read as `to`.
+fn rename(node: &Json, from: &[&str], to: &str) -> Json {
+    match node {
+        Json::Obj(m) => {
+            if name_of(node).is_some_and(|n| from.contains(&n)) {
+                let mut out = m.clone();
+                out.insert("id".into(), Json::Str(to.into()));
+                return Json::Obj(out);
+            }
+            Json::Obj(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), rename(v, from, to)))
+                    .collect(),
+            )
+        }
+        Json::List(v) => Json::List(v.iter().map(|x| rename(x, from, to)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Whether two expressions are the same syntax (their source lines aside).
+fn same_expr(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Obj(x), Json::Obj(y)) => {
+            let keys = |m: &BTreeMap<String, Json>| -> Vec<String> {
+                m.keys().filter(|k| *k != "_line").cloned().collect()
+            };
+            keys(x) == keys(y)
+                && keys(x)
+                    .iter()
+                    .all(|k| same_expr(&x[k.as_str()], &y[k.as_str()]))
+        }
+        (Json::List(x), Json::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(u, v)| same_expr(u, v))
+        }
+        _ => a == b,
+    }
+}
+
+fn names_in(node: &Json) -> Vec<&str> {
+    let mut out = Vec::new();
+    collect_names(node, &mut out);
+    out
+}
+
+fn collect_names<'a>(node: &'a Json, out: &mut Vec<&'a str>) {
+    match node {
+        Json::Obj(m) => {
+            if let Some(n) = name_of(node) {
+                out.push(n);
+            }
+            m.values().for_each(|v| collect_names(v, out));
+        }
+        Json::List(v) => v.iter().for_each(|x| collect_names(x, out)),
+        _ => {}
+    }
+}
+
+fn node(kind: &str, fields: Vec<(&str, Json)>) -> Json {
+    let mut m = BTreeMap::new();
+    m.insert("_t".to_string(), Json::Str(kind.to_string()));
+    for (k, v) in fields {
+        m.insert(k.to_string(), v);
+    }
+    Json::Obj(m)
+}
+
+fn int_node(v: i64) -> Json {
+    node("Constant", vec![("value", Json::Num(v.to_string()))])
+}
+
+fn call2(func: &str, a: Json, b: Json) -> Json {
+    let name = node(
+        "Name",
+        vec![
+            ("id", Json::Str(func.into())),
+            ("ctx", node("Load", vec![])),
+        ],
+    );
+    node(
+        "Call",
+        vec![
+            ("func", name),
+            ("args", Json::List(vec![a, b])),
+            ("keywords", Json::List(vec![])),
+        ],
+    )
+}
+
+fn add_const(e: Json, k: i64) -> Json {
+    if k == 0 {
+        return e;
+    }
+    node(
+        "BinOp",
+        vec![
+            ("left", e),
+            ("op", node("Add", vec![])),
+            ("right", int_node(k)),
+        ],
+    )
+}

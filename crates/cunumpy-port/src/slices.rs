@@ -5,7 +5,9 @@
 
 use crate::error::PortErrorKind;
 use crate::json::Json;
-use crate::translate::{array_key, const_int, indices, name_of, FnCx, Par, Translator, R};
+use crate::translate::{
+    array_key, const_int, indices, name_of, FnCx, Par, Translator, PARTIAL_FILL_NOTE, R,
+};
 use crate::types::{Scalar, Ty};
 use std::collections::BTreeMap;
 
@@ -350,6 +352,35 @@ impl<'a> Translator<'a> {
 }
 
 impl Translator<'_> {
+    /// `p[:] = c` whose first elements the code after it writes before any read
+    /// (`dead_fill::partial_fills`): translated as `p[start:] = c`, so that only the elements
+    /// that code leaves alone get the fill.
+    pub(crate) fn partial_fill(
+        &mut self,
+        f: &mut FnCx,
+        s: &Json,
+        start: Json,
+        depth: usize,
+        par: Option<&Par>,
+    ) -> R<String> {
+        let target = &s.get("targets").as_list()[..1];
+        let Some(target) = target.first() else {
+            return self.slice_assign(f, s, depth, par);
+        };
+        let slice = with(target.get("slice"), "lower", start);
+        let stmt = with(s, "targets", Json::List(vec![with(target, "slice", slice)]));
+        let pad = "    ".repeat(depth);
+        let mut out = self.comment(s.line(), &pad);
+        out.push_str(&format!("{pad}{PARTIAL_FILL_NOTE}\n"));
+        let rest = self.slice_assign(f, &stmt, depth, par)?;
+        out.extend(
+            rest.lines()
+                .filter(|l| !l.trim_start().starts_with("// L"))
+                .map(|l| format!("{l}\n")),
+        );
+        Ok(out)
+    }
+
     /// A 1-D slice assignment whose right-hand side reads the target's array at other
     /// elements (`markers[0:3, ip] = markers[k:k + 3, ip] + dt * v`): as Python does, the
     /// whole right-hand side first (into a buffer of the thread), then the stores.

@@ -60,3 +60,46 @@ fn fills_a_read_can_see_stay() {
         assert!(filled(&src, array), "{kernel}");
     }
 }
+
+const PARTIAL: &str =
+    "filled only past the elements that the code below writes before any read of them";
+
+/// Where the fill of the argument `array` starts: "0" for the whole fill.
+fn fill_start(src: &str, array: &str) -> Option<String> {
+    if src.contains(&format!("{array}(cunumpy_k0) = 0.0;")) {
+        return Some("0".into());
+    }
+    let head = format!("{array}((");
+    let tail = " + cunumpy_k0)) = 0.0;";
+    let line = src
+        .lines()
+        .find(|l| l.trim_start().starts_with(&head) && l.ends_with(tail))?;
+    let inner = line.trim_start().strip_prefix(&head)?.strip_suffix(tail)?;
+    Some(inner.to_string())
+}
+
+#[test]
+fn an_argument_the_recurrence_writes_is_filled_only_past_it() {
+    let src = source("each_splines_into");
+    assert_eq!(src.matches(PARTIAL).count(), 1);
+    assert_eq!(
+        fill_start(&src, "bn").as_deref(),
+        Some("(cunumpy_port_max<long long>(degree, 0) + 1)")
+    );
+    assert_eq!(fill_start(&src, "bd").as_deref(), Some("0"));
+}
+
+#[test]
+fn argument_fills_a_read_can_see_stay() {
+    for (kernel, start) in [
+        ("each_splines_reading_ahead", "1"),
+        ("each_splines_other_condition", "1"),
+        ("each_splines_without_first", "0"),
+    ] {
+        assert_eq!(
+            fill_start(&source(kernel), "bn").as_deref(),
+            Some(start),
+            "{kernel}"
+        );
+    }
+}
