@@ -271,6 +271,49 @@ def each_splines_without_first(
             bd_out[i, k] = bd[k]
 
 
+def derivs_into(p: int, x: float, der: "float[:]"):
+    """As struphy's ``b_der_splines_slim`` writes ``der``: der[0], der[j] for j in 1..p - 1,
+    der[p]; no read of it."""
+    saved = x
+    der[0] = -saved
+    for j in range(1, p):
+        temp = saved
+        saved = saved * x + j
+        der[j] = temp - saved
+    der[p] = saved
+
+
+def derivs_skipping_one(p: int, x: float, der: "float[:]"):
+    """Leaves der[1] (the loop starts at 2): its zero is read by the caller."""
+    saved = x
+    der[0] = -saved
+    for j in range(2, p):
+        der[j] = saved * j
+    der[p] = saved
+
+
+def each_derivs(x: "float[:]", out: "float[:]", p: int):
+    """Zeros two longer than the p + 1 derivatives the helper writes: only their tail needs
+    the fill, just before the call."""
+    for i in range(x.shape[0]):
+        der = zeros(p + 3)
+        derivs_into(p, x[i], der)
+        total = 0.0
+        for k in range(p + 3):
+            total += der[k] * (k + 1)
+        out[i] = total
+
+
+def each_derivs_skipping_one(x: "float[:]", out: "float[:]", p: int):
+    for i in range(x.shape[0]):
+        der = zeros(p + 3)
+        derivs_skipping_one(p, x[i], der)
+        total = 0.0
+        for k in range(p + 3):
+            total += der[k] * (k + 1)
+        out[i] = total
+
+
 def _splines_case(backend, seed):
     """Outputs two elements longer than the splines written, holding sevens: their fill shows."""
     rng = np.random.default_rng(seed)
@@ -319,4 +362,6 @@ CASES = {
     "each_splines_reading_ahead": (each_splines_reading_ahead, _splines_case),
     "each_splines_other_condition": (each_splines_other_condition, _splines_case),
     "each_splines_without_first": (each_splines_without_first, _splines_case),
+    "each_derivs": (each_derivs, _scalar_case),
+    "each_derivs_skipping_one": (each_derivs_skipping_one, _scalar_case),
 }

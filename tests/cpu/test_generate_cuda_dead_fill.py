@@ -140,6 +140,46 @@ def test_the_kept_argument_fills_matter():
         assert (not np.array_equal(*outs)) == changes, name
 
 
+DEFERRED = "filled just before the call that first receives it, past what that call writes first"
+
+
+def deferred_start(src: str, array: str) -> str | None:
+    m = re.search(rf"for \(long long cunumpy_f = (.*); cunumpy_f < {array}\.size\(\)", src)
+    return m.group(1) if m else None
+
+
+def test_a_local_a_helper_writes_first_is_filled_before_the_call_past_what_it_writes():
+    """struphy's ``der1 = zeros(p + 1)`` handed to ``b_der_splines_slim``, which writes
+    der[0..=p] and reads none: the fill moves to the call and starts at p + 1."""
+    src = str(generate_cuda(pf.each_derivs))
+    assert src.count(DEFERRED) == 1
+    assert deferred_start(src, "der") == "(cunumpy_port_max<long long>(p, 0) + 1)"
+    assert src.index("the zeros of 'der'") < src.index("derivs_into(p, x(i), der);")
+
+
+def test_a_local_whose_helper_skips_an_element_keeps_that_elements_fill():
+    src = str(generate_cuda(pf.each_derivs_skipping_one))
+    assert deferred_start(src, "der") == "1"  # der[0] only: the loop starts at 2
+
+
+def test_what_the_helper_writes_first_does_not_need_its_zeros():
+    """Sevens instead of zeros in der[0..=p] change nothing for ``derivs_into`` (it writes them
+    before anyone reads them) and change ``derivs_skipping_one``'s result (der[1] is read)."""
+    x, p = np.linspace(0.5, 1.5, 11), 5
+
+    def sevens_first(n, dtype=float):
+        a = np.zeros(n)
+        a[: p + 1] = 7.0
+        return a
+
+    namespace = dict(vars(pf), zeros=sevens_first)
+    for kernel, changes in [(pf.each_derivs, False), (pf.each_derivs_skipping_one, True)]:
+        out, out_sevens = np.zeros(11), np.zeros(11)
+        kernel(x, out, p)
+        type(kernel)(kernel.__code__, namespace)(x, out_sevens, p)
+        assert (not np.array_equal(out, out_sevens)) == changes, kernel.__name__
+
+
 @needs_compiler
 @pytest.mark.parametrize("label", sorted(pf.CASES))
 def test_generated_kernel_matches_the_host_kernel(label, emulated):

@@ -406,14 +406,52 @@ fn constant_whole_fill(s: &Json) -> Option<&str> {
         .flatten()
 }
 
-/// The start of the part of `p` that the statements `after` its fill do not write before
-/// reading: walks them while every mention of `p` is a single-element write that extends the
-/// written prefix `[0, k)` (`p[k] = v`), or one counting loop `for j in range(n)` that writes
-/// `p[j + k]` at the top of its body every iteration and reads only `p[0..=j]`; stops at
-/// anything else (what was written by then stays written). `None` when nothing is written.
+/// What the statements after a fill have written of `p` before any read of the rest:
+/// `p[0..max(n, m) + c]`, or `p[0..c]` without `n` (`n` an expression of names that the
+/// function never binds).
+struct Prefix<'a> {
+    n: Option<&'a Json>,
+    m: i64,
+    c: i64,
+}
+
+impl Prefix<'_> {
+    fn start(&self) -> Option<Json> {
+        match self.n {
+            Some(n) => Some(add_const(call2("max", n.clone(), int_node(self.m)), self.c)),
+            None if self.c > 0 => Some(int_node(self.c)),
+            None => None,
+        }
+    }
+
+    /// Whether `index` is the first element past the prefix when `n` is at least `m`
+    /// (`n + c`).
+    fn is_next(&self, index: &Json) -> bool {
+        let Some(n) = self.n else {
+            return const_int(index) == Some(self.c);
+        };
+        if self.c == 0 {
+            return same_expr(index, n);
+        }
+        index.kind() == "BinOp"
+            && index.get("op").kind() == "Add"
+            && same_expr(index.get("left"), n)
+            && const_int(index.get("right")) == Some(self.c)
+    }
+}
+
+/// The start of the part of `p` that the statements `after` a fill of it do not write before
+/// reading (`None`: nothing is written so). Walks them while every mention of `p` is a
+/// single-element write, which extends the prefix when it writes the element just past it
+/// (`p[k] = v`; after a loop up to `n`, `p[n] = v`), or one counting loop that writes
+/// `p[j + off]` at the top of its body every iteration and reads only what is written by
+/// then (see `prefix_loop`); stops at anything else (what was written by then stays written).
 fn written_prefix(p: &str, after: &[Json], body: &[Json], before: &[Json]) -> Option<Json> {
-    let mut k: i64 = 0;
-    let mut trip: Option<&Json> = None;
+    let mut prefix = Prefix {
+        n: None,
+        m: 0,
+        c: 0,
+    };
     for t in after {
         if has_jump(t) {
             break;
@@ -421,23 +459,29 @@ fn written_prefix(p: &str, after: &[Json], body: &[Json], before: &[Json]) -> Op
         if !mentions(t, p) {
             continue;
         }
-        if let Some(c) = element_write(t, p).and_then(const_int) {
-            if trip.is_none() && c == k {
-                k += 1;
+        if let Some(index) = element_write(t, p) {
+            if prefix.is_next(index) {
+                // past the prefix when n >= m, inside it (or a write elsewhere) otherwise
+                prefix = match prefix.n {
+                    Some(n) => Prefix {
+                        n: Some(n),
+                        m: prefix.m - 1,
+                        c: prefix.c + 1,
+                    },
+                    None => Prefix {
+                        c: prefix.c + 1,
+                        ..prefix
+                    },
+                };
             }
             continue;
         }
-        match (trip, prefix_loop(t, p, k, body, before)) {
-            (None, Some(n)) => trip = Some(n),
+        match (prefix.n, prefix_loop(t, p, prefix.c, body, before)) {
+            (None, Some(next)) => prefix = next,
             _ => break,
         }
     }
-    let start = match trip {
-        Some(n) => add_const(call2("max", n.clone(), int_node(0)), k),
-        None if k > 0 => int_node(k),
-        None => return None,
-    };
-    Some(start)
+    prefix.start()
 }
 
 /// The index of `t` when it is `p[index] = v` with `v` not reading `p`.
@@ -454,39 +498,86 @@ fn element_write<'a>(t: &'a Json, p: &str) -> Option<&'a Json> {
     .then_some(index)
 }
 
-/// `n` when `t` is `for j in range(n)` (the names in `n` never bound in the function) whose
-/// body writes `p[j + k]` (`p[j]` for `k` 0) at its top level, has no jump, does not bind `j`,
-/// and reads `p` only at indices in `[0, j + k)`, so that iteration `j` finds `p[0..j + k]`
-/// written (by the `k` writes before the loop and the iterations before it) and leaves
-/// `p[0..=j + k]` written. Only `k == 1` is needed by the B-spline recurrences and checked.
+/// The prefix after `t` when `t` is `for j in range(a, n)` (`a` a number, the names in `n`
+/// never bound in the function), entered with `p[0..c]` written, `c == a + off`, whose body
+/// writes `p[j + off]` at its top level, has no jump, does not bind `j`, and reads only
+/// elements written by then: with `off == 1`, `p[0..=j]` (the B-spline recurrences, also
+/// inside `if j == X:`, see `AliasesOfJ`); with `off == 0`, none. Iteration `j` then finds
+/// `p[0..j + off]` written and leaves `p[0..=j + off]` written, so the loop leaves
+/// `p[0..max(n, a) + off]`.
 fn prefix_loop<'a>(
     t: &'a Json,
     p: &str,
-    k: i64,
+    c: i64,
     body: &[Json],
     before: &[Json],
-) -> Option<&'a Json> {
-    let j = counting_loop_var(t, None)?;
-    let n = t.get("iter").get("args").as_list().last()?;
+) -> Option<Prefix<'a>> {
+    if t.kind() != "For" {
+        return None;
+    }
+    let j = name_of(t.get("target"))?;
+    let range = t.get("iter");
+    if range.kind() != "Call" || name_of(range.get("func")) != Some("range") {
+        return None;
+    }
+    let (a, n) = match range.get("args").as_list() {
+        [n] => (0, n),
+        [a, n] => (const_int(a)?, n),
+        _ => return None,
+    };
     let loop_body = t.get("body").as_list();
-    if k != 1
-        || !t.get("orelse").as_list().is_empty()
+    if !t.get("orelse").as_list().is_empty()
         || mentions(n, p)
         || names_in(n).iter().any(|x| count_binds(body, x) > 0)
         || loop_body.iter().any(|s| has_jump(s) || assigns_name(s, j))
     {
         return None;
     }
+    let off = c - a;
     let writes_next = loop_body.iter().any(|s| {
-        element_write(s, p).is_some_and(|ix| {
-            ix.kind() == "BinOp"
-                && ix.get("op").kind() == "Add"
-                && name_of(ix.get("left")) == Some(j)
-                && const_int(ix.get("right")) == Some(k)
+        element_write(s, p).is_some_and(|ix| match off {
+            0 => name_of(ix) == Some(j),
+            _ => {
+                ix.kind() == "BinOp"
+                    && ix.get("op").kind() == "Add"
+                    && name_of(ix.get("left")) == Some(j)
+                    && const_int(ix.get("right")) == Some(off)
+            }
         })
     });
-    let aliases = AliasesOfJ { j, body, before };
-    (writes_next && loop_body.iter().all(|s| aliases.reads_within(s, p, &[]))).then_some(n)
+    let reads_written = match off {
+        0 => loop_body.iter().all(|s| only_element_writes(s, p)),
+        1 => {
+            let aliases = AliasesOfJ { j, body, before };
+            loop_body.iter().all(|s| aliases.reads_within(s, p, &[]))
+        }
+        _ => false,
+    };
+    (writes_next && reads_written).then_some(Prefix {
+        n: Some(n),
+        m: a,
+        c: off,
+    })
+}
+
+/// Whether every mention of `p` in `s` is a write `p[e] = v` of one element (no read).
+fn only_element_writes(s: &Json, p: &str) -> bool {
+    if element_write(s, p).is_some() {
+        return true;
+    }
+    if !mentions(s, p) {
+        return true;
+    }
+    match s.kind() {
+        "For" | "While" | "If" => {
+            !mentions(s.get("iter"), p)
+                && !mentions(s.get("test"), p)
+                && ["body", "orelse"]
+                    .iter()
+                    .all(|f| s.get(f).as_list().iter().all(|x| only_element_writes(x, p)))
+        }
+        _ => false,
+    }
 }
 
 /// Names that equal the loop variable `j` where an `if j == X:` holds: `q` bound once in the
@@ -690,4 +781,135 @@ fn add_const(e: Json, k: i64) -> Json {
             ("right", int_node(k)),
         ],
     )
+}
+
+/// A local `a = zeros(n)` (one axis, `n` known at run time only) whose first mention is a
+/// call handing it to a helper of the module that writes its first elements before any read
+/// of them (`written_prefix` of that parameter over the helper's body: struphy's
+/// `der1 = zeros(int(degree[0]) + 1)` given to `b_der_splines_slim`, which writes
+/// `der[0..=pn]` and reads none): nothing reads `a` before the call, so its fill can wait
+/// until just before the call and cover only what the helper leaves, `a[start:]` with the
+/// helper's start in the caller's terms (its parameters replaced by the call's arguments,
+/// which have no side effects). The zeros' line -> (the call's line, the array, start).
+pub(crate) fn deferred_fills(
+    body: &[Json],
+    funcs: &Funcs<'_>,
+) -> BTreeMap<u32, (u32, String, Json)> {
+    let mut found = BTreeMap::new();
+    scan_deferred(body, body, funcs, &mut found);
+    found
+}
+
+fn scan_deferred(
+    block: &[Json],
+    function_body: &[Json],
+    funcs: &Funcs<'_>,
+    found: &mut BTreeMap<u32, (u32, String, Json)>,
+) {
+    for (i, s) in block.iter().enumerate() {
+        if let Some(name) = zeros_target(s) {
+            let shape = s.get("value").get("args").as_list();
+            let one_axis = matches!(shape, [n] if n.kind() != "Tuple" && const_int(n).is_none());
+            if one_axis {
+                if let Some((line, start)) =
+                    call_writes_prefix(name, &block[i + 1..], function_body, funcs)
+                {
+                    found.insert(s.line(), (line, name.to_string(), start));
+                }
+            }
+        }
+        for field in ["body", "orelse"] {
+            scan_deferred(s.get(field).as_list(), function_body, funcs, found);
+        }
+    }
+}
+
+/// The call's line and the start of what it leaves unwritten of `name`, when the first
+/// mention of `name` after its zeros is that call (see `deferred_fills`).
+fn call_writes_prefix(
+    name: &str,
+    after: &[Json],
+    function_body: &[Json],
+    funcs: &Funcs<'_>,
+) -> Option<(u32, Json)> {
+    if count_binds(function_body, name) != 1 || !only_mentioned_after(name, after, function_body) {
+        return None;
+    }
+    let first = after.iter().position(|s| mentions(s, name))?;
+    if after[..first].iter().any(has_jump) || mention_count(&after[first], name) != 1 {
+        return None;
+    }
+    let stmt = &after[first];
+    let call = match stmt.kind() {
+        "Expr" | "Assign" => stmt.get("value"),
+        _ => return None,
+    };
+    if call.kind() != "Call" || !call.get("keywords").as_list().is_empty() {
+        return None;
+    }
+    let def = name_of(call.get("func")).and_then(|h| funcs.get(h))?;
+    let args = call.get("args").as_list();
+    let k = args.iter().position(|a| name_of(a) == Some(name))?;
+    let params: Vec<&str> = def
+        .get("args")
+        .get("args")
+        .as_list()
+        .iter()
+        .filter_map(|p| p.get("arg").as_str())
+        .collect();
+    let param = *params.get(k)?;
+    let helper_body = def.get("body").as_list();
+    if count_binds(helper_body, param) != 0 {
+        return None;
+    }
+    let start = written_prefix(param, helper_body, helper_body, &[])?;
+    // the helper's parameters, as the call passes them
+    let mut by_param = BTreeMap::new();
+    for x in names_in(&start).into_iter().filter(|x| *x != "max") {
+        let at = params.iter().position(|p| *p == x)?;
+        let arg = args.get(at)?;
+        if !without_side_effects(arg) || mentions(arg, name) {
+            return None;
+        }
+        by_param.insert(x.to_string(), arg.clone());
+    }
+    Some((stmt.line(), substitute(&start, &by_param)))
+}
+
+/// Names, numbers, elements, fields, arithmetic and `int`/`float`/`len`/`max`/`min`/`abs`:
+/// an expression whose evaluation changes nothing.
+fn without_side_effects(e: &Json) -> bool {
+    let parts_too = |fields: &[&str]| fields.iter().all(|f| without_side_effects(e.get(f)));
+    match e.kind() {
+        "Name" | "Constant" => true,
+        "Attribute" => parts_too(&["value"]),
+        "Subscript" => parts_too(&["value", "slice"]),
+        "BinOp" => parts_too(&["left", "right"]),
+        "UnaryOp" => parts_too(&["operand"]),
+        "Tuple" => e.get("elts").as_list().iter().all(without_side_effects),
+        "Call" => {
+            matches!(
+                name_of(e.get("func")),
+                Some("int" | "float" | "len" | "max" | "min" | "abs")
+            ) && e.get("keywords").as_list().is_empty()
+                && e.get("args").as_list().iter().all(without_side_effects)
+        }
+        _ => false,
+    }
+}
+
+/// `e` with each `Name` in `by_name` replaced by its expression.
+fn substitute(e: &Json, by_name: &BTreeMap<String, Json>) -> Json {
+    if let Some(v) = name_of(e).and_then(|n| by_name.get(n)) {
+        return v.clone();
+    }
+    match e {
+        Json::Obj(m) => Json::Obj(
+            m.iter()
+                .map(|(k, v)| (k.clone(), substitute(v, by_name)))
+                .collect(),
+        ),
+        Json::List(v) => Json::List(v.iter().map(|x| substitute(x, by_name)).collect()),
+        other => other.clone(),
+    }
 }

@@ -69,6 +69,10 @@ const DEAD_FILL_NOTE: &str =
 pub(crate) const PARTIAL_FILL_NOTE: &str =
     "// filled only past the elements that the code below writes before any read of them";
 
+/// Written where a `zeros(...)` local waits for its fill (`dead_fill::deferred_fills`).
+const DEFERRED_FILL_NOTE: &str =
+    "// filled just before the call that first receives it, past what that call writes first";
+
 /// Per-function state: the names and their types, in the order they are declared.
 #[derive(Default)]
 pub(crate) struct FnCx {
@@ -83,6 +87,10 @@ pub(crate) struct FnCx {
     /// writes before any read (`dead_fill::partial_fills`), with where the fill that stays
     /// starts: they fill `p[start:]` only.
     pub(crate) partial_fills: BTreeMap<u32, Json>,
+    /// Lines of the `a = zeros(n)` statements whose fill waits for the call that first
+    /// receives `a` (`dead_fill::deferred_fills`) -> that call's line, `a`, and where the fill
+    /// that stays starts.
+    pub(crate) deferred_fills: BTreeMap<u32, (u32, String, Json)>,
 }
 
 pub struct Translator<'a> {
@@ -1210,6 +1218,10 @@ impl<'a> Translator<'a> {
             partial_fills: crate::dead_fill::partial_fills(body),
             ..FnCx::default()
         };
+        f.deferred_fills = crate::dead_fill::deferred_fills(body, &self.funcs)
+            .into_iter()
+            .filter(|(line, _)| !f.dead_fills.contains(line))
+            .collect();
         for (n, t) in params {
             f.vars.insert(n.clone(), t.clone());
             f.params.insert(n.clone());
@@ -1506,6 +1518,8 @@ impl<'a> Translator<'a> {
         ));
         if fname == "zeros" && f.dead_fills.contains(&s.line()) {
             out.push_str(&format!("{pad}{DEAD_FILL_NOTE}\n"));
+        } else if fname == "zeros" && f.deferred_fills.contains_key(&s.line()) {
+            out.push_str(&format!("{pad}{DEFERRED_FILL_NOTE}\n"));
         } else if fname != "empty" {
             let fill = if fname == "zeros" { "0" } else { "1" };
             out.push_str(&format!("{pad}for (long long cunumpy_f = 0; cunumpy_f < {n}.size(); ++cunumpy_f) {n}_data[cunumpy_f] = ({c}){fill};\n"));
@@ -1564,6 +1578,42 @@ impl<'a> Translator<'a> {
     }
 
     pub(crate) fn stmt(
+        &mut self,
+        f: &mut FnCx,
+        s: &Json,
+        depth: usize,
+        par: Option<&Par>,
+    ) -> R<String> {
+        let fills = self.deferred_fills_before(f, s, depth)?;
+        Ok(fills + &self.stmt_itself(f, s, depth, par)?)
+    }
+
+    /// The fills that wait for this statement's call (`FnCx::deferred_fills`): each local it
+    /// receives, from where the call stops writing it.
+    fn deferred_fills_before(&mut self, f: &mut FnCx, s: &Json, depth: usize) -> R<String> {
+        let pad = "    ".repeat(depth);
+        let waiting: Vec<(String, Json)> = f
+            .deferred_fills
+            .values()
+            .filter(|(call, _, _)| *call == s.line())
+            .map(|(_, a, start)| (a.clone(), start.clone()))
+            .collect();
+        let mut out = String::new();
+        for (a, start) in waiting {
+            let Some(Ty::LocalDyn(sc, _)) = f.vars.get(&a).cloned() else {
+                continue;
+            };
+            let (from, _) = self.expr(f, &start)?;
+            out.push_str(&format!(
+                "{pad}// the zeros of '{a}' that the call below does not write first\n\
+                 {pad}for (long long cunumpy_f = {from}; cunumpy_f < {a}.size(); ++cunumpy_f) {a}_data[cunumpy_f] = ({})0;\n",
+                sc.c()
+            ));
+        }
+        Ok(out)
+    }
+
+    fn stmt_itself(
         &mut self,
         f: &mut FnCx,
         s: &Json,

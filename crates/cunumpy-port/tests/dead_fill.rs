@@ -103,3 +103,32 @@ fn argument_fills_a_read_can_see_stay() {
         );
     }
 }
+
+const DEFERRED: &str =
+    "filled just before the call that first receives it, past what that call writes first";
+
+/// Where the fill of the local `array` that waited for a call starts.
+fn deferred_start(src: &str, array: &str) -> Option<String> {
+    let head = "for (long long cunumpy_f = ";
+    let tail = format!("; cunumpy_f < {array}.size()");
+    src.lines().find_map(|l| {
+        let l = l.trim_start().strip_prefix(head)?;
+        let end = l.find(&tail)?;
+        Some(l[..end].to_string())
+    })
+}
+
+#[test]
+fn a_local_a_helper_writes_first_is_filled_before_the_call() {
+    let src = source("each_derivs");
+    assert_eq!(src.matches(DEFERRED).count(), 1);
+    assert_eq!(
+        deferred_start(&src, "der").as_deref(),
+        Some("(cunumpy_port_max<long long>(p, 0) + 1)")
+    );
+    let fill = src.find("the zeros of 'der'").unwrap();
+    assert!(fill < src.find("derivs_into(p, x(i), der);").unwrap());
+    // the helper skips der[1]: only der[0] goes without the fill
+    let src = source("each_derivs_skipping_one");
+    assert_eq!(deferred_start(&src, "der").as_deref(), Some("1"));
+}
