@@ -99,11 +99,13 @@ def fill_start(src: str, array: str) -> str | None:
 
 def test_an_argument_the_recurrence_writes_is_filled_only_past_what_it_writes():
     """struphy's ``b_d_splines_slim``: bn[0] and bn[j + 1] in iteration j are written before
-    any read, so only bn[degree + 1:] keeps the fill; bd, written under an ``if``, keeps all."""
+    any read, so only bn[degree + 1:] keeps the fill; bd, written whole in the last iteration
+    and never read, only bd[degree:]."""
     src = str(generate_cuda(pf.each_splines_into))
-    assert src.count(PARTIAL) == 1
+    assert src.count(PARTIAL) == 2
     assert fill_start(src, "bn") == "(cunumpy_port_max<long long>(degree, 0) + 1)"
-    assert fill_start(src, "bd") == "0"
+    # bd[0..degree] is written in the last iteration, under `if j == degree - 1`
+    assert fill_start(src, "bd") == "cunumpy_port_max<long long>(degree, 0)"
 
 
 @pytest.mark.parametrize(
@@ -116,6 +118,11 @@ def test_an_argument_the_recurrence_writes_is_filled_only_past_what_it_writes():
 )
 def test_an_argument_fill_a_read_can_see_stays(kernel, start):
     assert fill_start(str(generate_cuda(kernel)), "bn") == start
+
+
+def test_an_argument_written_in_another_iteration_than_the_last_keeps_its_fill():
+    # bd[0..degree - 1] written under `if j == degree - 2`: not the last iteration
+    assert fill_start(str(generate_cuda(pf.each_splines_other_condition)), "bd") == "0"
 
 
 def test_the_kept_argument_fills_matter():

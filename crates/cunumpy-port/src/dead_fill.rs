@@ -534,6 +534,13 @@ fn prefix_loop<'a>(
         return None;
     }
     let off = c - a;
+    if (a, c) == (0, 0) && last_iteration_writes(loop_body, p, j, n, body, before) {
+        return Some(Prefix {
+            n: Some(n),
+            m: 0,
+            c: 0,
+        });
+    }
     let writes_next = loop_body.iter().any(|s| {
         element_write(s, p).is_some_and(|ix| match off {
             0 => name_of(ix) == Some(j),
@@ -558,6 +565,71 @@ fn prefix_loop<'a>(
         m: a,
         c: off,
     })
+}
+
+/// Whether the body of `for j in range(n)` mentions `p` only in one `if j == n - 1:` at its
+/// top level, whose body (without a jump) holds `for il in range(j + 1)` (spelled with a
+/// name that equals `j` there, see `AliasesOfJ`) writing `p[j - il]` or `p[il]` at its top
+/// level, and writes `p` nowhere else in a way that reads it (struphy's `bd` in
+/// `b_d_splines_slim`: `if j == pn - 1: for il in range(pd + 1): bd[pd - il] = ...`). The
+/// last iteration, run when `n >= 1`, then writes `p[0..n]`.
+fn last_iteration_writes(
+    loop_body: &[Json],
+    p: &str,
+    j: &str,
+    n: &Json,
+    body: &[Json],
+    before: &[Json],
+) -> bool {
+    let mut mentioning = loop_body.iter().filter(|s| mentions(s, p));
+    let (Some(branch), None) = (mentioning.next(), mentioning.next()) else {
+        return false;
+    };
+    let test = branch.get("test");
+    let [x] = test.get("comparators").as_list() else {
+        return false;
+    };
+    let is_last = x.kind() == "BinOp"
+        && x.get("op").kind() == "Sub"
+        && same_expr(x.get("left"), n)
+        && const_int(x.get("right")) == Some(1);
+    let aliases = AliasesOfJ { j, body, before };
+    let equal = aliases.equal_to_j(test);
+    if branch.kind() != "If"
+        || name_of(test.get("left")) != Some(j)
+        || !is_last
+        || mentions(test, p)
+        || mentions(&Json::List(branch.get("orelse").as_list().to_vec()), p)
+    {
+        return false;
+    }
+    let inner: Vec<Json> = branch
+        .get("body")
+        .as_list()
+        .iter()
+        .map(|s| rename(s, &equal, j))
+        .collect();
+    let covers = |s: &Json| {
+        let Some(il) = counting_loop_var(s, Some(j)) else {
+            return false;
+        };
+        let stop = s.get("iter").get("args").as_list().last();
+        let to_j = stop.is_some_and(|e| e.kind() == "BinOp"); // range(j + 1), not range(j)
+        let il_body = s.get("body").as_list();
+        let writes_all = il_body.iter().any(|w| {
+            element_write(w, p).is_some_and(|ix| {
+                name_of(ix) == Some(il)
+                    || (ix.kind() == "BinOp"
+                        && ix.get("op").kind() == "Sub"
+                        && name_of(ix.get("left")) == Some(j)
+                        && name_of(ix.get("right")) == Some(il))
+            })
+        });
+        to_j && writes_all && !il_body.iter().any(|w| has_jump(w) || assigns_name(w, il))
+    };
+    !inner.iter().any(has_jump)
+        && inner.iter().any(covers)
+        && inner.iter().all(|s| only_element_writes(s, p))
 }
 
 /// Whether every mention of `p` in `s` is a write `p[e] = v` of one element (no read).

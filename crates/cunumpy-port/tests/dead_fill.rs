@@ -81,11 +81,17 @@ fn fill_start(src: &str, array: &str) -> Option<String> {
 #[test]
 fn an_argument_the_recurrence_writes_is_filled_only_past_it() {
     let src = source("each_splines_into");
-    assert_eq!(src.matches(PARTIAL).count(), 1);
+    assert_eq!(src.matches(PARTIAL).count(), 2);
     assert_eq!(
         fill_start(&src, "bn").as_deref(),
         Some("(cunumpy_port_max<long long>(degree, 0) + 1)")
     );
+    // written whole in the last iteration (`if j == degree - 1`), never read
+    assert_eq!(
+        fill_start(&src, "bd").as_deref(),
+        Some("cunumpy_port_max<long long>(degree, 0)")
+    );
+    let src = source("each_splines_other_condition");
     assert_eq!(fill_start(&src, "bd").as_deref(), Some("0"));
 }
 
