@@ -199,10 +199,17 @@ def splines_without_first(knots: "float[:]", degree: int, x: float, bn: "float[:
         bn[j + 1] = bn[j] * x + knots[j]
 
 
-def each_splines_into(
-    knots: "float[:]", degree: int, x: "float[:]", bn_out: "float[:,:]", bd_out: "float[:,:]"
+def each_splines(
+    knots: "float[:]",
+    degree: int,
+    x: "float[:]",
+    bn_out: "float[:,:]",
+    bd_out: "float[:,:]",
+    which: int,
 ):
-    """``splines_into`` at each x, on rows that start as the outputs' rows."""
+    """One of the ``splines_*`` helpers at each x (``which``: 0 ``splines_into``, 1
+    ``splines_reading_ahead``, 2 ``splines_other_condition``, 3 ``splines_without_first``), on
+    rows that start as the outputs' rows."""
     for i in range(x.shape[0]):
         bn = zeros(bn_out.shape[1])
         bd = zeros(bd_out.shape[1])
@@ -210,61 +217,14 @@ def each_splines_into(
             bn[k] = bn_out[i, k]
         for k in range(bd_out.shape[1]):
             bd[k] = bd_out[i, k]
-        splines_into(knots, degree, x[i], bn, bd)
-        for k in range(bn_out.shape[1]):
-            bn_out[i, k] = bn[k]
-        for k in range(bd_out.shape[1]):
-            bd_out[i, k] = bd[k]
-
-
-def each_splines_reading_ahead(
-    knots: "float[:]", degree: int, x: "float[:]", bn_out: "float[:,:]", bd_out: "float[:,:]"
-):
-    """``splines_reading_ahead`` at each x, on rows that start as the outputs' rows."""
-    for i in range(x.shape[0]):
-        bn = zeros(bn_out.shape[1])
-        bd = zeros(bd_out.shape[1])
-        for k in range(bn_out.shape[1]):
-            bn[k] = bn_out[i, k]
-        for k in range(bd_out.shape[1]):
-            bd[k] = bd_out[i, k]
-        splines_reading_ahead(knots, degree, x[i], bn, bd)
-        for k in range(bn_out.shape[1]):
-            bn_out[i, k] = bn[k]
-        for k in range(bd_out.shape[1]):
-            bd_out[i, k] = bd[k]
-
-
-def each_splines_other_condition(
-    knots: "float[:]", degree: int, x: "float[:]", bn_out: "float[:,:]", bd_out: "float[:,:]"
-):
-    """``splines_other_condition`` at each x, on rows that start as the outputs' rows."""
-    for i in range(x.shape[0]):
-        bn = zeros(bn_out.shape[1])
-        bd = zeros(bd_out.shape[1])
-        for k in range(bn_out.shape[1]):
-            bn[k] = bn_out[i, k]
-        for k in range(bd_out.shape[1]):
-            bd[k] = bd_out[i, k]
-        splines_other_condition(knots, degree, x[i], bn, bd)
-        for k in range(bn_out.shape[1]):
-            bn_out[i, k] = bn[k]
-        for k in range(bd_out.shape[1]):
-            bd_out[i, k] = bd[k]
-
-
-def each_splines_without_first(
-    knots: "float[:]", degree: int, x: "float[:]", bn_out: "float[:,:]", bd_out: "float[:,:]"
-):
-    """``splines_without_first`` at each x, on rows that start as the outputs' rows."""
-    for i in range(x.shape[0]):
-        bn = zeros(bn_out.shape[1])
-        bd = zeros(bd_out.shape[1])
-        for k in range(bn_out.shape[1]):
-            bn[k] = bn_out[i, k]
-        for k in range(bd_out.shape[1]):
-            bd[k] = bd_out[i, k]
-        splines_without_first(knots, degree, x[i], bn, bd)
+        if which == 0:
+            splines_into(knots, degree, x[i], bn, bd)
+        elif which == 1:
+            splines_reading_ahead(knots, degree, x[i], bn, bd)
+        elif which == 2:
+            splines_other_condition(knots, degree, x[i], bn, bd)
+        else:
+            splines_without_first(knots, degree, x[i], bn, bd)
         for k in range(bn_out.shape[1]):
             bn_out[i, k] = bn[k]
         for k in range(bd_out.shape[1]):
@@ -314,19 +274,25 @@ def each_derivs_skipping_one(x: "float[:]", out: "float[:]", p: int):
         out[i] = total
 
 
-def _splines_case(backend, seed):
-    """Outputs two elements longer than the splines written, holding sevens: their fill shows."""
-    rng = np.random.default_rng(seed)
-    degree = 3
-    knots = np.linspace(0.0, 1.0, 12)
-    x = rng.uniform(knots[5], knots[6], 129)
-    return (
-        xp.asarray(knots),
-        degree,
-        xp.asarray(x),
-        xp.asarray(np.full((129, degree + 3), 7.0)),
-        xp.asarray(np.full((129, degree + 2), 7.0)),
-    )
+def _splines_case(which):
+    """Outputs two elements longer than the splines written, holding sevens: their fill
+    shows."""
+
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        degree = 3
+        knots = np.linspace(0.0, 1.0, 12)
+        x = rng.uniform(knots[5], knots[6], 129)
+        return (
+            xp.asarray(knots),
+            degree,
+            xp.asarray(x),
+            xp.asarray(np.full((129, degree + 3), 7.0)),
+            xp.asarray(np.full((129, degree + 2), 7.0)),
+            which,
+        )
+
+    return make
 
 
 def _bspline(backend, seed):
@@ -358,10 +324,10 @@ CASES = {
     "rows_via_helper": (rows_via_helper, _rows_case),
     "rows_via_tail_helper": (rows_via_tail_helper, _rows_case),
     "rows_via_reading_helper": (rows_via_reading_helper, _rows_case),
-    "each_splines_into": (each_splines_into, _splines_case),
-    "each_splines_reading_ahead": (each_splines_reading_ahead, _splines_case),
-    "each_splines_other_condition": (each_splines_other_condition, _splines_case),
-    "each_splines_without_first": (each_splines_without_first, _splines_case),
+    "each_splines (into)": (each_splines, _splines_case(0)),
+    "each_splines (reading ahead)": (each_splines, _splines_case(1)),
+    "each_splines (other condition)": (each_splines, _splines_case(2)),
+    "each_splines (without first)": (each_splines, _splines_case(3)),
     "each_derivs": (each_derivs, _scalar_case),
     "each_derivs_skipping_one": (each_derivs_skipping_one, _scalar_case),
 }

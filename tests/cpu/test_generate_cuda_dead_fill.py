@@ -88,12 +88,16 @@ def test_the_kept_fills_matter():
 PARTIAL = "filled only past the elements that the code below writes before any read of them"
 
 
-def fill_start(src: str, array: str) -> str | None:
-    """Where the generated fill of the argument ``array`` starts: ``"0"`` for the whole fill,
-    the start expression for a partial one, ``None`` without a fill."""
-    if f"{array}(cunumpy_k0) = 0.0;" in src:
+def fill_start(helper: str, array: str) -> str | None:
+    """Where the generated fill of the argument ``array`` of ``helper`` (one of the
+    ``splines_*`` helpers ``each_splines`` calls) starts: ``"0"`` for the whole fill, the start
+    expression for a partial one, ``None`` without a fill."""
+    src = str(generate_cuda(pf.each_splines))
+    body = src[src.index(f"__device__ void {helper}(") :]
+    body = body[: body.index("\n}\n")]
+    if f"{array}(cunumpy_k0) = 0.0;" in body:
         return "0"
-    m = re.search(rf"{array}\(\((.*) \+ cunumpy_k0\)\) = 0\.0;", src)
+    m = re.search(rf"{array}\(\((.*) \+ cunumpy_k0\)\) = 0\.0;", body)
     return m.group(1) if m else None
 
 
@@ -101,34 +105,34 @@ def test_an_argument_the_recurrence_writes_is_filled_only_past_what_it_writes():
     """struphy's ``b_d_splines_slim``: bn[0] and bn[j + 1] in iteration j are written before
     any read, so only bn[degree + 1:] keeps the fill; bd, written whole in the last iteration
     and never read, only bd[degree:]."""
-    src = str(generate_cuda(pf.each_splines_into))
-    assert src.count(PARTIAL) == 2
-    assert fill_start(src, "bn") == "(cunumpy_port_max<long long>(degree, 0) + 1)"
+    assert fill_start("splines_into", "bn") == "(cunumpy_port_max<long long>(degree, 0) + 1)"
     # bd[0..degree] is written in the last iteration, under `if j == degree - 1`
-    assert fill_start(src, "bd") == "cunumpy_port_max<long long>(degree, 0)"
+    assert fill_start("splines_into", "bd") == "cunumpy_port_max<long long>(degree, 0)"
+    # also bn[0] of reading_ahead and other_condition, and bd of those writing bd[j] in each j
+    assert str(generate_cuda(pf.each_splines)).count(PARTIAL) == 6
 
 
 @pytest.mark.parametrize(
-    ("kernel", "start"),
+    ("helper", "start"),
     [
-        (pf.each_splines_reading_ahead, "1"),  # bn[0] = 1.0 only: the loop reads ahead
-        (pf.each_splines_other_condition, "1"),  # pd is not j under `if j == degree - 2`
-        (pf.each_splines_without_first, "0"),  # iteration 0 reads bn[0]'s zero
+        ("splines_reading_ahead", "1"),  # bn[0] = 1.0 only: the loop reads ahead
+        ("splines_other_condition", "1"),  # pd is not j under `if j == degree - 2`
+        ("splines_without_first", "0"),  # iteration 0 reads bn[0]'s zero
     ],
 )
-def test_an_argument_fill_a_read_can_see_stays(kernel, start):
-    assert fill_start(str(generate_cuda(kernel)), "bn") == start
+def test_an_argument_fill_a_read_can_see_stays(helper, start):
+    assert fill_start(helper, "bn") == start
 
 
 def test_an_argument_written_in_another_iteration_than_the_last_keeps_its_fill():
     # bd[0..degree - 1] written under `if j == degree - 2`: not the last iteration
-    assert fill_start(str(generate_cuda(pf.each_splines_other_condition)), "bd") == "0"
+    assert fill_start("splines_other_condition", "bd") == "0"
 
 
 def test_the_kept_argument_fills_matter():
     """Filling only bn[degree + 1:] would change what the kernels whose fill stays compute
     (so the parity tests below would catch such a fill), and not what the one without it does."""
-    knots, degree, x, bn_out, bd_out = (np.asarray(a) for a in pf._splines_case(None, 3))
+    knots, degree, x, bn_out, bd_out, _ = (np.asarray(a) for a in pf._splines_case(0)(None, 3))
     for name, changes in [
         ("splines_into", False),
         ("splines_reading_ahead", True),

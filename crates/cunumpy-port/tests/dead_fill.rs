@@ -64,14 +64,18 @@ fn fills_a_read_can_see_stay() {
 const PARTIAL: &str =
     "filled only past the elements that the code below writes before any read of them";
 
-/// Where the fill of the argument `array` starts: "0" for the whole fill.
-fn fill_start(src: &str, array: &str) -> Option<String> {
-    if src.contains(&format!("{array}(cunumpy_k0) = 0.0;")) {
+/// Where the fill of the argument `array` of `helper` (one of the `splines_*` helpers that
+/// `each_splines` calls) starts: "0" for the whole fill.
+fn fill_start(helper: &str, array: &str) -> Option<String> {
+    let src = source("each_splines");
+    let body = &src[src.find(&format!("__device__ void {helper}("))?..];
+    let body = &body[..body.find("\n}\n")?];
+    if body.contains(&format!("{array}(cunumpy_k0) = 0.0;")) {
         return Some("0".into());
     }
     let head = format!("{array}((");
     let tail = " + cunumpy_k0)) = 0.0;";
-    let line = src
+    let line = body
         .lines()
         .find(|l| l.trim_start().starts_with(&head) && l.ends_with(tail))?;
     let inner = line.trim_start().strip_prefix(&head)?.strip_suffix(tail)?;
@@ -80,33 +84,32 @@ fn fill_start(src: &str, array: &str) -> Option<String> {
 
 #[test]
 fn an_argument_the_recurrence_writes_is_filled_only_past_it() {
-    let src = source("each_splines_into");
-    assert_eq!(src.matches(PARTIAL).count(), 2);
     assert_eq!(
-        fill_start(&src, "bn").as_deref(),
+        fill_start("splines_into", "bn").as_deref(),
         Some("(cunumpy_port_max<long long>(degree, 0) + 1)")
     );
     // written whole in the last iteration (`if j == degree - 1`), never read
     assert_eq!(
-        fill_start(&src, "bd").as_deref(),
+        fill_start("splines_into", "bd").as_deref(),
         Some("cunumpy_port_max<long long>(degree, 0)")
     );
-    let src = source("each_splines_other_condition");
-    assert_eq!(fill_start(&src, "bd").as_deref(), Some("0"));
+    assert_eq!(
+        fill_start("splines_other_condition", "bd").as_deref(),
+        Some("0")
+    );
+    // bn and bd of splines_into, bn[0] of reading_ahead and other_condition, bd of the two
+    // that write bd[j] in each iteration j and never read it
+    assert_eq!(source("each_splines").matches(PARTIAL).count(), 6);
 }
 
 #[test]
 fn argument_fills_a_read_can_see_stay() {
-    for (kernel, start) in [
-        ("each_splines_reading_ahead", "1"),
-        ("each_splines_other_condition", "1"),
-        ("each_splines_without_first", "0"),
+    for (helper, start) in [
+        ("splines_reading_ahead", "1"),
+        ("splines_other_condition", "1"),
+        ("splines_without_first", "0"),
     ] {
-        assert_eq!(
-            fill_start(&source(kernel), "bn").as_deref(),
-            Some(start),
-            "{kernel}"
-        );
+        assert_eq!(fill_start(helper, "bn").as_deref(), Some(start), "{helper}");
     }
 }
 
