@@ -252,26 +252,27 @@ def derivs_skipping_one(p: int, x: float, der: "float[:]"):
     der[p] = saved
 
 
+def weighted_sum(a: "float[:]") -> float:
+    total = 0.0
+    for k in range(a.shape[0]):
+        total += a[k] * (k + 1)
+    return total
+
+
 def each_derivs(x: "float[:]", out: "float[:]", p: int):
     """Zeros two longer than the p + 1 derivatives the helper writes: only their tail needs
     the fill, just before the call."""
     for i in range(x.shape[0]):
         der = zeros(p + 3)
         derivs_into(p, x[i], der)
-        total = 0.0
-        for k in range(p + 3):
-            total += der[k] * (k + 1)
-        out[i] = total
+        out[i] = weighted_sum(der)
 
 
 def each_derivs_skipping_one(x: "float[:]", out: "float[:]", p: int):
     for i in range(x.shape[0]):
         der = zeros(p + 3)
         derivs_skipping_one(p, x[i], der)
-        total = 0.0
-        for k in range(p + 3):
-            total += der[k] * (k + 1)
-        out[i] = total
+        out[i] = weighted_sum(der)
 
 
 def _splines_case(which):
