@@ -275,6 +275,86 @@ def each_derivs_skipping_one(x: "float[:]", out: "float[:]", p: int):
         out[i] = weighted_sum(der)
 
 
+def der_table(knots: "float[:]", p: int, x: float, bn: "float[:]", der: "float[:]"):
+    """As struphy's ``b_der_splines_slim``: the Cox-de Boor table ``values`` filled up to its
+    diagonal row by row and read only there, ``diff`` written by each inner iteration before
+    it reads it; neither fill can be seen."""
+    span = p + 2
+    left = zeros(p, dtype=float)
+    right = zeros(p, dtype=float)
+    diff = zeros(p, dtype=float)
+    values = zeros((p + 1, p + 1), dtype=float)
+    values[0, 0] = 1.0
+    for j in range(p):
+        left[j] = x - knots[span - j]
+        right[j] = knots[span + 1 + j] - x
+        saved = 0.0
+        for r in range(j + 1):
+            diff[r] = 1.0 / (right[r] + left[j - r])
+            temp = values[j, r] * diff[r]
+            values[j + 1, r] = saved + right[r] * temp
+            saved = left[j - r] * temp
+        values[j + 1, j + 1] = saved
+    diff[:] = diff * p
+    saved = values[p - 1, 0] * diff[0]
+    der[0] = -saved
+    for j in range(1, p):
+        temp = saved
+        saved = values[p - 1, j] * diff[j]
+        der[j] = temp - saved
+    bn[:] = values[p, :]
+    der[p] = saved
+
+
+def table_reading_above(p: int, x: float) -> float:
+    """Reads values[j, j + 1], above the diagonal of row j: its zero is seen."""
+    values = zeros((p + 1, p + 1))
+    values[0, 0] = 1.0
+    for j in range(p):
+        for r in range(j + 1):
+            values[j + 1, r] = values[j, r] * x + values[j, j + 1]
+        values[j + 1, j + 1] = x
+    return values[p, 0]
+
+
+def diff_read_first(p: int, x: float) -> float:
+    """Reads diff[r] before the inner iteration writes it: the zero of diff[j] is seen."""
+    diff = zeros(p)
+    total = 0.0
+    for j in range(p):
+        for r in range(j + 1):
+            total += diff[r]
+            diff[r] = x * (r + 1)
+    return total
+
+
+def each_table(knots: "float[:]", x: "float[:]", out: "float[:,:]", p: int, which: int):
+    """``der_table`` (``which`` 0: its bn and der in out[i]), ``table_reading_above`` (1) or
+    ``diff_read_first`` (2) at each x."""
+    for i in range(x.shape[0]):
+        bn = zeros(p + 1)
+        der = zeros(p + 1)
+        if which == 0:
+            der_table(knots, p, x[i], bn, der)
+        elif which == 1:
+            bn[0] = table_reading_above(p, x[i])
+        else:
+            bn[0] = diff_read_first(p, x[i])
+        for k in range(p + 1):
+            out[i, k] = bn[k]
+            out[i, p + 1 + k] = der[k]
+
+
+def _table_case(which):
+    def make(backend, seed):
+        rng = np.random.default_rng(seed)
+        knots = np.linspace(0.0, 1.0, 12)
+        x = rng.uniform(knots[5], knots[6], 97)
+        return xp.asarray(knots), xp.asarray(x), xp.asarray(np.zeros((97, 8))), 3, which
+
+    return make
+
+
 def _splines_case(which):
     """Outputs two elements longer than the splines written, holding sevens: their fill
     shows."""
@@ -329,6 +409,9 @@ CASES = {
     "each_splines (reading ahead)": (each_splines, _splines_case(1)),
     "each_splines (other condition)": (each_splines, _splines_case(2)),
     "each_splines (without first)": (each_splines, _splines_case(3)),
+    "each_table (der_table)": (each_table, _table_case(0)),
+    "each_table (reading above)": (each_table, _table_case(1)),
+    "each_table (diff read first)": (each_table, _table_case(2)),
     "each_derivs": (each_derivs, _scalar_case),
     "each_derivs_skipping_one": (each_derivs_skipping_one, _scalar_case),
 }

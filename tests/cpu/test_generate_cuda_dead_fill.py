@@ -25,7 +25,7 @@ if str(TESTS) not in sys.path:
 import port_fill_kernels as pf  # noqa: E402
 from port_test_support import needs_compiler  # noqa: E402
 
-NOTE = "not filled with zeros: the loop below writes each element before any read of it"
+NOTE = "not filled with zeros: no read below can see them (each element it reads is written first)"
 
 
 def fills(src: str, name: str) -> bool:
@@ -109,7 +109,8 @@ def test_an_argument_the_recurrence_writes_is_filled_only_past_what_it_writes():
     # bd[0..degree] is written in the last iteration, under `if j == degree - 1`
     assert fill_start("splines_into", "bd") == "cunumpy_port_max<long long>(degree, 0)"
     # also bn[0] of reading_ahead and other_condition, and bd of those writing bd[j] in each j
-    assert str(generate_cuda(pf.each_splines)).count(PARTIAL) == 6
+    # and the driver's own bn and bd, whose copy loops write them whole
+    assert str(generate_cuda(pf.each_splines)).count(PARTIAL) == 8
 
 
 @pytest.mark.parametrize(
@@ -149,6 +150,48 @@ def test_the_kept_argument_fills_matter():
                 helper(knots, int(degree), x[i], bn[i], bd[i])
             outs.append(np.concatenate([bn.ravel(), bd.ravel()]))
         assert (not np.array_equal(*outs)) == changes, name
+
+
+def helper_body(kernel, helper: str) -> str:
+    """The generated text of ``helper``, a helper that ``kernel`` calls."""
+    src = str(generate_cuda(kernel))
+    at = re.search(rf"__device__ \w+ {helper}\(", src).start()
+    return src[at : src.index("\n}\n", at)]
+
+
+def test_the_recurrence_table_and_its_divisors_go_without_their_fill():
+    """struphy's ``b_der_splines_slim``: ``values`` is read only up to the diagonal of rows
+    written before (no fill), ``diff`` written by each inner iteration before its read (the
+    fill starts past its length)."""
+    body = helper_body(pf.each_table, "der_table")
+    assert "values_data[cunumpy_f]" not in body and NOTE in body
+    assert "cunumpy_f = cunumpy_port_max<long long>(p, 0); cunumpy_f < diff.size()" in body
+
+
+def test_a_table_read_above_its_diagonal_and_a_divisor_read_first_keep_their_fills():
+    assert "values_data[cunumpy_f]" in helper_body(pf.each_table, "table_reading_above")
+    assert "cunumpy_f = 0; cunumpy_f < diff.size()" in helper_body(pf.each_table, "diff_read_first")
+
+
+def test_what_the_tables_leave_unread_does_not_matter():
+    """Sevens instead of zeros change nothing for ``der_table`` and change what the other two
+    compute (so the parity tests below would catch a fill dropped there)."""
+    knots, x = np.linspace(0.0, 1.0, 12), np.linspace(0.42, 0.5, 9)
+
+    def run(namespace, which):
+        out = np.zeros((9, 8))
+        type(pf.each_table)(pf.each_table.__code__, namespace)(knots, x, out, 3, which)
+        return out
+
+    sevens = dict(vars(pf), zeros=lambda shape, dtype=float: np.full(shape, 7.0))
+    for name in ("der_table", "table_reading_above", "diff_read_first"):
+        sevens[name] = type(getattr(pf, name))(getattr(pf, name).__code__, sevens)
+    for which, changes in [(0, False), (1, True), (2, True)]:
+        # der_table writes all of bn and der; the other two only bn[0] (the driver's own zeros
+        # turn to sevens too)
+        cols = slice(None) if which == 0 else slice(0, 1)
+        plain, with_sevens = run(dict(vars(pf)), which)[:, cols], run(sevens, which)[:, cols]
+        assert (not np.allclose(plain, with_sevens)) == changes, which
 
 
 DEFERRED = "filled just before the call that first receives it, past what that call writes first"

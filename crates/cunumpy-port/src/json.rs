@@ -70,6 +70,25 @@ pub(crate) fn const_int(e: &Json) -> Option<i64> {
     }
 }
 
+/// Whether two expressions are the same syntax (their source lines aside).
+pub(crate) fn same_expr(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Obj(x), Json::Obj(y)) => {
+            let keys = |m: &BTreeMap<String, Json>| -> Vec<String> {
+                m.keys().filter(|k| *k != "_line").cloned().collect()
+            };
+            keys(x) == keys(y)
+                && keys(x)
+                    .iter()
+                    .all(|k| same_expr(&x[k.as_str()], &y[k.as_str()]))
+        }
+        (Json::List(x), Json::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(u, v)| same_expr(u, v))
+        }
+        _ => a == b,
+    }
+}
+
 /// Parses `text` as one JSON value; the error says at which byte it stopped.
 pub fn parse(text: &str) -> Result<Json, String> {
     let mut p = Reader {

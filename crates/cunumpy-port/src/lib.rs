@@ -10,6 +10,8 @@ mod accumulate;
 mod counters;
 mod dead_fill;
 mod error;
+mod fill_prefix;
+mod fill_triangle;
 mod helper_owned;
 mod index_loop;
 mod json;

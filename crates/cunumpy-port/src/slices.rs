@@ -353,7 +353,7 @@ impl<'a> Translator<'a> {
 
 impl Translator<'_> {
     /// `p[:] = c` whose first elements the code after it writes before any read
-    /// (`dead_fill::partial_fills`): translated as `p[start:] = c`, so that only the elements
+    /// (`fill_prefix::partial_fills`): translated as `p[start:] = c`, so that only the elements
     /// that code leaves alone get the fill.
     pub(crate) fn partial_fill(
         &mut self,

@@ -62,14 +62,14 @@ pub(crate) type R<T> = Result<T, PortError>;
 
 /// Written where a `zeros(...)` local is declared without its fill (`dead_fill`).
 const DEAD_FILL_NOTE: &str =
-    "// not filled with zeros: the loop below writes each element before any read of it";
+    "// not filled with zeros: no read below can see them (each element it reads is written first)";
 
 /// Written above the fill of an argument that the code after it partly overwrites
-/// (`dead_fill::partial_fills`).
+/// (`fill_prefix::partial_fills`).
 pub(crate) const PARTIAL_FILL_NOTE: &str =
     "// filled only past the elements that the code below writes before any read of them";
 
-/// Written where a `zeros(...)` local waits for its fill (`dead_fill::deferred_fills`).
+/// Written where a `zeros(...)` local waits for its fill (`fill_prefix::deferred_fills`).
 const DEFERRED_FILL_NOTE: &str =
     "// filled just before the call that first receives it, past what that call writes first";
 
@@ -84,13 +84,16 @@ pub(crate) struct FnCx {
     /// (`dead_fill::dead_zero_fills`): they declare the local without filling it.
     pub(crate) dead_fills: BTreeSet<u32>,
     /// Lines of the `p[:] = c` fills of an argument whose first elements the code after them
-    /// writes before any read (`dead_fill::partial_fills`), with where the fill that stays
+    /// writes before any read (`fill_prefix::partial_fills`), with where the fill that stays
     /// starts: they fill `p[start:]` only.
     pub(crate) partial_fills: BTreeMap<u32, Json>,
     /// Lines of the `a = zeros(n)` statements whose fill waits for the call that first
-    /// receives `a` (`dead_fill::deferred_fills`) -> that call's line, `a`, and where the fill
+    /// receives `a` (`fill_prefix::deferred_fills`) -> that call's line, `a`, and where the fill
     /// that stays starts.
     pub(crate) deferred_fills: BTreeMap<u32, (u32, String, Json)>,
+    /// Lines of the `a = zeros(n)` statements whose first elements the code after them writes
+    /// before any read (`fill_prefix::local_partial_fills`) -> where their fill starts.
+    pub(crate) local_partial_fills: BTreeMap<u32, Json>,
 }
 
 pub struct Translator<'a> {
@@ -1217,10 +1220,11 @@ impl<'a> Translator<'a> {
             dead_fills: crate::dead_fill::dead_zero_fills(body, &self.funcs)
                 .into_iter()
                 .collect(),
-            partial_fills: crate::dead_fill::partial_fills(body),
+            partial_fills: crate::fill_prefix::partial_fills(body),
             ..FnCx::default()
         };
-        f.deferred_fills = crate::dead_fill::deferred_fills(body, &self.funcs)
+        f.local_partial_fills = crate::fill_prefix::local_partial_fills(body);
+        f.deferred_fills = crate::fill_prefix::deferred_fills(body, &self.funcs)
             .into_iter()
             .filter(|(line, _)| !f.dead_fills.contains(line))
             .collect();
@@ -1522,6 +1526,14 @@ impl<'a> Translator<'a> {
             out.push_str(&format!("{pad}{DEAD_FILL_NOTE}\n"));
         } else if fname == "zeros" && f.deferred_fills.contains_key(&s.line()) {
             out.push_str(&format!("{pad}{DEFERRED_FILL_NOTE}\n"));
+        } else if let Some(start) = f
+            .local_partial_fills
+            .get(&s.line())
+            .filter(|_| fname == "zeros")
+        {
+            let (from, _) = self.expr(f, &start.clone())?;
+            out.push_str(&format!("{pad}{PARTIAL_FILL_NOTE}\n"));
+            out.push_str(&format!("{pad}for (long long cunumpy_f = {from}; cunumpy_f < {n}.size(); ++cunumpy_f) {n}_data[cunumpy_f] = ({c})0;\n"));
         } else if fname != "empty" {
             let fill = if fname == "zeros" { "0" } else { "1" };
             out.push_str(&format!("{pad}for (long long cunumpy_f = 0; cunumpy_f < {n}.size(); ++cunumpy_f) {n}_data[cunumpy_f] = ({c}){fill};\n"));

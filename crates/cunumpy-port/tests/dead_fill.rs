@@ -10,7 +10,7 @@ use cunumpy_port::{translate, Options};
 const TREE: &str = include_str!("fixtures/port_fill_kernels.json");
 const SOURCE: &str = include_str!("../../../tests/port_fill_kernels.py");
 const NOTE: &str =
-    "not filled with zeros: the loop below writes each element before any read of it";
+    "not filled with zeros: no read below can see them (each element it reads is written first)";
 
 fn source(kernel: &str) -> String {
     translate(TREE, SOURCE, &Options::for_kernel(kernel))
@@ -98,8 +98,9 @@ fn an_argument_the_recurrence_writes_is_filled_only_past_it() {
         Some("0")
     );
     // bn and bd of splines_into, bn[0] of reading_ahead and other_condition, bd of the two
-    // that write bd[j] in each iteration j and never read it
-    assert_eq!(source("each_splines").matches(PARTIAL).count(), 6);
+    // that write bd[j] in each iteration j and never read it, and the driver's own bn and bd,
+    // whose copy loops write them whole
+    assert_eq!(source("each_splines").matches(PARTIAL).count(), 8);
 }
 
 #[test]
@@ -140,4 +141,31 @@ fn a_local_a_helper_writes_first_is_filled_before_the_call() {
     // the helper skips der[1]: only der[0] goes without the fill
     let src = source("each_derivs_skipping_one");
     assert_eq!(deferred_start(&src, "der").as_deref(), Some("1"));
+}
+
+/// The generated text of `helper`, a helper that `kernel` calls.
+fn helper_body(kernel: &str, helper: &str) -> String {
+    let src = source(kernel);
+    let at = ["void", "double"]
+        .iter()
+        .find_map(|t| src.find(&format!("__device__ {t} {helper}(")))
+        .unwrap();
+    let end = at + src[at..].find("\n}\n").unwrap();
+    src[at..end].to_string()
+}
+
+#[test]
+fn the_recurrence_table_and_its_divisors_go_without_their_fill() {
+    let body = helper_body("each_table", "der_table");
+    assert!(!filled(&body, "values") && body.contains(NOTE));
+    assert!(body.contains("cunumpy_f = cunumpy_port_max<long long>(p, 0); cunumpy_f < diff.size()"));
+    // read above the diagonal, read before written: the fills stay whole
+    assert!(filled(
+        &helper_body("each_table", "table_reading_above"),
+        "values"
+    ));
+    assert!(filled(
+        &helper_body("each_table", "diff_read_first"),
+        "diff"
+    ));
 }
