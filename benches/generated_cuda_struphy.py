@@ -249,6 +249,10 @@ def hand_launch(name: str, hand: Any, args: tuple[Any, ...]) -> int:
     )
 
 
+#: The most launches in one timing (as many as take about 20 ms, at most this many).
+REPS_CAP = 400
+
+
 def timed_ms(cupy: Any, run: Callable[[], Any], reps: int) -> float:
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     run()
@@ -348,14 +352,16 @@ def run_case(
         hand_ms, gen_ms = [], []
         var_ms: dict[str, list[float]] = {v: [] for v in variants}
         reps = opts.reps
-        if reps is None:  # as many launches as take about 20 ms on the slower side, 1 to 20
+        if reps is None:  # as many launches as take about 20 ms on the slower side
             slowest = max(timed_ms(cupy, run_hand, 1), timed_ms(cupy, run_gen, 1), 1e-3)
-            reps = max(1, min(20, round(20.0 / slowest)))
-        for _ in range(opts.rounds):
-            hand_ms.append(timed_ms(cupy, run_hand, reps))
-            gen_ms.append(timed_ms(cupy, run_gen, reps))
-            for v, run in run_var.items():
-                var_ms[v].append(timed_ms(cupy, run, reps))
+            reps = max(1, min(REPS_CAP, round(20.0 / slowest)))
+        # the side timed first in a round can meet a GPU that idled through the host work
+        # before it: the order alternates between rounds, so neither side always goes first
+        sides = [(hand_ms, run_hand), (gen_ms, run_gen)]
+        sides += [(var_ms[v], run) for v, run in run_var.items()]
+        for r in range(opts.rounds):
+            for times, run in sides if r % 2 == 0 else sides[::-1]:
+                times.append(timed_ms(cupy, run, reps))
     h, g = statistics.median(hand_ms), statistics.median(gen_ms)
     sizes = {k: list(v.shape) for k, v in selected(params, outputs, gen_args).items()}
     return {
@@ -390,10 +396,12 @@ def table(paths: list[Path]) -> str:
         labels += [k for k in run["results"] if k not in labels]
     first = runs[0]
     variant_names = list(first.get("variants", {}))
-    reps = first["reps"] or "1 to 20 (adaptive)"
+    # runs before 2026-12-03's ninth session: at most 20 launches, the hand-written side first
+    reps = first["reps"] or f"1 to {first.get('reps_cap', 20)} (adaptive)"
+    order = first.get("order", "hand-written first")
     lines = [
         f"`benches/generated_cuda_struphy.py`, {first['device']}, n = {first['n']}, "
-        f"{len(runs)} run(s) of {first['rounds']} rounds of {reps} launches; "
+        f"{len(runs)} run(s) of {first['rounds']} rounds of {reps} launches ({order}); "
         "ratio = hand-written time / generated time (target >= 0.9)",
         "",
         "| kernel | hand ms | generated ms | ratio (median) | ratios of the runs "
@@ -649,6 +657,8 @@ def make_report(
         "n": opts.n,
         "rounds": opts.rounds,
         "reps": opts.reps,
+        "reps_cap": REPS_CAP,
+        "order": "alternating",
         "pyccel_decorators": "identity stand-in" if stand_in else "pyccel's",
         "variants": {name: " ".join(options) for name, options in opts.variant},
         "results": results,
