@@ -42,7 +42,6 @@ fn scan_block(block: &[Json], function_body: &[Json], funcs: &Funcs<'_>, lines: 
             let after = &block[i + 1..];
             if fill_is_dead(name, after, function_body)
                 || overwritten_by_call(name, after, function_body, funcs)
-                || crate::fill_triangle::triangle_fill_is_dead(s, name, after, function_body)
             {
                 lines.push(s.line());
             }

@@ -5,22 +5,39 @@
 //! loop reads only from the lower triangle (`values[n, :]`, `values[n - 1, 0]`,
 //! `values[n - 1, k]` with `k` from `range(a, n)`). By induction rows `0..=j` hold their lower
 //! triangles when iteration `j` starts, so no read sees a zero of the fill: the generated code
-//! leaves it out (`dead_fill`). On the GPU that fill is `(n + 1)^2` stores into local memory
+//! leaves it out (`dead_table_fills`, with `dead_fill`'s proofs). On the GPU that fill is `(n + 1)^2` stores into local memory
 //! per call, twice per marker in a pusher on a spline mapping.
 
 use crate::dead_fill::{
     count_binds, counting_loop_var, element_of, has_jump, mentions, only_mentioned_after,
+    zeros_target,
 };
 use crate::json::{const_int, name_of, same_expr as same, Json};
 
+/// The lines of the `name = zeros((n + 1, n + 1))` statements in `body` (and in the blocks
+/// nested in it) whose fill no read can see by the triangle argument.
+pub(crate) fn dead_table_fills(body: &[Json]) -> Vec<u32> {
+    let mut lines = Vec::new();
+    scan(body, body, &mut lines);
+    lines
+}
+
+fn scan(block: &[Json], function_body: &[Json], lines: &mut Vec<u32>) {
+    for (i, s) in block.iter().enumerate() {
+        if let Some(name) = zeros_target(s) {
+            if triangle_fill_is_dead(s, name, &block[i + 1..], function_body) {
+                lines.push(s.line());
+            }
+        }
+        for field in ["body", "orelse"] {
+            scan(s.get(field).as_list(), function_body, lines);
+        }
+    }
+}
+
 /// Whether the fill of `name = zeros((n + 1, n + 1))` (the statement `s`, followed by `after`
 /// in its block) is dead by the triangle argument above.
-pub(crate) fn triangle_fill_is_dead(
-    s: &Json,
-    name: &str,
-    after: &[Json],
-    function_body: &[Json],
-) -> bool {
+fn triangle_fill_is_dead(s: &Json, name: &str, after: &[Json], function_body: &[Json]) -> bool {
     let Some(n) = square_side_minus_one(s) else {
         return false;
     };

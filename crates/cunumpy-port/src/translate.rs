@@ -1219,6 +1219,7 @@ impl<'a> Translator<'a> {
             name: name.to_string(),
             dead_fills: crate::dead_fill::dead_zero_fills(body, &self.funcs)
                 .into_iter()
+                .chain(crate::fill_triangle::dead_table_fills(body))
                 .collect(),
             partial_fills: crate::fill_prefix::partial_fills(body),
             ..FnCx::default()
