@@ -32,24 +32,35 @@ pub(crate) type Funcs<'a> = BTreeMap<String, &'a Json>;
 /// whose fill no read can see.
 pub(crate) fn dead_zero_fills(body: &[Json], funcs: &Funcs<'_>) -> Vec<u32> {
     let mut lines = Vec::new();
-    scan_block(body, body, funcs, &mut lines);
+    each_zeros(body, &mut |s, name, after, _| {
+        if fill_is_dead(name, after, body) || overwritten_by_call(name, after, body, funcs) {
+            lines.push(s.line());
+        }
+    });
     lines
 }
 
-fn scan_block(block: &[Json], function_body: &[Json], funcs: &Funcs<'_>, lines: &mut Vec<u32>) {
+/// Calls `visit(statement, name, after, before)` for each `name = zeros(...)` statement in
+/// `block` and in the blocks nested in it, with the statements after and before it in its own
+/// block: where each fill proof starts.
+pub(crate) fn each_zeros<'a>(
+    block: &'a [Json],
+    visit: &mut impl FnMut(&'a Json, &'a str, &'a [Json], &'a [Json]),
+) {
     for (i, s) in block.iter().enumerate() {
         if let Some(name) = zeros_target(s) {
-            let after = &block[i + 1..];
-            if fill_is_dead(name, after, function_body)
-                || overwritten_by_call(name, after, function_body, funcs)
-            {
-                lines.push(s.line());
-            }
+            visit(s, name, &block[i + 1..], &block[..i]);
         }
         for field in ["body", "orelse"] {
-            scan_block(s.get(field).as_list(), function_body, funcs, lines);
+            each_zeros(s.get(field).as_list(), visit);
         }
     }
+}
+
+/// Whether the zeros statement `s` makes one axis whose length is known at run time only
+/// (`zeros(p + 1)`, not `zeros(3)` nor `zeros((n, m))`).
+pub(crate) fn one_axis_at_run_time(s: &Json) -> bool {
+    matches!(s.get("value").get("args").as_list(), [n] if n.kind() != "Tuple" && const_int(n).is_none())
 }
 
 /// The other proof (struphy's `b1 = zeros(p + 1)` handed to `b_der_splines_slim`): every

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use crate::dead_fill::{
-    accesses_within, assigns_name, count_binds, counting_loop_var, element_of, has_jump,
-    mention_count, mentions, only_mentioned_after, zeros_target, Funcs,
+    accesses_within, assigns_name, count_binds, counting_loop_var, each_zeros, element_of,
+    has_jump, mention_count, mentions, one_axis_at_run_time, only_mentioned_after, Funcs,
 };
 use crate::json::{const_int, name_of, same_expr, Json};
 
@@ -546,32 +546,15 @@ pub(crate) fn deferred_fills(
     funcs: &Funcs<'_>,
 ) -> BTreeMap<u32, (u32, String, Json)> {
     let mut found = BTreeMap::new();
-    scan_deferred(body, body, funcs, &mut found);
+    each_zeros(body, &mut |s, name, after, _| {
+        if !one_axis_at_run_time(s) {
+            return;
+        }
+        if let Some((line, start)) = call_writes_prefix(name, after, body, funcs) {
+            found.insert(s.line(), (line, name.to_string(), start));
+        }
+    });
     found
-}
-
-fn scan_deferred(
-    block: &[Json],
-    function_body: &[Json],
-    funcs: &Funcs<'_>,
-    found: &mut BTreeMap<u32, (u32, String, Json)>,
-) {
-    for (i, s) in block.iter().enumerate() {
-        if let Some(name) = zeros_target(s) {
-            let shape = s.get("value").get("args").as_list();
-            let one_axis = matches!(shape, [n] if n.kind() != "Tuple" && const_int(n).is_none());
-            if one_axis {
-                if let Some((line, start)) =
-                    call_writes_prefix(name, &block[i + 1..], function_body, funcs)
-                {
-                    found.insert(s.line(), (line, name.to_string(), start));
-                }
-            }
-        }
-        for field in ["body", "orelse"] {
-            scan_deferred(s.get(field).as_list(), function_body, funcs, found);
-        }
-    }
 }
 
 /// The call's line and the start of what it leaves unwritten of `name`, when the first
@@ -670,27 +653,16 @@ fn substitute(e: &Json, by_name: &BTreeMap<String, Json>) -> Json {
 /// `diff[:] = diff * pn` reads it): the zeros' line -> where the fill that stays starts.
 pub(crate) fn local_partial_fills(body: &[Json]) -> BTreeMap<u32, Json> {
     let mut found = BTreeMap::new();
-    scan_local(body, body, &mut found);
+    each_zeros(body, &mut |s, name, after, before| {
+        if !one_axis_at_run_time(s)
+            || count_binds(body, name) != 1
+            || !only_mentioned_after(name, after, body)
+        {
+            return;
+        }
+        if let Some(start) = written_prefix(name, after, body, before) {
+            found.insert(s.line(), start);
+        }
+    });
     found
-}
-
-fn scan_local(block: &[Json], function_body: &[Json], found: &mut BTreeMap<u32, Json>) {
-    for (i, s) in block.iter().enumerate() {
-        if let Some(name) = zeros_target(s) {
-            let shape = s.get("value").get("args").as_list();
-            let one_axis = matches!(shape, [n] if n.kind() != "Tuple" && const_int(n).is_none());
-            let after = &block[i + 1..];
-            if one_axis
-                && count_binds(function_body, name) == 1
-                && only_mentioned_after(name, after, function_body)
-            {
-                if let Some(start) = written_prefix(name, after, function_body, &block[..i]) {
-                    found.insert(s.line(), start);
-                }
-            }
-        }
-        for field in ["body", "orelse"] {
-            scan_local(s.get(field).as_list(), function_body, found);
-        }
-    }
 }

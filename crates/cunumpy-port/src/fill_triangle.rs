@@ -9,8 +9,8 @@
 //! per call, twice per marker in a pusher on a spline mapping.
 
 use crate::dead_fill::{
-    count_binds, counting_loop_var, element_of, has_jump, mentions, only_mentioned_after,
-    zeros_target,
+    count_binds, counting_loop_var, each_zeros, element_of, has_jump, mentions,
+    only_mentioned_after,
 };
 use crate::json::{const_int, name_of, same_expr as same, Json};
 
@@ -18,21 +18,12 @@ use crate::json::{const_int, name_of, same_expr as same, Json};
 /// nested in it) whose fill no read can see by the triangle argument.
 pub(crate) fn dead_table_fills(body: &[Json]) -> Vec<u32> {
     let mut lines = Vec::new();
-    scan(body, body, &mut lines);
+    each_zeros(body, &mut |s, name, after, _| {
+        if triangle_fill_is_dead(s, name, after, body) {
+            lines.push(s.line());
+        }
+    });
     lines
-}
-
-fn scan(block: &[Json], function_body: &[Json], lines: &mut Vec<u32>) {
-    for (i, s) in block.iter().enumerate() {
-        if let Some(name) = zeros_target(s) {
-            if triangle_fill_is_dead(s, name, &block[i + 1..], function_body) {
-                lines.push(s.line());
-            }
-        }
-        for field in ["body", "orelse"] {
-            scan(s.get(field).as_list(), function_body, lines);
-        }
-    }
 }
 
 /// Whether the fill of `name = zeros((n + 1, n + 1))` (the statement `s`, followed by `after`
