@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::json::{const_int, name_of, Json};
+use crate::json::{const_int, is_whole_slice, name_of, Json};
 
 /// The module's functions by name (the helpers a call may reach).
 pub(crate) type Funcs<'a> = BTreeMap<String, &'a Json>;
@@ -118,14 +118,7 @@ fn overwrites_whole(body: &[Json], param: &str) -> bool {
     };
     let s = &body[at];
     let targets = s.get("targets").as_list();
-    let whole_slice = |t: &Json| {
-        let sl = t.get("slice");
-        element_of(t, param)
-            && sl.kind() == "Slice"
-            && ["lower", "upper", "step"]
-                .iter()
-                .all(|f| matches!(sl.get(f), Json::Null))
-    };
+    let whole_slice = |t: &Json| element_of(t, param) && is_whole_slice(t.get("slice"));
     total == 1
         && s.kind() == "Assign"
         && targets.len() == 1

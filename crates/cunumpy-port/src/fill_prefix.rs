@@ -2,7 +2,8 @@
 //! a tail `a[start:]`, `start` an expression of names the function never binds. An argument's
 //! own fill (`bn[:] = 0.0` in struphy's `b_d_splines_slim`) shrinks to that tail
 //! (`partial_fills`); a local `zeros(n)` whose first use is a call to a helper that writes its
-//! first elements gets its tail filled just before that call (`deferred_fills`). Both rest on
+//! first elements gets its tail filled just before that call (`deferred_fills`); a local that
+//! the code after it writes first keeps only its tail (`local_partial_fills`). All rest on
 //! one walk over the statements after the fill (`written_prefix`), which follows the written
 //! prefix `a[0..start]` through single-element writes and counting loops and stops at anything
 //! it does not know, so what it claims is written by then.
@@ -13,7 +14,7 @@ use crate::dead_fill::{
     accesses_within, assigns_name, count_binds, counting_loop_var, each_zeros, element_of,
     has_jump, mention_count, mentions, one_axis_at_run_time, only_mentioned_after, Funcs,
 };
-use crate::json::{const_int, name_of, same_expr, Json};
+use crate::json::{const_int, is_whole_slice, name_of, same_expr, Json};
 
 /// The third proof, for an argument the function fills itself (struphy's `b_d_splines_slim`:
 /// `bn[:] = 0.0`, then `bn[0] = 1.0`, then `for j in range(pn): ... bn[j + 1] = saved` reading
@@ -44,11 +45,7 @@ pub(crate) fn partial_fills(body: &[Json]) -> BTreeMap<u32, Json> {
 fn constant_whole_fill(s: &Json) -> Option<&str> {
     let targets = s.get("targets").as_list();
     let [t] = targets else { return None };
-    let sl = t.get("slice");
-    let whole = sl.kind() == "Slice"
-        && ["lower", "upper", "step"]
-            .iter()
-            .all(|f| matches!(sl.get(f), Json::Null));
+    let whole = is_whole_slice(t.get("slice"));
     let constant =
         s.get("value").kind() == "Constant" && matches!(s.get("value").get("value"), Json::Num(_));
     (s.kind() == "Assign" && whole && constant)

@@ -12,7 +12,7 @@ use crate::dead_fill::{
     count_binds, counting_loop_var, each_zeros, element_of, has_jump, mentions,
     only_mentioned_after,
 };
-use crate::json::{const_int, name_of, same_expr as same, Json};
+use crate::json::{const_int, is_whole_slice, name_of, same_expr, Json};
 
 /// The lines of the `name = zeros((n + 1, n + 1))` statements in `body` (and in the blocks
 /// nested in it) whose fill no read can see by the triangle argument.
@@ -67,7 +67,7 @@ fn square_side_minus_one(s: &Json) -> Option<&Json> {
         return None;
     };
     let n = plus_one_of(a)?;
-    (shape.kind() == "Tuple" && plus_one_of(b).is_some_and(|m| same(m, n))).then_some(n)
+    (shape.kind() == "Tuple" && plus_one_of(b).is_some_and(|m| same_expr(m, n))).then_some(n)
 }
 
 /// `x` when `e` is `x + 1`.
@@ -83,7 +83,7 @@ fn recurrence_loop(lp: &Json, name: &str, n: &Json) -> bool {
     };
     let stop = lp.get("iter").get("args").as_list().last();
     let body = lp.get("body").as_list();
-    if !stop.is_some_and(|e| same(e, n))
+    if !stop.is_some_and(|e| same_expr(e, n))
         || !lp.get("orelse").as_list().is_empty()
         || body.iter().any(|t| has_jump(t) || binds_anywhere(t, j))
     {
@@ -131,8 +131,8 @@ fn reads_lower_triangle(node: &Json, name: &str, n: &Json, loops: &[&str]) -> bo
     if node.kind() == "For" {
         let args = node.get("iter").get("args").as_list();
         let bounded = match args {
-            [stop] => same(stop, n),
-            [start, stop] => const_int(start).is_some_and(|a| a >= 0) && same(stop, n),
+            [stop] => same_expr(stop, n),
+            [start, stop] => const_int(start).is_some_and(|a| a >= 0) && same_expr(stop, n),
             _ => false,
         };
         if let (true, Some(k)) = (bounded, name_of(node.get("target"))) {
@@ -157,14 +157,11 @@ fn reads_lower_triangle(node: &Json, name: &str, n: &Json, loops: &[&str]) -> bo
             return false;
         };
         let column_ok = const_int(b) == Some(0) || name_of(b).is_some_and(|k| loops.contains(&k));
-        let whole = b.kind() == "Slice"
-            && ["lower", "upper", "step"]
-                .iter()
-                .all(|f| matches!(b.get(f), Json::Null));
-        let last_row = same(a, n);
+        let whole = is_whole_slice(b);
+        let last_row = same_expr(a, n);
         let row_before = a.kind() == "BinOp"
             && a.get("op").kind() == "Sub"
-            && same(a.get("left"), n)
+            && same_expr(a.get("left"), n)
             && const_int(a.get("right")) == Some(1);
         return node.get("ctx").kind() == "Load"
             && ((last_row && (column_ok || whole)) || (row_before && column_ok));

@@ -89,6 +89,14 @@ pub(crate) fn same_expr(a: &Json, b: &Json) -> bool {
     }
 }
 
+/// Whether `e` is the whole-axis slice `:` (no start, stop or step).
+pub(crate) fn is_whole_slice(e: &Json) -> bool {
+    e.kind() == "Slice"
+        && ["lower", "upper", "step"]
+            .iter()
+            .all(|f| matches!(e.get(f), Json::Null))
+}
+
 /// Parses `text` as one JSON value; the error says at which byte it stopped.
 pub fn parse(text: &str) -> Result<Json, String> {
     let mut p = Reader {
