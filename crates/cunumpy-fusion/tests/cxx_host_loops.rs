@@ -526,3 +526,50 @@ fn short_row_reductions_run_compiled_with_the_interpreters_bits() {
     set_host_loops(HostLoopMode::Background, 1 << 16);
     assert_eq!(after, before + 2);
 }
+
+/// A plan run again with its loop cache writes its row reductions into the result columns of
+/// the call before (`cpu::spares`): each call gives its own data's max - min, never a value
+/// left from an earlier call, for rows inside one block and rows straddling blocks.
+#[test]
+fn row_reductions_of_a_cached_plan_see_only_their_own_call() {
+    let mut g = GraphBuilder::new();
+    let a = g.input(DType::Float64, 2).unwrap();
+    let hi = g.reduce(ReduceKind::Max, a, &Axis::One(1), false).unwrap();
+    let lo = g.reduce(ReduceKind::Min, a, &Axis::One(1), false).unwrap();
+    let d = g.op(Op::Sub, &[hi, lo]).unwrap();
+    g.output(d).unwrap();
+    let graph = g.finish().unwrap();
+    let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    set_host_loops(HostLoopMode::Sync, 1);
+    for (rows, k) in [(20_000usize, 16usize), (7001, 13)] {
+        let p = plan(&graph, &[vec![rows, k]]).unwrap();
+        let cache = HostLoopCache::new();
+        let before = host_loop_status().runs;
+        // the first call's values are large, the later ones' small: a value kept from the
+        // first call would show as a range far too wide
+        for (call, scale) in [1e6, 1.0, 1e-3].into_iter().enumerate() {
+            let x: Vec<f64> = data(rows * k, 60 + call as u64)
+                .iter()
+                .map(|v| v * scale)
+                .collect();
+            let mut out = vec![f64::NAN; rows];
+            execute_cpu_cached(
+                &p,
+                &cache,
+                &[ArrayRef::new(&x[..], &[rows, k])],
+                &[],
+                &mut [ArrayMut::new(&mut out[..], &[rows])],
+            )
+            .unwrap();
+            let (hi, _) = reduce_ref(&x, &[rows, k], &[1], f64::NEG_INFINITY, f64::max);
+            let (lo, _) = reduce_ref(&x, &[rows, k], &[1], f64::INFINITY, f64::min);
+            let want: Vec<f64> = hi.iter().zip(&lo).map(|(h, l)| h - l).collect();
+            assert_eq!(out, want, "call {call}, {rows} rows of {k}");
+        }
+        assert!(
+            host_loop_status().runs >= before + 3,
+            "{rows} rows of {k}: the compiled row loop did not run on every call"
+        );
+    }
+    set_host_loops(HostLoopMode::Background, 1 << 16);
+}

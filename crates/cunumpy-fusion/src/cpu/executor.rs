@@ -5,6 +5,7 @@
 use crate::cpu::host_loops::LoopSlot;
 use crate::cpu::interp::{run_elementwise, run_reduction};
 use crate::cpu::shared::{internal, Env, Prepared};
+use crate::cpu::spares::Spares;
 use crate::error::{FusionError, Result};
 use crate::plan::{Body, Operand as PlanOperand, Plan};
 use crate::scalar::complex::Complex;
@@ -68,11 +69,14 @@ from_slices!(bool => Bool, i8 => Int8, u8 => UInt8, i16 => Int16, u16 => UInt16,
     Complex<f32> => Complex64, Complex<f64> => Complex128);
 
 /// The compiled CPU loops of one plan's kernels (main program and reduction epilogue of each),
-/// looked up on their first large run and kept for the next calls. Keep one beside a plan that
-/// runs more than once ([`execute_cpu_cached`]); [`execute_cpu`] uses a fresh one per call.
+/// looked up on their first large run and kept for the next calls, and the reduction results
+/// of the last call, whose pages the next call writes again instead of faulting in new ones.
+/// Keep one beside a plan that runs more than once ([`execute_cpu_cached`]);
+/// [`execute_cpu`] uses a fresh one per call.
 #[derive(Debug, Default)]
 pub struct HostLoopCache {
     slots: OnceLock<Vec<[LoopSlot; 2]>>,
+    spares: Spares,
 }
 
 impl HostLoopCache {
@@ -235,7 +239,7 @@ pub fn execute_cpu_cached(
                 run_elementwise(&pr, &env, targets, &slots[0])?;
             }
             Body::Reduction(rb) => {
-                let results = run_reduction(rb, &env, &slots[0])?;
+                let results = run_reduction(rb, &env, &slots[0], &loops.spares)?;
                 let env = Env {
                     reduced: results.iter().map(|c| c.as_data()).collect(),
                     ..env
@@ -243,6 +247,8 @@ pub fn execute_cpu_cached(
                 let pr = Prepared::new(&rb.epi, &rb.epi_space.dims, None);
                 let targets = take_targets(&rb.stores, &mut written, out_rw)?;
                 run_elementwise(&pr, &env, targets, &slots[1])?;
+                drop(env);
+                loops.spares.keep(results);
             }
         }
         for (b, col) in written {

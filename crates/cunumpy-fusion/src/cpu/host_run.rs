@@ -9,6 +9,7 @@ use crate::codegen::host::{
 };
 use crate::cpu::host_loops::{count_run, wanted, LoopFn, LoopKind, LoopSlot};
 use crate::cpu::shared::{combine, Env, Partial, Prepared, BLOCK, RED_CHUNK};
+use crate::cpu::spares::Spares;
 use crate::error::Result;
 use crate::plan::{LeafSrc, RedBody, RegKind};
 use crate::scalar::complex::Complex;
@@ -455,6 +456,7 @@ pub(crate) fn row_reduction(
     pr: &Prepared<'_>,
     env: &Env<'_>,
     rows: usize,
+    spares: &Spares,
 ) -> Result<Option<Vec<Column>>> {
     let (m, k) = (rb.m, rb.k);
     let points = m.saturating_mul(k);
@@ -478,11 +480,9 @@ pub(crate) fn row_reduction(
     let Some(table) = leaves(pr, &kinds, env, points, None) else {
         return Ok(None);
     };
-    let mut results: Vec<Column> = rb
-        .reds
-        .iter()
-        .map(|r| with_elem!(r.acc, T => T::new_col(vec![T::default(); m])))
-        .collect();
+    // the tasks below cover rows [0, m) and write each row's first segment without reading
+    // it: a kept column's old values are never seen
+    let mut results: Vec<Column> = rb.reds.iter().map(|r| spares.take(r.acc, m)).collect();
     let outs = Dsts(
         results
             .iter_mut()

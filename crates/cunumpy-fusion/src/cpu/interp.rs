@@ -8,6 +8,7 @@
 use crate::cpu::host_loops::LoopSlot;
 use crate::cpu::host_run;
 use crate::cpu::shared::{combine, internal, Env, Partial, Prepared, BLOCK, RED_CHUNK};
+use crate::cpu::spares::Spares;
 use crate::error::{FusionError, Result};
 use crate::ir::graph::ReduceKind;
 use crate::ir::ops::{CpuKernel, CxKernel, Op, K1, K2, K3};
@@ -868,6 +869,7 @@ pub(crate) fn run_reduction<'e>(
     rb: &RedBody,
     env: &Env<'e>,
     compiled: &LoopSlot,
+    spares: &Spares,
 ) -> Result<Vec<Column>> {
     let (m, k) = (rb.m, rb.k);
     let nd = rb.space.dims.len();
@@ -969,7 +971,7 @@ pub(crate) fn run_reduction<'e>(
     // short rows, each whole in one task: a compiled loop folds them as those tasks do
     if !columns && k < RED_CHUNK {
         let rows = (RED_CHUNK / k.max(1)).max(1);
-        if let Some(res) = host_run::row_reduction(compiled, rb, &pr, env, rows)? {
+        if let Some(res) = host_run::row_reduction(compiled, rb, &pr, env, rows, spares)? {
             return res
                 .into_iter()
                 .zip(&rb.reds)
@@ -1029,6 +1031,11 @@ pub(crate) fn run_reduction<'e>(
 }
 
 fn finalize(c: Column, kind: ReduceKind, out: DType, k: usize) -> Result<Column> {
+    // nothing to divide or cast: the accumulators are the results (a copy of m values would
+    // cost a tall matrix's row reduction a third of its time in fresh pages)
+    if c.dtype() == out && !matches!(kind, ReduceKind::Mean { .. }) {
+        return Ok(c);
+    }
     with_elem!(c.dtype(), A => {
         let src = col_slice::<A>(&c)?;
         with_elem!(out, D => {
