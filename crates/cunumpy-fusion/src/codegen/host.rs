@@ -680,6 +680,77 @@ CN_EXPORT void cn_reduce(cn_i64 q0, cn_i64 chunk, cn_i64 k, cn_i64 n_chunks,
     Some(src)
 }
 
+/// The quick fold of `row_reduction_source` for float64 min and max reductions only, in AVX
+/// registers: each group of 8 points' values (`regs`, vectorised by `omp simd`) goes into the
+/// lanes as two 4-wide vectors (`_mm256_max_pd(l, x)` is `l > x ? l : x`, the quick
+/// comparison with the same operand order), a NaN among them sets `nan`, and the lanes' tree
+/// pairs them as the scalar tree does: (0 1) (2 3) (4 5) (6 7), then ((0 1) (2 3)) and
+/// ((4 5) (6 7)), then those two.
+fn avx_extrema_fold(reds: &[RedSpec], regs: &str, prefetch: &str, nan_flags: &str) -> String {
+    let mut init = String::new();
+    let mut keep = String::new();
+    let mut fold = String::new();
+    let mut tree = String::new();
+    let mut rest = String::new();
+    for (j, red) in reds.iter().enumerate() {
+        let id = init_value(red.kind, red.acc);
+        let op = if red.kind == ReduceKind::Max {
+            "max"
+        } else {
+            "min"
+        };
+        let _ = writeln!(
+            init,
+            "                __m256d a{j} = _mm256_set1_pd((double)({id})), b{j} = a{j};"
+        );
+        let _ = writeln!(keep, "                    rv{j}[l] = r{};", red.reg);
+        let _ = writeln!(
+            fold,
+            "                {{
+                    const __m256d x = _mm256_loadu_pd(rv{j}), y = _mm256_loadu_pd(rv{j} + 4);
+                    a{j} = _mm256_{op}_pd(a{j}, x);
+                    b{j} = _mm256_{op}_pd(b{j}, y);
+                    nn = _mm256_or_pd(nn, _mm256_or_pd(_mm256_cmp_pd(x, x, _CMP_UNORD_Q),
+                                                       _mm256_cmp_pd(y, y, _CMP_UNORD_Q)));
+                }}"
+        );
+        let _ = writeln!(
+            tree,
+            "                {{
+                    const __m256d p = _mm256_{op}_pd(_mm256_unpacklo_pd(a{j}, b{j}), _mm256_unpackhi_pd(a{j}, b{j}));
+                    const __m128d h = _mm_{op}_pd(_mm256_castpd256_pd128(p), _mm256_extractf128_pd(p, 1));
+                    v{j} = _mm_cvtsd_f64(_mm_{op}_sd(h, _mm_unpackhi_pd(h, h)));
+                }}"
+        );
+        let _ = writeln!(
+            rest,
+            "                    v{j} = cn_q{j}(v{j}, r{});",
+            red.reg
+        );
+    }
+    let decls: String = (0..reds.len())
+        .map(|j| format!("                double rv{j}[8];\n"))
+        .collect();
+    format!(
+        r#"            {{
+{init}                __m256d nn = _mm256_setzero_pd();
+                for (cn_i64 c = 0; c < g; c += 8) {{
+                {{
+                    const cn_i64 ip = s + c + {PREFETCH};
+{prefetch}                }}
+{decls}                _Pragma("omp simd") for (int l = 0; l < 8; ++l) {{
+                    const cn_i64 i = s + c + l;
+{regs}{keep}                }}
+{fold}                }}
+                nan |= _mm256_movemask_pd(nn) != 0;
+{tree}                for (cn_i64 c = g; c < len; ++c) {{
+                    const cn_i64 i = s + c;
+{regs}{rest}{nan_flags}                }}
+            }}
+"#
+    )
+}
+
 /// Row reductions over short rows (`a.max(axis=1) - a.min(axis=1)` on a tall matrix): every
 /// reduction of a program at once, row by row, in one pass over the points.
 /// `cn_rowred(m0, m1, k, leaves, results)` folds rows `[m0, m1)` of `k` points into
@@ -767,6 +838,13 @@ pub(crate) fn row_reduction_source(
             }
         };
         let flags = if fast { nan_flags.as_str() } else { "" };
+        // the quick fold's lanes are independent: vectorised (`-fopenmp-simd`), 625 000 rows
+        // of 16 float64 on 2 cores fold in 2.8 ms instead of 3.3 (GCC leaves them scalar)
+        let simd = if fast {
+            "_Pragma(\"omp simd reduction(|:nan)\") "
+        } else {
+            ""
+        };
         let mut lanes_init = String::new();
         let mut lanes_fold = String::new();
         let mut tree = String::new();
@@ -795,7 +873,7 @@ pub(crate) fn row_reduction_source(
                 {{
                     const cn_i64 ip = s + c + {PREFETCH};
 {prefetch}                }}
-                for (int l = 0; l < 8; ++l) {{
+                {simd}for (int l = 0; l < 8; ++l) {{
                     const cn_i64 i = s + c + l;
 {regs}{lanes_fold}{flags}                }}
                 }}
@@ -806,7 +884,18 @@ pub(crate) fn row_reduction_source(
 "#
         )
     };
-    let folds = if any_quick {
+    let all_f64_extrema = quick.iter().all(|&q| q) && reds.iter().all(|r| r.acc == DType::Float64);
+    let folds = if all_f64_extrema {
+        // the same lanes and tree in AVX registers (the quick fold through `omp simd` keeps
+        // its lanes on the stack and its tree reads them back one by one): 625 000 rows of 16
+        // float64 on 2 cores, max - min, 2.9 -> 1.9 ms, a plain two-thread read's time
+        format!(
+            "            int nan = 0;\n#if defined(__AVX__)\n{}#else\n{}#endif\n            if (nan) {{\n{}            }}\n",
+            avx_extrema_fold(reds, &regs, &prefetch, &nan_flags),
+            fold(true),
+            fold(false)
+        )
+    } else if any_quick {
         format!(
             "            int nan = 0;\n{}            if (nan) {{\n{}            }}\n",
             fold(true),
