@@ -6,7 +6,9 @@ elements: best-of-N wall times and ratios measured in the same run. Prints JSON.
 matrix) against NumPy and numexpr (given the shifted views, and the gathered array, as its
 inputs: numexpr does not index), with the memory-traffic ceiling: the least bytes the
 expression moves (inputs read once, the result written once) over the two-thread copy rate
-measured alternately with it. numexpr is in requirements/bench.txt."""
+measured alternately with it. The row reduction, which mostly reads, is also set against a
+plain two-thread read of its input (``np.sum`` of each half on its own thread), timed
+alternately with it. numexpr is in requirements/bench.txt."""
 
 from __future__ import annotations
 
@@ -67,6 +69,12 @@ def _halves(*arrays):
 def two_thread_add(a, b, out):
     two_thread_copy(a[:0], out[:0])  # starts the pool
     list(_POOL.map(lambda p: np.add(*p), _halves(a, b, out)))
+
+
+def two_thread_sum(a):
+    """np.sum of each half of `a` (flat) on its own thread: a plain read of its bytes."""
+    two_thread_copy(a[:0], a[:0].copy())
+    list(_POOL.map(lambda p: np.sum(p[0]), _halves(a.reshape(-1))))
 
 
 def two_thread_dot(a, b):
@@ -251,6 +259,16 @@ def index_expressions(xp, n: int, grid: int, repeat: int) -> dict:
             "ratio_vs_ceiling": nbytes / t_fuse / 1e9 / copy_rate,
             "speedup_vs_numpy": t_np / t_fuse,
         }
+        if name == "max(axis=1) - min(axis=1)":
+            # reading is most of what it does: a plain two-thread read of its input, timed
+            # alternately with it (on this machine a read moves fewer bytes a second than a
+            # copy counted as bytes read + written)
+            with xp.use_backend("numpy"):
+                t_fuse_r, t_read = best_interleaved(
+                    lambda f=fused, x=args: f(*x), lambda x=args[0]: two_thread_sum(x), repeat
+                )
+            row["two_thread_read_of_input_ms"] = t_read * 1e3
+            row["ratio_vs_two_thread_read_of_input"] = t_read / t_fuse_r
         if numexpr is not None and ne is not None:
             t_ne = best(ne, repeat=repeat)
             row["numexpr_ms"] = t_ne * 1e3
