@@ -36,7 +36,7 @@ def queued_ms(cupy, run, reps: int) -> tuple[float, float]:
     """(device ms, host ms) per launch of `run`. The launches are queued behind a one-thread
     kernel that spins for longer than the host takes to queue them, so the device runs them
     back to back and the events around them time the kernels alone: a launch with struct
-    arguments costs the host 0.07-0.1 ms (H200 machine), as long as some of these kernels run,
+    arguments costs the host 0.02-0.09 ms (H200 machine), as long as some of these kernels run,
     and between plain events the device would wait for the host. The host's time per launch
     is returned beside it."""
     spin = cupy.RawKernel(_SPIN, "spin")
