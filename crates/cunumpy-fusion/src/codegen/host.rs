@@ -731,22 +731,42 @@ fn avx_extrema_fold(reds: &[RedSpec], regs: &str, prefetch: &str, nan_flags: &st
     let decls: String = (0..reds.len())
         .map(|j| format!("                double rv{j}[8];\n"))
         .collect();
+    let (head, tail) = (
+        group_loop_head(prefetch),
+        rest_loop(regs, &(rest + nan_flags)),
+    );
     format!(
         r#"            {{
 {init}                __m256d nn = _mm256_setzero_pd();
-                for (cn_i64 c = 0; c < g; c += 8) {{
-                {{
-                    const cn_i64 ip = s + c + {PREFETCH};
-{prefetch}                }}
-{decls}                _Pragma("omp simd") for (int l = 0; l < 8; ++l) {{
+{head}{decls}                _Pragma("omp simd") for (int l = 0; l < 8; ++l) {{
                     const cn_i64 i = s + c + l;
 {regs}{keep}                }}
 {fold}                }}
                 nan |= _mm256_movemask_pd(nn) != 0;
-{tree}                for (cn_i64 c = g; c < len; ++c) {{
+{tree}{tail}            }}
+"#
+    )
+}
+
+/// The loop of a row fold over a row part's groups of 8 points, opened, with its prefetch of
+/// the lines `PREFETCH` points ahead (the group's own statements follow it).
+fn group_loop_head(prefetch: &str) -> String {
+    format!(
+        r#"                for (cn_i64 c = 0; c < g; c += 8) {{
+                {{
+                    const cn_i64 ip = s + c + {PREFETCH};
+{prefetch}                }}
+"#
+    )
+}
+
+/// The loop of a row fold over the points of a row part after its last whole group: the
+/// program's registers (`regs`) at each, then `body`.
+fn rest_loop(regs: &str, body: &str) -> String {
+    format!(
+        r#"                for (cn_i64 c = g; c < len; ++c) {{
                     const cn_i64 i = s + c;
-{regs}{rest}{nan_flags}                }}
-            }}
+{regs}{body}                }}
 "#
     )
 }
@@ -867,20 +887,17 @@ pub(crate) fn row_reduction_source(
             );
             let _ = writeln!(rest, "                    v{j} = {g}(v{j}, r{});", red.reg);
         }
+        let (head, tail) = (
+            group_loop_head(&prefetch),
+            rest_loop(&regs, &(rest + flags)),
+        );
         format!(
             r#"            {{
-{lanes_init}                for (cn_i64 c = 0; c < g; c += 8) {{
-                {{
-                    const cn_i64 ip = s + c + {PREFETCH};
-{prefetch}                }}
-                {simd}for (int l = 0; l < 8; ++l) {{
+{lanes_init}{head}                {simd}for (int l = 0; l < 8; ++l) {{
                     const cn_i64 i = s + c + l;
 {regs}{lanes_fold}{flags}                }}
                 }}
-{tree}                for (cn_i64 c = g; c < len; ++c) {{
-                    const cn_i64 i = s + c;
-{regs}{rest}{flags}                }}
-            }}
+{tree}{tail}            }}
 "#
         )
     };
