@@ -42,7 +42,10 @@ the emulated device (no GPU; a small ``--n``).
 generated source with those NVRTC options (``-DCUNUMPY_PORT_LOCAL_CAP=16``,
 ``--maxrregcount=96``) and times it in the same rounds, checked against the hand-written
 kernel like the default build: each case's ``variants`` holds its times and ratio, and the
-table a column each. ``--warm-jobs N`` (with ``--isolate``) first runs every case once in N
+table a column each. An option ``--source=DIR`` is not passed to NVRTC: where DIR holds
+``<kernel>.cu`` (an edited copy of the generated source, same kernel and arguments), the
+variant compiles that instead, so a change to the translator can be measured before it is
+made. ``--warm-jobs N`` (with ``--isolate``) first runs every case once in N
 processes at a time, untimed, so that NVRTC's compiles fill the kernel cache in parallel and
 the timed pass, one case at a time, only loads them.
 
@@ -280,7 +283,7 @@ def run_case(
     host_fn = getattr(module, name)
     params = list(inspect.signature(host_fn).parameters)
     generated = src.cuda_kernel()
-    variants = {name: src.cuda_kernel(options=options) for name, options in opts.variant}
+    variants = {v: variant_kernel(src, name, options) for v, options in opts.variant}
     tol = {"rtol": opts.rtol, "atol": opts.atol}
 
     def build(seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
@@ -479,6 +482,19 @@ def side_medians(results: list[dict[str, Any]], what: str) -> str:
         f"{statistics.median(r[f'{side}_{what}_ms'] for r in results):.4g}"
         for side in ("hand", "generated")
     )
+
+
+def variant_kernel(src: Any, kernel: str, options: list[str]) -> Any:
+    """The generated kernel built with NVRTC `options`; an option ``--source=DIR`` swaps in
+    DIR/<kernel>.cu (an edited copy of the source) where there is one."""
+    nvrtc = [o for o in options if not o.startswith("--source=")]
+    for option in options:
+        edited = Path(option.removeprefix("--source=")) / f"{kernel}.cu"
+        if option.startswith("--source=") and edited.is_file():
+            text = type(src)(edited.read_text())
+            text.__dict__.update(src.__dict__)  # what the translator decided: launch shape, structs
+            src = text
+    return src.cuda_kernel(options=nvrtc)
 
 
 def variant_ratio(results: list[dict[str, Any]], name: str) -> str:

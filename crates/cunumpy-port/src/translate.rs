@@ -616,7 +616,7 @@ impl<'a> Translator<'a> {
             let axis = const_int(e.get("slice")).map(|k| if k < 0 { k + rank as i64 } else { k });
             return match axis {
                 Some(k) if rank > 0 && k >= 0 && (k as usize) < rank => {
-                    Ok((format!("{base}.shape[{k}]"), Ty::Scalar(Scalar::I64)))
+                    Ok((extent(f, base, k as usize), Ty::Scalar(Scalar::I64)))
                 }
                 _ => Err(self.unsupported(
                     e,
@@ -702,7 +702,7 @@ impl<'a> Translator<'a> {
             }
             if let Some(c) = const_int(i).filter(|v| *v < 0) {
                 // a[-1] is a[n - 1], as in Python (n the extent of that axis)
-                parts.push(format!("{base}.shape[{axis}] - {}", -c));
+                parts.push(format!("{} - {}", extent(f, base, axis), -c));
                 continue;
             }
             let (x, ti) = self.expr(f, i)?;
@@ -920,7 +920,7 @@ impl<'a> Translator<'a> {
                     return Ok((format!("cunumpy_port_{name}<{}>({}, {})", s.c(), xs[0].0, xs[1].0), Ty::Scalar(s)));
                 }
                 "len" if xs.len() == 1 && xs[0].1.rank() > 0 => {
-                    return Ok((format!("{}.shape[0]", xs[0].0), Ty::Scalar(Scalar::I64)));
+                    return Ok((extent(f, &xs[0].0, 0), Ty::Scalar(Scalar::I64)));
                 }
                 _ => return Err(self.unsupported(e, "call", format!("{name}() is not a function of this module nor a math/numpy scalar function"))),
             }
@@ -1685,9 +1685,29 @@ impl<'a> Translator<'a> {
                     "Name" => {
                         let n = name_of(target).unwrap_or("");
                         if let Some(Ty::LocalDyn(sc, rank)) = self.local_array(value)?.as_ref() {
+                            if let Some(Ty::Local(_, dims)) = f.vars.get(n).filter(|_| !f.params.contains(n)) {
+                                return Err(self.unsupported(
+                                    s,
+                                    "assignment",
+                                    format!("'{n}' is allocated with a size known only at run time here and with shape {dims:?} before (give each its own name)"),
+                                ));
+                            }
                             return self.dynamic_local(f, s, n, *sc, *rank, &pad);
                         }
                         if let Some(Ty::Local(sc, dims)) = self.local_array(value)?.as_ref() {
+                            // the buffer and the extents (`extent`) are those of the first allocation
+                            let declared = f.vars.get(n).filter(|_| !f.params.contains(n));
+                            if let Some(t) = declared.filter(|t| !matches!(t, Ty::Local(_, d) if d == dims)) {
+                                let before = match t {
+                                    Ty::Local(_, d) => format!("with shape {d:?}"),
+                                    _ => "as another kind of array".to_string(),
+                                };
+                                return Err(self.unsupported(
+                                    s,
+                                    "assignment",
+                                    format!("'{n}' is allocated with shape {dims:?} here and {before} before (give each its own name)"),
+                                ));
+                            }
                             let total: usize = dims.iter().product();
                             let func = value.get("func");
                             let fname = match func.kind() {
@@ -1713,6 +1733,13 @@ impl<'a> Translator<'a> {
                                 s,
                                 "assignment",
                                 format!("rebinding array parameter '{n}'"),
+                            ));
+                        }
+                        if let Some(Ty::Local(_, dims)) = f.vars.get(n) {
+                            return Err(self.unsupported(
+                                s,
+                                "assignment",
+                                format!("rebinding local array '{n}' (allocated with shape {dims:?}) to another array"),
                             ));
                         }
                         if matches!(f.vars.get(n), Some(Ty::View(..))) && !f.params.contains(n) {
@@ -1834,7 +1861,7 @@ impl<'a> Translator<'a> {
                         if let Some(base) = self.shape_base(value) {
                             for (k, t) in elts.iter().enumerate() {
                                 let n = name_of(t).unwrap_or("");
-                                out.push_str(&format!("{pad}{n} = {base}.shape[{k}];\n"));
+                                out.push_str(&format!("{pad}{n} = {};\n", extent(f, base, k)));
                             }
                         } else if value.kind() == "Tuple"
                             && value.get("elts").as_list().len() == elts.len()
@@ -2165,6 +2192,18 @@ fn local_view_written(f: &FnCx, target: &Json) -> Option<String> {
     }
     let n = name_of(target.get("value"))?;
     (f.vars.get(n).is_some_and(Ty::is_view) && !f.params.contains(n)).then(|| n.to_string())
+}
+
+/// The extent of axis `k` of the array named `base`, as C: the number itself for a local array
+/// of fixed shape (`empty((3, 3))`), so that the compiler sees the trip count of every loop
+/// over it, unrolls it and keeps the array in registers (read from the view, NVRTC left such
+/// loops rolled and the arrays in local memory: a struphy pusher lost a third of its speed);
+/// `base.shape[k]` otherwise.
+pub(crate) fn extent(f: &FnCx, base: &str, k: usize) -> String {
+    match f.vars.get(base) {
+        Some(Ty::Local(_, dims)) if !f.params.contains(base) && k < dims.len() => dims[k].to_string(),
+        _ => format!("{base}.shape[{k}]"),
+    }
 }
 
 /// The rank of the array named by `key` (an argument, a local, `p.field`).
