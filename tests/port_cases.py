@@ -59,6 +59,11 @@ def args_int(backend, seed):
     return (xp.asarray(rng.integers(-50, 50, 41)), xp.zeros((41, 3), dtype=np.int64), 7)
 
 
+def args_int_powers_of_two(backend, seed):
+    rng = np.random.default_rng(seed)
+    return (xp.asarray(rng.integers(-50, 50, 41)), xp.zeros((41, 4), dtype=np.int64))
+
+
 def args_stencil_rows(backend, seed):
     rng = np.random.default_rng(seed)
     return (xp.asarray(rng.normal(size=40)), xp.zeros(35), 3, 30, 2)
@@ -143,6 +148,7 @@ CASES = {
     "eval_field": (pk.eval_field, args_eval_field, "owned"),
     "cell_update": (pk.cell_update, args_cell_update, "owned"),
     "python_int_semantics": (pk.python_int_semantics, args_int, "owned"),
+    "python_int_powers_of_two": (pk.python_int_powers_of_two, args_int_powers_of_two, "owned"),
     "stencil_rows": (pk.stencil_rows, args_stencil_rows, "owned"),
     "stencil_rows_2d": (pk.stencil_rows_2d, args_stencil_rows_2d, "owned"),
     "dot_sum": (pk.dot_sum, args_dot_sum, "reduction"),

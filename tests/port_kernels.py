@@ -511,3 +511,13 @@ def eval_basis_direct(xs: "float[:]", args: "BasisArguments", out: "float[:]", n
     for ip in range(n):
         fill_weights(xs[ip], args.p[0], args.w)
         out[ip] = args.w[0] - args.w[args.p[0]]
+
+
+def python_int_powers_of_two(k: "int[:]", out: "int[:,:]"):
+    """// and % by a constant power of two (a shift and a mask in CUDA) round as Python does
+    for negative integers too."""
+    for i in range(k.shape[0]):
+        out[i, 0] = k[i] // 2
+        out[i, 1] = k[i] % 2
+        out[i, 2] = (k[i] - 37) // 8 + (k[i] - 37) % 8 * 100
+        out[i, 3] = k[i] // 1 + k[i] % 1

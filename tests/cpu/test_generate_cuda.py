@@ -44,6 +44,18 @@ def test_generated_kernel_matches_the_host_kernel(name, emulated):
     assert any(np.any(a != 0) for a in out.values())  # the kernel did something
 
 
+def test_floor_division_and_modulo_by_a_power_of_two_are_a_shift_and_a_mask():
+    """Their parity with the host kernel on negative integers is the case above."""
+    src = str(generate_cuda(pk.python_int_powers_of_two))
+    assert "out(i, 0) = (long long)(k(i)) >> 1;" in src
+    assert "out(i, 1) = (long long)(k(i)) & 1;" in src
+    assert "((long long)((k(i) - 37)) >> 3)" in src and "((long long)((k(i) - 37)) & 7)" in src
+    assert "((long long)(k(i)) >> 0) + ((long long)(k(i)) & 0)" in src
+    assert "cunumpy_port_floordiv" not in src and "cunumpy_port_mod" not in src
+    # other divisors keep Python's rounding through the helper
+    assert "cunumpy_port_floordiv(k(i), d)" in str(generate_cuda(pk.python_int_semantics))
+
+
 def test_source_is_readable_and_mirrors_the_host_kernel():
     src = generate_cuda(pk.deposit_1d)
     assert (

@@ -754,7 +754,12 @@ impl<'a> Translator<'a> {
                 }
             }
             "FloorDiv" => {
-                if j.is_int() {
+                if let Some(k) = power_of_two(e.get("right")).filter(|_| j.is_int()) {
+                    // floor division by 2^k is the arithmetic shift, for either sign of a
+                    // (the general form costs a division and two tests in a hot loop:
+                    // struphy's find_span halves its interval with `// 2`)
+                    (format!("((long long)({a}) >> {k})"), sc(Scalar::I64))
+                } else if j.is_int() {
                     self.prelude.insert("floordiv");
                     (format!("cunumpy_port_floordiv({a}, {b})"), sc(Scalar::I64))
                 } else {
@@ -763,7 +768,10 @@ impl<'a> Translator<'a> {
                 }
             }
             "Mod" => {
-                if j.is_int() {
+                if let Some(k) = power_of_two(e.get("right")).filter(|_| j.is_int()) {
+                    // Python's a % 2^k is in [0, 2^k) for either sign of a: the low bits
+                    (format!("((long long)({a}) & {})", (1i64 << k) - 1), sc(Scalar::I64))
+                } else if j.is_int() {
                     self.prelude.insert("mod");
                     (format!("cunumpy_port_mod({a}, {b})"), sc(Scalar::I64))
                 } else {
@@ -2204,6 +2212,11 @@ pub(crate) fn extent(f: &FnCx, base: &str, k: usize) -> String {
         Some(Ty::Local(_, dims)) if !f.params.contains(base) && k < dims.len() => dims[k].to_string(),
         _ => format!("{base}.shape[{k}]"),
     }
+}
+
+/// `k` when `e` is the integer constant 2^k (1 <= 2^k <= 2^62).
+fn power_of_two(e: &Json) -> Option<u32> {
+    const_int(e).filter(|v| *v > 0 && v.count_ones() == 1 && *v <= 1 << 62).map(|v| v.trailing_zeros())
 }
 
 /// The rank of the array named by `key` (an argument, a local, `p.field`).
