@@ -162,6 +162,20 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
          #ifndef CUNUMPY_PORT_HELPER\n#define CUNUMPY_PORT_HELPER __forceinline__\n#endif\n",
     ),
     (
+        "registers",
+        "// At most 128 registers a thread: four blocks of 128 threads then fit in an SM's 65 536\n\
+         // registers, at 129 only three do, and a kernel that waits on its reads loses a quarter\n\
+         // of the warps that hide that wait (struphy's eval_spline_mpi_sparse_meshgrid on the\n\
+         // H200: 129 registers, 0.82x its hand-written kernel; 126, 0.94x). ptxas spills where\n\
+         // 128 are too few. -DCUNUMPY_PORT_MAX_REGISTERS=0 leaves the count to the compiler\n\
+         // (__maxnreg__ needs CUDA 12.4; older compilers get no cap).\n\
+         #ifndef CUNUMPY_PORT_MAX_REGISTERS\n#define CUNUMPY_PORT_MAX_REGISTERS 128\n#endif\n\
+         #if CUNUMPY_PORT_MAX_REGISTERS > 0 && defined(__CUDACC_VER_MAJOR__) && \\\n    \
+         (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))\n\
+         #define CUNUMPY_PORT_REGISTERS __maxnreg__(CUNUMPY_PORT_MAX_REGISTERS)\n\
+         #else\n#define CUNUMPY_PORT_REGISTERS\n#endif\n",
+    ),
+    (
         "trip",
         "// The trip count of a collapsed loop (a range that is empty gives no iterations).\n\
          __device__ __forceinline__ long long cunumpy_port_trip(long long n) { return n > 0 ? n : 0; }\n",
