@@ -41,6 +41,18 @@ def test_generated_kernel_matches_the_host_kernel_on_the_gpu(name):
     assert any(np.any(a != 0) for a in out.values())
 
 
+@pytest.mark.parametrize("name", ["push_v_rotation", "deposit_1d", "dot_sum", "fill: bspline_values"])
+def test_generated_kernel_with_the_register_cap_matches_the_host_kernel(name):
+    """Built with -DCUNUMPY_PORT_MAX_REGISTERS=128 (``__maxnreg__``; off by default)."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    host, make_args = PARITY[name]
+    src = generate_cuda(host)
+    kernel = src.cuda_kernel(options=["-DCUNUMPY_PORT_MAX_REGISTERS=128"])
+    out = assert_kernels_agree(Kernel(host, kernel), make_args, rtol=1e-12, atol=1e-12)
+    assert any(np.any(a != 0) for a in out.values())
+
+
 @pytest.mark.parametrize("name", ["boris_push", "deposit_charge"])
 def test_walkthrough_kernels_generated_agree_on_the_gpu(name, monkeypatch):
     import importlib

@@ -468,7 +468,7 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        // every kernel gets the register cap (`CUNUMPY_PORT_REGISTERS`)
+        // every kernel takes the optional register cap (`CUNUMPY_PORT_REGISTERS`)
         self.prelude.insert("registers");
         for (key, text) in PRELUDE {
             if self.prelude.contains(key) {

@@ -163,13 +163,13 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
     ),
     (
         "registers",
-        "// At most 128 registers a thread: four blocks of 128 threads then fit in an SM's 65 536\n\
-         // registers, at 129 only three do, and a kernel that waits on its reads loses a quarter\n\
-         // of the warps that hide that wait (struphy's eval_spline_mpi_sparse_meshgrid on the\n\
-         // H200: 129 registers, 0.82x its hand-written kernel; 126, 0.94x). ptxas spills where\n\
-         // 128 are too few. -DCUNUMPY_PORT_MAX_REGISTERS=0 leaves the count to the compiler\n\
-         // (__maxnreg__ needs CUDA 12.4; older compilers get no cap).\n\
-         #ifndef CUNUMPY_PORT_MAX_REGISTERS\n#define CUNUMPY_PORT_MAX_REGISTERS 128\n#endif\n\
+        "// A cap on the registers a thread uses: -DCUNUMPY_PORT_MAX_REGISTERS=128 fits four blocks\n\
+         // of 128 threads in an SM's 65 536 registers where the kernel needs 129 or more and would\n\
+         // get three (struphy's eval_spline_mpi_sparse_meshgrid on the H200: 129 registers, 0.82x\n\
+         // its hand-written kernel; capped, 0.96x). Off by default: ptxas takes the cap as its\n\
+         // budget and raises kernels that needed fewer to it (reflect: 81 -> 123 registers, five\n\
+         // blocks an SM -> four). ptxas spills where the cap is too low; __maxnreg__ needs CUDA 12.4.\n\
+         #ifndef CUNUMPY_PORT_MAX_REGISTERS\n#define CUNUMPY_PORT_MAX_REGISTERS 0\n#endif\n\
          #if CUNUMPY_PORT_MAX_REGISTERS > 0 && defined(__CUDACC_VER_MAJOR__) && \\\n    \
          (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))\n\
          #define CUNUMPY_PORT_REGISTERS __maxnreg__(CUNUMPY_PORT_MAX_REGISTERS)\n\
