@@ -71,8 +71,8 @@ def test_kernels_take_an_optional_register_cap():
 def test_source_is_readable_and_mirrors_the_host_kernel():
     src = generate_cuda(pk.deposit_1d)
     assert (
-        'extern "C" __global__ CUNUMPY_PORT_REGISTERS void deposit_1d(CArray2D<double> markers, long long n_markers, '
-        "CArray1D<double> grid, double dx)" in src
+        'extern "C" __global__ CUNUMPY_PORT_REGISTERS void deposit_1d(CArray2D<double> markers, '
+        "long long n_markers, CArray1D<double> grid, double dx)" in src
     )
     assert "// L45: grid[i0 % nx] += markers[ip, 6] * (1.0 - f)" in src
     assert "cunumpy_atomic_add(&grid(cunumpy_port_mod(i0, nx))" in src

@@ -41,7 +41,9 @@ def test_generated_kernel_matches_the_host_kernel_on_the_gpu(name):
     assert any(np.any(a != 0) for a in out.values())
 
 
-@pytest.mark.parametrize("name", ["push_v_rotation", "deposit_1d", "dot_sum", "fill: bspline_values"])
+@pytest.mark.parametrize(
+    "name", ["push_v_rotation", "deposit_1d", "dot_sum", "fill: bspline_values"]
+)
 def test_generated_kernel_with_the_register_cap_matches_the_host_kernel(name):
     """Built with -DCUNUMPY_PORT_MAX_REGISTERS=128 (``__maxnreg__``; off by default)."""
     if cuda_gate("gpu"):

@@ -784,7 +784,10 @@ impl<'a> Translator<'a> {
             "Mod" => {
                 if let Some(k) = power_of_two(e.get("right")).filter(|_| j.is_int()) {
                     // Python's a % 2^k is in [0, 2^k) for either sign of a: the low bits
-                    (format!("((long long)({a}) & {})", (1i64 << k) - 1), sc(Scalar::I64))
+                    (
+                        format!("((long long)({a}) & {})", (1i64 << k) - 1),
+                        sc(Scalar::I64),
+                    )
                 } else if j.is_int() {
                     self.prelude.insert("mod");
                     (format!("cunumpy_port_mod({a}, {b})"), sc(Scalar::I64))
@@ -1707,7 +1710,9 @@ impl<'a> Translator<'a> {
                     "Name" => {
                         let n = name_of(target).unwrap_or("");
                         if let Some(Ty::LocalDyn(sc, rank)) = self.local_array(value)?.as_ref() {
-                            if let Some(Ty::Local(_, dims)) = f.vars.get(n).filter(|_| !f.params.contains(n)) {
+                            if let Some(Ty::Local(_, dims)) =
+                                f.vars.get(n).filter(|_| !f.params.contains(n))
+                            {
                                 return Err(self.unsupported(
                                     s,
                                     "assignment",
@@ -1719,7 +1724,9 @@ impl<'a> Translator<'a> {
                         if let Some(Ty::Local(sc, dims)) = self.local_array(value)?.as_ref() {
                             // the buffer and the extents (`extent`) are those of the first allocation
                             let declared = f.vars.get(n).filter(|_| !f.params.contains(n));
-                            if let Some(t) = declared.filter(|t| !matches!(t, Ty::Local(_, d) if d == dims)) {
+                            if let Some(t) =
+                                declared.filter(|t| !matches!(t, Ty::Local(_, d) if d == dims))
+                            {
                                 let before = match t {
                                     Ty::Local(_, d) => format!("with shape {d:?}"),
                                     _ => "as another kind of array".to_string(),
@@ -2223,14 +2230,18 @@ fn local_view_written(f: &FnCx, target: &Json) -> Option<String> {
 /// `base.shape[k]` otherwise.
 pub(crate) fn extent(f: &FnCx, base: &str, k: usize) -> String {
     match f.vars.get(base) {
-        Some(Ty::Local(_, dims)) if !f.params.contains(base) && k < dims.len() => dims[k].to_string(),
+        Some(Ty::Local(_, dims)) if !f.params.contains(base) && k < dims.len() => {
+            dims[k].to_string()
+        }
         _ => format!("{base}.shape[{k}]"),
     }
 }
 
 /// `k` when `e` is the integer constant 2^k (1 <= 2^k <= 2^62).
 fn power_of_two(e: &Json) -> Option<u32> {
-    const_int(e).filter(|v| *v > 0 && v.count_ones() == 1 && *v <= 1 << 62).map(|v| v.trailing_zeros())
+    const_int(e)
+        .filter(|v| *v > 0 && v.count_ones() == 1 && *v <= 1 << 62)
+        .map(|v| v.trailing_zeros())
 }
 
 /// The rank of the array named by `key` (an argument, a local, `p.field`).
