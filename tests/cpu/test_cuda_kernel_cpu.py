@@ -7,6 +7,7 @@ import pytest
 import cunumpy as xp
 from cunumpy.exceptions import (
     CudaSignatureError,
+    InvalidArgumentError,
     CudaUnavailableError,
     KernelArgumentOverflowError,
     KernelArgumentTypeError,
@@ -118,6 +119,30 @@ def test_launch_without_a_gpu_raises_cuda_unavailable(axpy):
     with pytest.raises(CudaUnavailableError, match="cannot use CUDA for kernel 'axpy'"):
         axpy(2.0, x, x, 8)
     axpy(2.0, InterfaceArray((0,)), InterfaceArray((0,)), 0)  # an empty grid launches nothing
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (8, InvalidArgumentError, "from 16 to 255, got 8"),
+        (256, InvalidArgumentError, "from 16 to 255, got 256"),
+        (True, KernelArgumentTypeError, "must be an int or None, got True"),
+        (96.0, KernelArgumentTypeError, r"got 96.0 \(float\)"),
+        ("128", KernelArgumentTypeError, "got '128' \\(str\\)"),
+    ],
+)
+def test_max_registers_is_checked_before_anything_compiles(value, error, message):
+    with pytest.raises(error, match=r"CudaKernel 'axpy': max_registers " + "must"):
+        CudaKernel(AXPY, "axpy", max_registers=value)
+    with pytest.raises(error, match=message):
+        CudaKernel(AXPY, "axpy", max_registers=value)
+    assert CudaKernel(AXPY, "axpy", max_registers=np.int32(64)).max_registers == 64
+    assert CudaKernel(AXPY, "axpy").max_registers is None
+
+
+def test_attributes_on_the_emulated_device_are_none(axpy, emulated):
+    # an emulated kernel is C++ on the CPU: it has no registers or PTX version to report
+    assert axpy.attributes is None
 
 
 def test_launch_shape_errors(axpy):

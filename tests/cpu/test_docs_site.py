@@ -97,8 +97,6 @@ NOT_SETTINGS = {
     "CUNUMPY_CACHE_TEST_CHILD_TAG",
     "CUNUMPY_PORT_LOCAL_CAP",  # a #define in the generated CUDA
     "CUNUMPY_PORT_HELPER",  # a #define in the generated CUDA
-    "CUNUMPY_PORT_MAX_REGISTERS",  # a #define in the generated CUDA
-    "CUNUMPY_PORT_REGISTERS",  # a macro of the generated CUDA
 }
 
 

@@ -56,22 +56,24 @@ def test_floor_division_and_modulo_by_a_power_of_two_are_a_shift_and_a_mask():
     assert "cunumpy_port_floordiv(k(i), d)" in str(generate_cuda(pk.python_int_semantics))
 
 
-def test_kernels_take_an_optional_register_cap():
-    """-DCUNUMPY_PORT_MAX_REGISTERS=128 keeps four blocks of 128 threads on an SM (three at 129
-    registers); off by default, and skipped by CUDA < 12.4. The GPU tests build the kernels
-    both ways."""
+def test_generated_kernels_are_capped_at_128_registers_only_where_they_need_more():
+    """cuda_kernel() hands CudaKernel max_registers=128 (four 128-thread blocks an SM, not
+    three); the source says so, and a caller can lift or change the cap. The GPU tests build
+    kernels under a cap low enough to bind and compare them with their host kernels."""
     for kernel in (pk.deposit_1d, pk.push_v_rotation, pk.dot_sum):
-        src = str(generate_cuda(kernel))
-        assert f'extern "C" __global__ CUNUMPY_PORT_REGISTERS void {kernel.__name__}(' in src
-        assert "#define CUNUMPY_PORT_MAX_REGISTERS 0" in src
-        assert "#define CUNUMPY_PORT_REGISTERS __maxnreg__(CUNUMPY_PORT_MAX_REGISTERS)" in src
-        assert "__CUDACC_VER_MINOR__ >= 4" in src
+        src = generate_cuda(kernel)
+        assert f'extern "C" __global__ void {kernel.__name__}(' in src
+        assert "compiled again with --maxrregcount=128" in src
+        assert "__maxnreg__" not in src
+        assert src.cuda_kernel().max_registers == 128
+        assert src.cuda_kernel(max_registers=None).max_registers is None
+        assert src.cuda_kernel(max_registers=96).max_registers == 96
 
 
 def test_source_is_readable_and_mirrors_the_host_kernel():
     src = generate_cuda(pk.deposit_1d)
     assert (
-        'extern "C" __global__ CUNUMPY_PORT_REGISTERS void deposit_1d(CArray2D<double> markers, '
+        'extern "C" __global__ void deposit_1d(CArray2D<double> markers, '
         "long long n_markers, CArray1D<double> grid, double dx)" in src
     )
     assert "// L45: grid[i0 % nx] += markers[ip, 6] * (1.0 - f)" in src
@@ -349,7 +351,7 @@ def test_port_command_writes_next_to_the_kernel_and_checks_parity(tmp_path):
     assert "line 10: write to rho: atomic add" in result.stdout
     assert "parity: the generated kernel agrees with the host kernel" in result.stdout
     written = (folder / "dep_cuda.cu").read_text()
-    assert 'extern "C" __global__ CUNUMPY_PORT_REGISTERS void dep(' in written
+    assert 'extern "C" __global__ void dep(' in written
     # the catalog picks the written file up as the kernel's CUDA version
     sys.path.insert(0, str(tmp_path))
     try:

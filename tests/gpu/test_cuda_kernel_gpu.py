@@ -271,6 +271,32 @@ def test_launch_bounds_limit_the_block(cp):
     kernel(cp.zeros(4), 1.0, n_threads=4, block=256)
 
 
+def test_attributes_report_what_the_source_declares_and_the_register_cap(cp):
+    # independent figures: the launch bound, the __shared__ array's bytes and the device's
+    # architecture as CuPy reads them; a cap below what the kernel uses binds it
+    source = (
+        'extern "C" __global__ void __launch_bounds__(256) heavy(double* x, int n) {'
+        " __shared__ double tile[512]; double acc[24];"
+        " for (int k = 0; k < 24; ++k) acc[k] = x[(threadIdx.x + k) % n];"
+        " tile[threadIdx.x] = acc[x[0] > 0 ? 3 : 5]; __syncthreads();"
+        " double s = tile[(threadIdx.x + 1) % 256];"
+        " for (int k = 0; k < 24; ++k) s += acc[k] * acc[(k * 7) % 24];"
+        " x[threadIdx.x % n] = s; }"
+    )
+    ours = CudaKernel(source, "heavy").attributes
+    theirs = cp.RawKernel(source, "heavy").attributes
+    assert ours is not None
+    assert ours["max_threads_per_block"] == 256
+    assert ours["shared_size_bytes"] == 512 * 8
+    assert ours["binary_version"] == theirs["binary_version"]
+    assert ours["num_regs"] > 32
+    capped = CudaKernel(source, "heavy", max_registers=32).attributes
+    assert capped is not None and capped["num_regs"] <= 32
+    # a cap the kernel fits under changes nothing
+    roomy = CudaKernel(source, "heavy", max_registers=255).attributes
+    assert roomy is not None and roomy["num_regs"] == ours["num_regs"]
+
+
 def test_compile_error_carries_the_log(cp):
     kernel = CudaKernel(
         'extern "C" __global__ void broken(double* x) { x[0] = undefined_name; }', "broken"

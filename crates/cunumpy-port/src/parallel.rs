@@ -468,7 +468,7 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        // every kernel takes the optional register cap (`CUNUMPY_PORT_REGISTERS`)
+        // every kernel says how its registers are capped
         self.prelude.insert("registers");
         for (key, text) in PRELUDE {
             if self.prelude.contains(key) {
@@ -484,7 +484,7 @@ impl<'a> Translator<'a> {
         src.push_str(&self.comment(def.line(), ""));
         if privatize.is_empty() {
             src.push_str(&format!(
-                "extern \"C\" __global__ CUNUMPY_PORT_REGISTERS void {name}({}) {{\n",
+                "extern \"C\" __global__ void {name}({}) {{\n",
                 ps.join(", ")
             ));
             src.push_str(&code);
@@ -501,7 +501,7 @@ impl<'a> Translator<'a> {
             src.push_str(&code);
             src.push_str("}\n\n");
             src.push_str(&format!(
-                "extern \"C\" __global__ CUNUMPY_PORT_REGISTERS void {name}({}) {{\n",
+                "extern \"C\" __global__ void {name}({}) {{\n",
                 ps.join(", ")
             ));
             src.push_str(&privatize);

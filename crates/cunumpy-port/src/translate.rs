@@ -163,17 +163,11 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
     ),
     (
         "registers",
-        "// A cap on the registers a thread uses: -DCUNUMPY_PORT_MAX_REGISTERS=128 fits four blocks\n\
-         // of 128 threads in an SM's 65 536 registers where the kernel needs 129 or more and would\n\
-         // get three (struphy's eval_spline_mpi_sparse_meshgrid on the H200: 129 registers, 0.82x\n\
-         // its hand-written kernel; capped, 0.96x). Off by default: ptxas takes the cap as its\n\
-         // budget and raises kernels that needed fewer to it (reflect: 81 -> 123 registers, five\n\
-         // blocks an SM -> four). ptxas spills where the cap is too low; __maxnreg__ needs CUDA 12.4.\n\
-         #ifndef CUNUMPY_PORT_MAX_REGISTERS\n#define CUNUMPY_PORT_MAX_REGISTERS 0\n#endif\n\
-         #if CUNUMPY_PORT_MAX_REGISTERS > 0 && defined(__CUDACC_VER_MAJOR__) && \\\n    \
-         (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))\n\
-         #define CUNUMPY_PORT_REGISTERS __maxnreg__(CUNUMPY_PORT_MAX_REGISTERS)\n\
-         #else\n#define CUNUMPY_PORT_REGISTERS\n#endif\n",
+        "// Built by GeneratedCuda.cuda_kernel(), a kernel that needs more than 128 registers a\n\
+         // thread is compiled again with --maxrregcount=128 (CudaKernel's max_registers): four\n\
+         // blocks of 128 threads then fit an SM, not three (struphy's eval_spline_mpi_sparse_meshgrid\n\
+         // on the H200: 129 registers, 0.81x its hand-written kernel; capped, 0.96x). Only such a\n\
+         // kernel: ptxas takes a cap as its budget and raises one that needed fewer towards it.\n",
     ),
     (
         "trip",

@@ -914,7 +914,7 @@ impl KernelLauncher {
     }
 
     /// Sets what the kernel is (once). `structs` maps struct names to their byte sizes.
-    #[pyo3(signature = (source, name, *, options, include_dirs, source_dir, shipped_dir, block, structs, template_args, check_signature))]
+    #[pyo3(signature = (source, name, *, options, include_dirs, source_dir, shipped_dir, block, structs, template_args, check_signature, max_registers=None))]
     #[allow(clippy::too_many_arguments)]
     fn _configure(
         &self,
@@ -929,6 +929,7 @@ impl KernelLauncher {
         structs: Vec<(String, usize)>,
         template_args: Option<Vec<String>>,
         check_signature: bool,
+        max_registers: Option<u32>,
     ) -> PyResult<String> {
         let block =
             launch::block_shape(&block).map_err(|e| errors::kernel_launch_error(py, &name, e))?;
@@ -966,6 +967,7 @@ impl KernelLauncher {
                 include_dirs,
                 source_dir,
                 shipped_dir,
+                max_registers,
             }),
             block,
             plan,
@@ -1127,6 +1129,37 @@ impl KernelLauncher {
             .iter()
             .map(|d| d.name.clone())
             .collect())
+    }
+
+    /// The compiled kernel's resource use on the current CUDA device (compiled first when
+    /// needed), under CuPy's `RawKernel.attributes` names; `None` on the emulated device,
+    /// which has no registers to count.
+    fn _attributes<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let config = self.config()?;
+        let Device::Cuda(device) =
+            Device::current().map_err(|e| errors::cuda_error(py, config.name(), e))?
+        else {
+            return Ok(None);
+        };
+        let loaded = self.loaded_for(py, device)?;
+        let a = loaded
+            .function()
+            .attributes()
+            .map_err(|e| errors::cuda_error(py, config.name(), e))?;
+        let out = PyDict::new(py);
+        for (key, value) in [
+            ("max_threads_per_block", a.max_threads_per_block),
+            ("shared_size_bytes", a.static_shared_bytes),
+            ("const_size_bytes", a.const_bytes),
+            ("local_size_bytes", a.local_bytes),
+            ("num_regs", a.num_regs),
+            ("ptx_version", a.ptx_version),
+            ("binary_version", a.binary_version),
+            ("max_dynamic_shared_size_bytes", a.max_dynamic_shared_bytes),
+        ] {
+            out.set_item(key, value)?;
+        }
+        Ok(Some(out))
     }
 
     /// Drops the current device's compiled kernel.

@@ -35,6 +35,17 @@ pub struct KernelSource {
     pub source_dir: Option<PathBuf>,
     /// The folder of cunumpy's shipped headers.
     pub shipped_dir: PathBuf,
+    /// The most registers a thread may use: a kernel compiled to more is compiled again
+    /// with `--maxrregcount` (see [`register_cap_option`]); `None`: as the compiler chose.
+    pub max_registers: Option<u32>,
+}
+
+/// The option that caps a kernel compiled to `num_regs` registers a thread at `max`, or `None`
+/// where it fits. Only a kernel above the cap gets it: ptxas takes a cap as its budget and
+/// raises a kernel that needed fewer registers towards it, which costs that kernel occupancy.
+pub fn register_cap_option(num_regs: u32, max: Option<u32>) -> Option<String> {
+    max.filter(|&max| num_regs > max)
+        .map(|max| format!("--maxrregcount={max}"))
 }
 
 /// A kernel: its source and what it is loaded as on each device it has run on.
@@ -499,22 +510,31 @@ fn compile_and_load(
     );
     let expressions = vec![source.expression.clone()];
     let program = format!("{}.cu", source.name);
-    let (module, compiled) = compile_module(
-        &source.source,
-        &program,
-        &source.options,
-        &expressions,
-        &headers,
-        device,
-        python_paths,
-    )?;
-    let lowered = compiled
-        .compiled
-        .lowered_name(&source.expression)
-        .unwrap_or(&source.expression)
-        .to_string();
-    let function = module.function(&lowered)?;
-    let attributes = function.attributes()?;
+    let build = |options: &[String]| -> Result<(Module, Function, bool), CudaError> {
+        let (module, compiled) = compile_module(
+            &source.source,
+            &program,
+            options,
+            &expressions,
+            &headers,
+            device,
+            python_paths,
+        )?;
+        let lowered = compiled
+            .compiled
+            .lowered_name(&source.expression)
+            .unwrap_or(&source.expression)
+            .to_string();
+        let function = module.function(&lowered)?;
+        Ok((module, function, compiled.hit))
+    };
+    let (mut module, mut function, mut hit) = build(&source.options)?;
+    let mut attributes = function.attributes()?;
+    if let Some(cap) = register_cap_option(attributes.num_regs, source.max_registers) {
+        let options: Vec<String> = source.options.iter().cloned().chain([cap]).collect();
+        (module, function, hit) = build(&options)?;
+        attributes = function.attributes()?;
+    }
     Ok(LoadedKernel {
         device,
         module,
@@ -525,6 +545,22 @@ fn compile_and_load(
         device_limits: crate::device::device_limits(driver, device)?,
         dynamic_shared_allowed: AtomicU32::new(attributes.max_dynamic_shared_bytes),
         function,
-        from_cache: compiled.hit,
+        from_cache: hit,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::register_cap_option;
+
+    #[test]
+    fn only_a_kernel_above_the_cap_is_capped() {
+        assert_eq!(
+            register_cap_option(129, Some(128)).as_deref(),
+            Some("--maxrregcount=128")
+        );
+        assert_eq!(register_cap_option(128, Some(128)), None);
+        assert_eq!(register_cap_option(81, Some(128)), None);
+        assert_eq!(register_cap_option(255, None), None);
+    }
 }

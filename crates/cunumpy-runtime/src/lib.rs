@@ -39,7 +39,7 @@ pub mod record;
 pub use device::Device;
 pub use error::RuntimeError;
 pub use fused::FusedPlan;
-pub use kernel::{Kernel, KernelSource, LoadedKernel};
+pub use kernel::{register_cap_option, Kernel, KernelSource, LoadedKernel};
 
 thread_local! {
     static COMPILE_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };

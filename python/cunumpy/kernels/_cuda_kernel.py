@@ -96,6 +96,22 @@ def _block_tuple(block_size: Any, name: str) -> tuple[int, ...]:
     )
 
 
+def _max_registers(value: Any, name: str) -> int | None:
+    """``max_registers`` checked: ``None`` or an int from 16 to 255 (what ptxas accepts)."""
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise KernelArgumentTypeError(
+            f"CudaKernel {name!r}: max_registers must be an int or None, "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    if not 16 <= value <= 255:
+        raise InvalidArgumentError(
+            f"CudaKernel {name!r}: max_registers must be from 16 to 255, got {value}"
+        )
+    return int(value)
+
+
 @use_vectorcall
 class CudaKernel(_core.KernelLauncher):
     """A CUDA C ``__global__`` function, launched with checked arguments.
@@ -106,6 +122,11 @@ class CudaKernel(_core.KernelLauncher):
     disk, keyed by the source, options, included headers, NVRTC version and architecture) and
     launches on CuPy's current stream unless ``stream`` is given. ``n_threads`` defaults to
     the leading axes of the first array argument (see ``n_threads_from``).
+
+    ``max_registers=N``: a kernel that compiles to more than N registers a thread is compiled
+    again with ``--maxrregcount=N`` (so that more blocks fit an SM); one that needs N or fewer
+    is left as the compiler made it (a cap given to every kernel raises those that needed
+    fewer towards it). :attr:`attributes` shows the registers it got.
     """
 
     def __init__(
@@ -123,6 +144,7 @@ class CudaKernel(_core.KernelLauncher):
         debug: bool | None = None,
         n_threads_from: Any = "auto",
         check_finite: bool = False,
+        max_registers: int | None = None,
     ) -> None:
         for what, value in (("source", source), ("name", name)):
             if not isinstance(value, str):
@@ -133,6 +155,7 @@ class CudaKernel(_core.KernelLauncher):
         self._name = name
         self._source = source
         self._block = _block_tuple(block_size, name)
+        self._max_registers = _max_registers(max_registers, name)
         self._given_options = tuple(options)
         self._include_dirs = tuple(str(d) for d in include_dirs)
         self._source_dir = None if source_dir is None else str(source_dir)
@@ -164,6 +187,7 @@ class CudaKernel(_core.KernelLauncher):
             structs=[_struct_entry(s) for s in self._structs],
             template_args=template_arg_texts(template_args),
             check_signature=self._check,
+            max_registers=self._max_registers,
         )
         self.n_threads_from = n_threads_from
         self._set_flags(self.debug_active(), self._check_finite)
@@ -451,6 +475,21 @@ class CudaKernel(_core.KernelLauncher):
         return array[()] if array.ndim == 0 else array
 
     # -- properties --------------------------------------------------------------------------
+    @property
+    def attributes(self) -> dict[str, int] | None:
+        """The compiled kernel's resource use on the current CUDA device, as the driver reports
+        it (``num_regs``: registers a thread, ``local_size_bytes``: local memory a thread,
+        ``max_threads_per_block``, ``shared_size_bytes``, ``const_size_bytes``,
+        ``ptx_version``, ``binary_version``, ``max_dynamic_shared_size_bytes``: CuPy's
+        ``RawKernel.attributes`` names). Compiles for the current device first when needed;
+        ``None`` on the emulated device."""
+        return self._attributes()
+
+    @property
+    def max_registers(self) -> int | None:
+        """The register cap applied to a compile that needs more (``None``: no cap)."""
+        return self._max_registers
+
     @property
     def name(self) -> str:
         return self._name

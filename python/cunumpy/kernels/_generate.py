@@ -26,6 +26,12 @@ from ..exceptions import CudaPortInputError
 
 __all__ = ["GeneratedCuda", "generate_cuda", "translate_source"]
 
+#: The register cap of a generated kernel that needs more (``CudaKernel(max_registers=)``):
+#: at 128 a thread, four of the default 128-thread blocks fit an SM's 65 536 registers, at 129
+#: three. Measured on the H200 against caps of 64 to 112: the fewest kernels below 0.9x their
+#: hand-written versions (benches/results/generated-cuda-struphy-h200-2026-12-03-s12).
+MAX_REGISTERS = 128
+
 
 class GeneratedCuda(str):
     """The generated CUDA source (a ``str``), with what the translator decided.
@@ -88,9 +94,12 @@ class GeneratedCuda(str):
 
     def cuda_kernel(self, **options: Any) -> Any:
         """A :class:`~cunumpy.kernels.CudaKernel` of this source whose default launch shape is
-        the parallel loop's trip count."""
+        the parallel loop's trip count; compiled again capped at 128 registers a thread where
+        it needs more (``max_registers``, :data:`MAX_REGISTERS`; ``max_registers=None``: no
+        cap)."""
         from ._cuda_kernel import CudaKernel
 
+        options.setdefault("max_registers", MAX_REGISTERS)
         if self.n_threads is not None:
             options.setdefault("n_threads_from", lambda args: self.n_threads_of(args))
         if self.structs:
