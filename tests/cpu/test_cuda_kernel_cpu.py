@@ -7,8 +7,8 @@ import pytest
 import cunumpy as xp
 from cunumpy.exceptions import (
     CudaSignatureError,
-    InvalidArgumentError,
     CudaUnavailableError,
+    InvalidArgumentError,
     KernelArgumentOverflowError,
     KernelArgumentTypeError,
     KernelArgumentValueError,
