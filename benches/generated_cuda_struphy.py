@@ -377,7 +377,14 @@ def run_case(
         if values[side]
     }
     sizes = {k: list(v.shape) for k, v in selected(params, outputs, gen_args).items()}
+    # registers a thread (None on the emulated device): the generated kernel's are after the
+    # 128-register cap of GeneratedCuda.cuda_kernel(), where it applied
+    registers = {
+        side: (kernel.attributes or {}).get("num_regs")
+        for side, kernel in (("hand", hand), ("generated", generated), *variants.items())
+    }
     return {
+        "registers": registers,
         "hand_ms": h,
         "generated_ms": g,
         "ratio": h / g if g > 0 else None,
@@ -423,10 +430,12 @@ def table(paths: list[Path]) -> str:
         "| kernel | hand ms | generated ms | ratio (median) | ratios of the runs "
         "| threads hand / generated |"
         + "".join(f" ratio {v} |" for v in variant_names)
-        + (" plain events ms hand / gen. | host ms a launch hand / gen. |" if queued else ""),
+        + (" plain events ms hand / gen. | host ms a launch hand / gen. |" if queued else "")
+        + " registers hand / gen. |",
         "| --- | --- | --- | --- | --- | --- |"
         + " --- |" * len(variant_names)
-        + (" --- | --- |" if queued else ""),
+        + (" --- | --- |" if queued else "")
+        + " --- |",
     ]
     medians = []
     for label in labels:
@@ -446,6 +455,7 @@ def table(paths: list[Path]) -> str:
             f"| {threads['hand']} / {threads['generated']} |"
             + "".join(f" {variant_ratio(rs, v)} |" for v in variant_names)
             + (f" {side_medians(rs, 'wall')} | {side_medians(rs, 'host')} |" if queued else "")
+            + f" {registers_shown(rs[0])} |"
         )
     if medians:
         below = sum(1 for r in medians if r < 0.9)
@@ -495,6 +505,12 @@ def variant_kernel(src: Any, kernel: str, options: list[str]) -> Any:
             text.__dict__.update(src.__dict__)  # what the translator decided: launch shape, structs
             src = text
     return src.cuda_kernel(options=nvrtc)
+
+
+def registers_shown(result: dict[str, Any]) -> str:
+    """``hand / generated`` registers a thread, ``-`` where a run did not record them."""
+    registers = result.get("registers") or {}
+    return " / ".join(str(registers.get(side) or "-") for side in ("hand", "generated"))
 
 
 def variant_ratio(results: list[dict[str, Any]], name: str) -> str:
