@@ -82,6 +82,65 @@ def two_thread_dot(a, b):
     list(_POOL.map(lambda p: np.dot(*p), _halves(a, b)))
 
 
+_RANDOM_READ_C = r"""
+#include <stdint.h>
+/* n reads of a[j] at pseudo-random j < table (a power of two): no index stream, nothing
+   written; four independent generators so that the index arithmetic is not a chain */
+double random_read(const double* a, long long table, long long n, unsigned long long seed) {
+    uint64_t x0 = seed, x1 = seed ^ 0x9e3779b97f4a7c15ULL, x2 = seed * 3 + 1, x3 = seed * 7 + 5;
+    const uint64_t m = (uint64_t)table - 1;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (long long i = 0; i + 3 < n; i += 4) {
+        x0 = x0 * 6364136223846793005ULL + 1442695040888963407ULL;
+        x1 = x1 * 6364136223846793005ULL + 1442695040888963407ULL;
+        x2 = x2 * 6364136223846793005ULL + 1442695040888963407ULL;
+        x3 = x3 * 6364136223846793005ULL + 1442695040888963407ULL;
+        s0 += a[(x0 >> 29) & m]; s1 += a[(x1 >> 29) & m];
+        s2 += a[(x2 >> 29) & m]; s3 += a[(x3 >> 29) & m];
+    }
+    return s0 + s1 + s2 + s3;
+}
+"""
+
+
+def random_reader():
+    """A two-thread random read of a table (``reader(a, n)``), compiled with the host C
+    compiler; None without one. What this machine's caches and memory deliver to reads at
+    random places, the rate a gather's table reads cannot beat."""
+    import ctypes
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    folder = Path(tempfile.mkdtemp())
+    (folder / "rr.c").write_text(_RANDOM_READ_C)
+    built = subprocess.run(
+        [cc, "-O2", "-shared", "-fPIC", "-o", str(folder / "rr.so"), str(folder / "rr.c")],
+        capture_output=True,
+    )
+    if built.returncode != 0:
+        return None
+    lib = ctypes.CDLL(str(folder / "rr.so"))  # ctypes releases the GIL during the call
+    lib.random_read.restype = ctypes.c_double
+    lib.random_read.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_longlong,
+        ctypes.c_longlong,
+        ctypes.c_ulonglong,
+    ]
+
+    def reader(a, n):
+        two_thread_copy(a[:0], a[:0].copy())  # starts the pool
+        halves = [(n // 2, 1), (n - n // 2, 2)]
+        list(_POOL.map(lambda h: lib.random_read(a.ctypes.data, a.size, *h), halves))
+
+    return reader
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu")  # scripts/gpu-check passes it; ignored
@@ -240,6 +299,7 @@ def index_expressions(xp, n: int, grid: int, repeat: int) -> dict:
         ),
     }
     target = np.empty(n)
+    reader = random_reader()
     rows = {}
     for name, (fn, args, nbytes, ne) in cases.items():
         fused = xp.fuse(fn)
@@ -269,6 +329,19 @@ def index_expressions(xp, n: int, grid: int, repeat: int) -> dict:
                 )
             row["two_thread_read_of_input_ms"] = t_read * 1e3
             row["ratio_vs_two_thread_read_of_input"] = t_read / t_fuse_r
+        if name == "a[idx] * b" and reader is not None:
+            # the table is read at random places: bytes at the copy rate do not bound it. The
+            # gather's ceiling: its streams (idx, b, the result) at the copy rate or its n
+            # random table reads at the machine's random-read rate, whichever takes longer
+            a = args[0]
+            with xp.use_backend("numpy"):
+                t_fuse_g, t_random = best_interleaved(
+                    lambda f=fused, x=args: f(*x), lambda: reader(a, n), repeat
+                )
+            t_ceiling = max(3 * 8 * n / (copy_rate * 1e9), t_random)
+            row["random_reads_per_s"] = n / t_random
+            row["random_read_ceiling_ms"] = t_ceiling * 1e3
+            row["ratio_vs_random_read_ceiling"] = t_ceiling / t_fuse_g
         if numexpr is not None and ne is not None:
             t_ne = best(ne, repeat=repeat)
             row["numexpr_ms"] = t_ne * 1e3
