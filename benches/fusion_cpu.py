@@ -336,7 +336,7 @@ def index_expressions(xp, n: int, grid: int, repeat: int) -> dict:
             a = args[0]
             with xp.use_backend("numpy"):
                 t_fuse_g, t_random = best_interleaved(
-                    lambda f=fused, x=args: f(*x), lambda: reader(a, n), repeat
+                    lambda f=fused, x=args: f(*x), lambda t=a: reader(t, n), repeat
                 )
             t_ceiling = max(3 * 8 * n / (copy_rate * 1e9), t_random)
             row["random_reads_per_s"] = n / t_random
