@@ -266,6 +266,16 @@ def index_expressions(cupy, xp, best, copy_rate, torch_ok, jax_ok, n=1 << 26, gr
             row["plain_cuda_gather"] = nbytes / best(gather_kernel(cupy), *args) / 1e9
             row["ratio_vs_plain_cuda_gather"] = row["cunumpy_fuse"] / row["plain_cuda_gather"]
             row["plain_cuda_gather_vs_ceiling"] = row["plain_cuda_gather"] / copy_rate
+            # the table is read at random places, 32 bytes of L2 sector for each 8-byte
+            # element: bytes at the copy rate do not bound it. The gather's random-read
+            # ceiling: its streams (idx, b, the result) at the copy rate or its n table reads
+            # at a plain random read's rate, whichever takes longer
+            a, idx = args[0], args[1]
+            t_random = best(random_read_kernel(cupy), a, idx.size)
+            t_ceiling = max(3 * 8 * idx.size / (copy_rate * 1e9), t_random)
+            row["random_reads_per_s"] = idx.size / t_random
+            row["random_read_ceiling_ms"] = t_ceiling * 1e3
+            row["ratio_vs_random_read_ceiling"] = t_ceiling / (nbytes / (row["cunumpy_fuse"] * 1e9))
         ours = row["cunumpy_fuse"]
         row["ratio_vs_ceiling"] = ours / copy_rate
         peers = [p for p in ("cupy_eager", "cupy_fuse", "torch_compile", "jax_jit")]
@@ -334,6 +344,38 @@ def gather_kernel(cupy):
         n = idx.size
         kernel(((n + 255) // 256,), (256,), (a, idx, b, out, np.int64(a.size), np.int64(n)))
         return out
+
+    return run
+
+
+_RANDOM_READ = r"""
+extern "C" __global__ void random_read(const double* __restrict__ a, double* __restrict__ sink,
+                                       unsigned long long mask, long long n) {
+    // n reads of a at pseudo-random places (a hash of the read's number): no index stream,
+    // nothing written but a never-taken store that keeps the loads
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    double s = 0;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        unsigned long long x = (unsigned long long)i * 0x9e3779b97f4a7c15ULL;
+        x ^= x >> 31;
+        s += a[(x >> 17) & mask];
+    }
+    if (s == 12345.678) sink[0] = s;
+}
+"""
+
+
+def random_read_kernel(cupy):
+    """``run(a, n)``: n reads of the table `a` (a power-of-two length) at random places, one a
+    thread: the rate the device delivers reads at random places of that table (each one a
+    32-byte L2 sector), which a gather's table reads cannot beat."""
+    import numpy as np
+
+    kernel = cupy.RawKernel(_RANDOM_READ, "random_read")
+    sink = cupy.zeros(1)
+
+    def run(a, n):
+        kernel(((n + 255) // 256,), (256,), (a, sink, np.uint64(a.size - 1), np.int64(n)))
 
     return run
 
