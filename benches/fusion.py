@@ -16,7 +16,10 @@ the result streamed and the gathered table, 32 MiB so that it stays in the L2 ca
 once) divided by the copy rate measured in this run. ``ratio_vs_ceiling`` is that ceiling's
 time over the measured time (1.0: as fast as copying the bytes it must move). The gather's
 row also times a plain CUDA kernel doing the same (``plain_cuda_gather``): what a hand-written
-gather reaches on the device, against the ceiling and against the fused call.
+gather reaches on the device, against the ceiling and against the fused call, and a plain kernel
+that only reads the table at random places (``random_reads_per_s``): the gather's random-read
+ceiling (``ratio_vs_random_read_ceiling``) is the longer of its streams at the copy rate and its
+table reads at that rate.
 """
 
 from __future__ import annotations

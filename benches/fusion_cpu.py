@@ -8,7 +8,9 @@ inputs: numexpr does not index), with the memory-traffic ceiling: the least byte
 expression moves (inputs read once, the result written once) over the two-thread copy rate
 measured alternately with it. The row reduction, which mostly reads, is also set against a
 plain two-thread read of its input (``np.sum`` of each half on its own thread), timed
-alternately with it. numexpr is in requirements/bench.txt."""
+alternately with it; the gather against its random-read ceiling (the longer of its streams at
+the copy rate and its table reads at the rate of a plain two-thread C loop reading the table at
+random places, timed alternately with it). numexpr is in requirements/bench.txt."""
 
 from __future__ import annotations
 
