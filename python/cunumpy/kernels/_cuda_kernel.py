@@ -126,7 +126,8 @@ class CudaKernel(_core.KernelLauncher):
     ``max_registers=N``: a kernel that compiles to more than N registers a thread is compiled
     again with ``--maxrregcount=N`` (so that more blocks fit an SM); one that needs N or fewer
     is left as the compiler made it (a cap given to every kernel raises those that needed
-    fewer towards it). :attr:`attributes` shows the registers it got.
+    fewer towards it; a kernel's own ``__launch_bounds__`` takes precedence over the option).
+    :attr:`attributes` shows the registers it got.
     """
 
     def __init__(
