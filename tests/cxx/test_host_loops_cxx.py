@@ -220,6 +220,25 @@ def test_gathers_run_compiled_and_out_of_range_raises_index_error(loops):
             interpreted(f, a, wrong, b)
 
 
+def test_large_gathers_take_the_streaming_loop_and_agree_with_numpy(loops):
+    """A result of 8 MiB and more is written in streamed tiles (one sub-range for a gather);
+    every point, the tail after the whole tiles included, is NumPy's, and an index out of range
+    in the tiles still raises."""
+    rng = np.random.default_rng(6)
+    n = (1 << 20) + 4099  # over 8 MiB of float64 results; not a whole number of tiles
+    a = rng.standard_normal(1 << 16)
+    idx = rng.integers(-(1 << 16), 1 << 16, n)
+    b = rng.standard_normal(n)
+    f = xp.fuse(lambda a, i, b: a[i] * b)
+    before = runs()
+    np.testing.assert_array_equal(call(f, a, idx, b), a[idx] * b)
+    assert runs() == before + 1
+    wrong = idx.copy()
+    wrong[n // 3] = 1 << 16
+    with pytest.raises(IndexError, match=f"index {1 << 16} is out of bounds"):
+        call(f, a, wrong, b)
+
+
 def test_short_row_ranges_run_compiled_with_numpys_nan_rules(loops):
     """`a.max(axis=1) - a.min(axis=1)` on tall matrices (rows of 16, 13, 3): both reductions
     and the subtraction compiled; NaN rows give NaN and signed zeros as NumPy."""
