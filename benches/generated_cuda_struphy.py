@@ -40,7 +40,8 @@ the emulated device (no GPU; a small ``--n``).
 
 ``--variant NAME=OPTIONS`` (repeatable; options apart by spaces or commas) also compiles the
 generated source with those NVRTC options (``-DCUNUMPY_PORT_LOCAL_CAP=16``,
-``--maxrregcount=96``) and times it in the same rounds, checked against the hand-written
+``--maxrregcount=96``; ``--block=64`` and ``--max-registers=112`` set those ``CudaKernel``
+parameters instead) and times it in the same rounds, checked against the hand-written
 kernel like the default build: each case's ``variants`` holds its times and ratio, and the
 table a column each. An option ``--source=DIR`` is not passed to NVRTC: where DIR holds
 ``<kernel>.cu`` (an edited copy of the generated source, same kernel and arguments), the
@@ -494,17 +495,32 @@ def side_medians(results: list[dict[str, Any]], what: str) -> str:
     )
 
 
+#: variant options that are CudaKernel's, not NVRTC's: ``--block=64``, ``--max-registers=112``
+KERNEL_OPTIONS = {"--block=": "block_size", "--max-registers=": "max_registers"}
+
+
 def variant_kernel(src: Any, kernel: str, options: list[str]) -> Any:
     """The generated kernel built with NVRTC `options`; an option ``--source=DIR`` swaps in
-    DIR/<kernel>.cu (an edited copy of the source) where there is one."""
-    nvrtc = [o for o in options if not o.startswith("--source=")]
+    DIR/<kernel>.cu (an edited copy of the source) where there is one; ``--block=N`` and
+    ``--max-registers=N`` (``none``: no cap) set those ``CudaKernel`` parameters."""
+    settings: dict[str, Any] = {}
+    for option in options:
+        for prefix, parameter in KERNEL_OPTIONS.items():
+            if option.startswith(prefix):
+                value = option.removeprefix(prefix)
+                settings[parameter] = None if value == "none" else int(value)
+    nvrtc = [
+        o
+        for o in options
+        if not o.startswith("--source=") and not o.startswith(tuple(KERNEL_OPTIONS))
+    ]
     for option in options:
         edited = Path(option.removeprefix("--source=")) / f"{kernel}.cu"
         if option.startswith("--source=") and edited.is_file():
             text = type(src)(edited.read_text())
             text.__dict__.update(src.__dict__)  # what the translator decided: launch shape, structs
             src = text
-    return src.cuda_kernel(options=nvrtc)
+    return src.cuda_kernel(options=nvrtc, **settings)
 
 
 def registers_shown(result: dict[str, Any]) -> str:
