@@ -56,18 +56,24 @@ def test_floor_division_and_modulo_by_a_power_of_two_are_a_shift_and_a_mask():
     assert "cunumpy_port_floordiv(k(i), d)" in str(generate_cuda(pk.python_int_semantics))
 
 
-def test_generated_kernels_are_capped_at_128_registers_only_where_they_need_more():
-    """cuda_kernel() hands CudaKernel max_registers=128 (four 128-thread blocks an SM, not
-    three); the source says so, and a caller can lift or change the cap. The GPU tests build
-    kernels under a cap low enough to bind and compare them with their host kernels."""
+def test_generated_kernels_launch_in_64_thread_blocks_capped_at_112_registers():
+    """cuda_kernel() hands CudaKernel block_size=64 and max_registers=112 (nine 64-thread
+    blocks an SM, not eight); the source says where they come from, and a caller can change
+    both. The GPU tests build kernels under a cap low enough to bind and compare them with
+    their host kernels."""
+    from cunumpy.kernels._generate import BLOCK_SIZE, MAX_REGISTERS
+
+    assert (BLOCK_SIZE, MAX_REGISTERS) == (64, 112)
     for kernel in (pk.deposit_1d, pk.push_v_rotation, pk.dot_sum):
         src = generate_cuda(kernel)
         assert f'extern "C" __global__ void {kernel.__name__}(' in src
-        assert "compiled again with --maxrregcount=128" in src
-        assert "__maxnreg__" not in src
-        assert src.cuda_kernel().max_registers == 128
+        assert "blocks of BLOCK_SIZE" in src and "MAX_REGISTERS" in src
+        assert "__maxnreg__" not in src and "__launch_bounds__" not in src
+        built = src.cuda_kernel()
+        assert (built.block_size, built.max_registers) == (64, 112)
         assert src.cuda_kernel(max_registers=None).max_registers is None
-        assert src.cuda_kernel(max_registers=96).max_registers == 96
+        assert src.cuda_kernel(max_registers=96, block_size=128).max_registers == 96
+        assert src.cuda_kernel(block_size=128).block_size == 128
 
 
 def test_source_is_readable_and_mirrors_the_host_kernel():

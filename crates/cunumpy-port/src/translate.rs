@@ -163,11 +163,12 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
     ),
     (
         "registers",
-        "// Built by GeneratedCuda.cuda_kernel(), a kernel that needs more than 128 registers a\n\
-         // thread is compiled again with --maxrregcount=128 (CudaKernel's max_registers): four\n\
-         // blocks of 128 threads then fit an SM, not three (struphy's eval_spline_mpi_sparse_meshgrid\n\
-         // on the H200: 129 registers, 0.81x its hand-written kernel; capped, 0.96x). Only such a\n\
-         // kernel: ptxas takes a cap as its budget and raises one that needed fewer towards it.\n",
+        "// Built by GeneratedCuda.cuda_kernel(), this kernel launches in blocks of BLOCK_SIZE\n\
+         // threads, and where it needs more registers a thread than MAX_REGISTERS it is compiled\n\
+         // again with --maxrregcount (CudaKernel's block_size and max_registers; their values\n\
+         // and the H200 figures behind them are in that method's module): a cap that lets one\n\
+         // more block share an SM. Only such a kernel: ptxas takes a cap as its budget and\n\
+         // raises one that needed fewer towards it.\n",
     ),
     (
         "trip",

@@ -26,11 +26,14 @@ from ..exceptions import CudaPortInputError
 
 __all__ = ["GeneratedCuda", "generate_cuda", "translate_source"]
 
-#: The register cap of a generated kernel that needs more (``CudaKernel(max_registers=)``):
-#: at 128 a thread, four of the default 128-thread blocks fit an SM's 65 536 registers, at 129
-#: three. Measured on the H200 against caps of 64 to 112: the fewest kernels below 0.9x their
-#: hand-written versions (benches/results/generated-cuda-struphy-h200-2026-12-03-s12).
-MAX_REGISTERS = 128
+#: The launch block and register cap of a generated kernel (``CudaKernel(block_size=,
+#: max_registers=)``): an SM's 65 536 registers hold 9 blocks of 64 threads at 112 registers a
+#: thread (18 warps), 8 at 113 to 128 (16 warps), where 128-thread blocks give 4 from 105 to
+#: 128 (16 warps). Measured on the H200 against 32- and 128-thread blocks and caps of 64 to 128
+#: (benches/results/generated-cuda-struphy-h200-2026-12-03-s12 and -s13): the fewest kernels
+#: below 0.9x their hand-written versions.
+BLOCK_SIZE = 64
+MAX_REGISTERS = 112
 
 
 class GeneratedCuda(str):
@@ -94,11 +97,13 @@ class GeneratedCuda(str):
 
     def cuda_kernel(self, **options: Any) -> Any:
         """A :class:`~cunumpy.kernels.CudaKernel` of this source whose default launch shape is
-        the parallel loop's trip count; compiled again capped at 128 registers a thread where
-        it needs more (``max_registers``, :data:`MAX_REGISTERS`; ``max_registers=None``: no
-        cap)."""
+        the parallel loop's trip count, in blocks of :data:`BLOCK_SIZE` (64) threads;
+        compiled again capped at :data:`MAX_REGISTERS` (112) registers a thread where it needs
+        more (``max_registers=None``: no cap). Both are ``CudaKernel`` parameters a caller can
+        pass."""
         from ._cuda_kernel import CudaKernel
 
+        options.setdefault("block_size", BLOCK_SIZE)
         options.setdefault("max_registers", MAX_REGISTERS)
         if self.n_threads is not None:
             options.setdefault("n_threads_from", lambda args: self.n_threads_of(args))
