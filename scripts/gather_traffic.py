@@ -1,6 +1,6 @@
 """The fusion benchmark's gather ``a[idx] * b`` (2^26 points from a 32 MiB table), once each
-as the fused kernel, the plain CUDA gather, the plain random-read kernel and a copy of the same
-streams, for Nsight Compute to count what each moves through the L2 cache and DRAM
+as the fused kernel, the plain CUDA gather, the plain random-read kernel and a copy of ``b``, for
+Nsight Compute to count what each moves through the L2 cache and DRAM
 (``GPU_CHECK_NCU_GATHER=1`` in scripts/gpu-check). Needs CuPy and a GPU."""
 
 from __future__ import annotations
