@@ -29,9 +29,9 @@ __all__ = ["GeneratedCuda", "generate_cuda", "translate_source"]
 #: The launch block and register cap of a generated kernel (``CudaKernel(block_size=,
 #: max_registers=)``): an SM's 65 536 registers hold 9 blocks of 64 threads at 105 to 112
 #: registers a thread (18 warps), 8 at 113 to 128 (16 warps), where 128-thread blocks give 4
-#: from 97 to 128 (16 warps). Measured on the H200 against 32- and 128-thread blocks and caps of 64 to 128
-#: (benches/results/generated-cuda-struphy-h200-2026-12-03-s12 and -s13): the fewest kernels
-#: below 0.9x their hand-written versions.
+#: from 97 to 128 (16 warps). Measured on the H200 against 32- and 128-thread blocks and caps
+#: of 64 to 128 (benches/results/generated-cuda-struphy-h200-2026-12-03-s12 and -s13): the
+#: fewest kernels below 0.9x their hand-written versions.
 BLOCK_SIZE = 64
 MAX_REGISTERS = 112
 
