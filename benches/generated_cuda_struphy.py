@@ -562,7 +562,13 @@ def main() -> None:
     parser.add_argument("--rtol", type=float, default=1e-10)
     parser.add_argument("--atol", type=float, default=1e-10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", nargs="*", default=None, help="labels (or kernel names) to run")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        action="extend",
+        default=None,
+        help="labels (or kernel names) to run; repeated, the lists add up",
+    )
     parser.add_argument(
         "--only-label", default=None, help="exactly this label (what --isolate gives each case)"
     )

@@ -97,6 +97,7 @@ NOT_SETTINGS = {
     "CUNUMPY_CACHE_TEST_CHILD_TAG",
     "CUNUMPY_PORT_LOCAL_CAP",  # a #define in the generated CUDA
     "CUNUMPY_PORT_HELPER",  # a #define in the generated CUDA
+    "CUNUMPY_PORT_CAP_TRAP_ONLY",  # a #define in the generated CUDA
 }
 
 

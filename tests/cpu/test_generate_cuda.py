@@ -202,6 +202,22 @@ def test_local_array_sized_at_run_time_stops_when_over_its_reserve(emulated):
             kernel(x, out, 100)
 
 
+@needs_compiler
+def test_trap_only_checks_still_stop_the_kernel_and_the_emulator_still_names_the_array(emulated):
+    # -DCUNUMPY_PORT_CAP_TRAP_ONLY drops the message on a GPU only (a bare __trap() there)
+    from cunumpy.exceptions import EmulatedKernelFault
+
+    src = generate_cuda(pk.window_sums)
+    assert "#if defined(CUNUMPY_PORT_CAP_TRAP_ONLY) && defined(__CUDA_ARCH__)" in src
+    kernel = src.cuda_kernel(options=["-DCUNUMPY_PORT_CAP_TRAP_ONLY"])
+    with xp.use_backend("cupy"):
+        x, out = xp.asarray(np.ones((4, 101))), xp.zeros(4)
+        kernel(x, out, 4)
+        np.testing.assert_array_equal(xp.to_numpy(out), np.full(4, 15.0))
+        with pytest.raises(EmulatedKernelFault, match="'buf' .line 330. needs 101 elements"):
+            kernel(x, out, 100)
+
+
 def test_row_views_are_read_only():
     src = generate_cuda(pk.row_sums)
     assert "row = CArray1D<double>{m.data + " in src

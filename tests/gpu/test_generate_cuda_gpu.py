@@ -63,6 +63,20 @@ def test_generated_kernel_under_a_binding_register_cap_matches_the_host_kernel(n
     assert src.cuda_kernel().attributes["num_regs"] == free["num_regs"] <= 128
 
 
+@pytest.mark.parametrize("name", sorted(n for n in PARITY if n.startswith("fill: ")))
+def test_trap_only_checks_agree_with_the_host_kernel_on_the_gpu(name):
+    """-DCUNUMPY_PORT_CAP_TRAP_ONLY (the reserve checks without their message on a GPU) builds
+    and agrees with the host kernel where a local array is sized at run time."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    host, make_args = PARITY[name]
+    src = generate_cuda(host)
+    assert 'cunumpy_port_cap_exceeded("' in src  # a local array sized at run time
+    kernel = src.cuda_kernel(options=["-DCUNUMPY_PORT_CAP_TRAP_ONLY"])
+    out = assert_kernels_agree(Kernel(host, kernel), make_args, rtol=1e-12, atol=1e-12)
+    assert any(np.any(a != 0) for a in out.values())
+
+
 @pytest.mark.parametrize("name", ["boris_push", "deposit_charge"])
 def test_walkthrough_kernels_generated_agree_on_the_gpu(name, monkeypatch):
     import importlib

@@ -201,6 +201,13 @@ fn run_time_local_arrays_check_their_reserve() {
     assert!(t
         .source
         .contains("if (buf.size() < 0 || buf.size() > CUNUMPY_PORT_LOCAL_CAP) {"));
+    // the message by default; a bare trap only on a GPU and only when asked for
+    let guard = "#if defined(CUNUMPY_PORT_CAP_TRAP_ONLY) && defined(__CUDA_ARCH__)";
+    let at = t.source.find(guard).expect("the trap-only branch");
+    let rest = &t.source[at..];
+    let otherwise = rest.find("#else").expect("the message branch");
+    assert!(rest[..otherwise].contains("{ __trap(); }"));
+    assert!(rest[otherwise..].contains("printf(\"cunumpy: %s needs %lld elements"));
 }
 
 #[test]
