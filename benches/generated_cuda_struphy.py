@@ -43,10 +43,11 @@ generated source with those NVRTC options (``-DCUNUMPY_PORT_LOCAL_CAP=16``,
 ``--maxrregcount=96``; ``--block=64`` and ``--max-registers=112`` set those ``CudaKernel``
 parameters instead) and times it in the same rounds, checked against the hand-written
 kernel like the default build: each case's ``variants`` holds its times and ratio, and the
-table a column each. An option ``--source=DIR`` is not passed to NVRTC: where DIR holds
-``<kernel>.cu`` (an edited copy of the generated source, same kernel and arguments), the
-variant compiles that instead, so a change to the translator can be measured before it is
-made. ``--warm-jobs N`` (with ``--isolate``) first runs every case once in N
+table a column each. ``--tune`` (alone) times ``GeneratedCuda.tuned_kernel``'s choice among
+its candidate builds, made on the case's data. An option ``--source=DIR`` is not passed to
+NVRTC: where DIR holds ``<kernel>.cu`` (an edited copy of the generated source, same kernel
+and arguments), the variant compiles that instead, so a change to the translator can be
+measured before it is made. ``--warm-jobs N`` (with ``--isolate``) first runs every case once in N
 processes at a time, untimed, so that NVRTC's compiles fill the kernel cache in parallel and
 the timed pass, one case at a time, only loads them.
 
@@ -284,7 +285,11 @@ def run_case(
     host_fn = getattr(module, name)
     params = list(inspect.signature(host_fn).parameters)
     generated = src.cuda_kernel()
-    variants = {v: variant_kernel(src, name, options) for v, options in opts.variant}
+    variants = {
+        v: variant_kernel(src, name, options)
+        for v, options in opts.variant
+        if "--tune" not in options
+    }
     tol = {"rtol": opts.rtol, "atol": opts.atol}
 
     def build(seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
@@ -296,6 +301,10 @@ def run_case(
             hand_args = hand_arguments(xp, for_hand)
             gen = tuple(make("cupy", seed))
         return host, hand_args, gen
+
+    for v, options in opts.variant:
+        if "--tune" in options:  # the fastest build on this case's own data (seed 0)
+            variants[v] = src.tuned_kernel(*build(0)[2])
 
     def launch(kernel: Any, args: tuple[Any, ...], n_threads: int) -> Callable[[], Any]:
         return lambda: kernel(*args, n_threads=n_threads)
@@ -379,7 +388,7 @@ def run_case(
     }
     sizes = {k: list(v.shape) for k, v in selected(params, outputs, gen_args).items()}
     # registers a thread (None on the emulated device): the generated kernel's are after the
-    # 128-register cap of GeneratedCuda.cuda_kernel(), where it applied
+    # register cap of GeneratedCuda.cuda_kernel(), where it applied
     registers = {
         side: (kernel.attributes or {}).get("num_regs")
         for side, kernel in (("hand", hand), ("generated", generated), *variants.items())
@@ -397,6 +406,8 @@ def run_case(
         "generated_ms_rounds": gen_ms,
         **launch_costs,
         "check": check,
+        # which build each --tune variant chose, and the candidates' times on the case's data
+        "tuning": {v: src.tuning for v, o in opts.variant if "--tune" in o},
         "variants": {
             v: {
                 "options": dict(opts.variant)[v],

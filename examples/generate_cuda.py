@@ -5,6 +5,7 @@ and arguments: the particle loop becomes one thread per particle and the `+=` in
 other particles may hit too, an atomic add; over a grid, the nest of loops `smooth` runs is
 collapsed into one thread per grid point. A `Kernel` pairs the two: the host version on NumPy,
 the generated one on CuPy (or the emulated device: `CUNUMPY_FAKE_CUPY=1 CUNUMPY_BACKEND=cupy`).
+On a device, `tuned_kernel` times the generated source's candidate builds on the call's data.
 """
 
 import math
@@ -45,6 +46,11 @@ def main() -> None:
     rho = xp.zeros(32)
     kernel(x, w, rho, 1.0 / 32)
     print(f"backend {xp.get_backend()}: total charge {float(xp.sum(rho)):.6f}")
+    if xp.get_backend() == "cupy":  # the candidate builds run where CUDA kernels run
+        src.tuned_kernel(x, w, rho, 1.0 / 32, repeats=3)
+        print(f"fastest build here: {src.tuning['chosen']}")
+        # each try added into rho; what the kernel writes is put back after every one
+        print(f"after tuning: total charge {float(xp.sum(rho)):.6f}")
     grid = generate_cuda(smooth)
     print(grid.describe())  # loops (i, j) collapsed: one thread per interior point
     a = xp.ones((64, 48))

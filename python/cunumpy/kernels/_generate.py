@@ -12,7 +12,7 @@ import inspect
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
 from pathlib import Path
 from types import SimpleNamespace
@@ -110,6 +110,29 @@ class GeneratedCuda(str):
         if self.structs:
             options.setdefault("structs", list(self.structs))
         return CudaKernel(str(self), self.kernel, **options)
+
+    def tuned_kernel(
+        self,
+        *args: Any,
+        candidates: Mapping[str, Mapping[str, Any]] | None = None,
+        repeats: int = 5,
+        launch: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Any:
+        """The fastest of several builds of this source on ``args`` (positional, as the
+        kernel takes them): by default :meth:`cuda_kernel` as is, with
+        ``-DCUNUMPY_PORT_CAP_TRAP_ONLY``, and with that capped at 80 registers (``candidates``:
+        label -> ``CudaKernel`` options). Each is launched ``repeats`` times (``launch``: the
+        launch keywords); the arrays the kernel writes are put back before every launch and
+        after the last, so ``args`` end as they began. The labels' median milliseconds and the
+        choice are in :attr:`tuning`."""
+        from ._tune import fastest_build
+
+        label, kernel, times = fastest_build(
+            self, args, candidates=candidates, repeats=repeats, launch=launch, **options
+        )
+        self.tuning = {"chosen": label, "ms": times}
+        return kernel
 
     @property
     def _owner(self) -> str:
