@@ -302,9 +302,11 @@ def run_case(
             gen = tuple(make("cupy", seed))
         return host, hand_args, gen
 
+    tunings: dict[str, Any] = {}  # each --tune variant's choice (src.tuning holds the last)
     for v, options in opts.variant:
         if "--tune" in options:  # the fastest build on this case's own data (seed 0)
             variants[v] = src.tuned_kernel(*build(0)[2])
+            tunings[v] = src.tuning
 
     def launch(kernel: Any, args: tuple[Any, ...], n_threads: int) -> Callable[[], Any]:
         return lambda: kernel(*args, n_threads=n_threads)
@@ -407,7 +409,7 @@ def run_case(
         **launch_costs,
         "check": check,
         # which build each --tune variant chose, and the candidates' times on the case's data
-        "tuning": {v: src.tuning for v, o in opts.variant if "--tune" in o},
+        "tuning": tunings,
         "variants": {
             v: {
                 "options": dict(opts.variant)[v],
