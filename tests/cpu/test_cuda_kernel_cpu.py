@@ -140,6 +140,24 @@ def test_max_registers_is_checked_before_anything_compiles(value, error, message
     assert CudaKernel(AXPY, "axpy").max_registers is None
 
 
+@pytest.mark.parametrize("device", [-1, True, 0.0, "0", [0]])
+def test_compile_for_a_device_is_checked_before_anything_compiles(device):
+    with pytest.raises(InvalidArgumentError, match=r"CudaKernel 'axpy': compile's device: "):
+        CudaKernel(AXPY, "axpy").compile(device=device)
+
+
+def test_compile_for_a_device_on_the_emulated_device(emulated):
+    # the ordinal names a CUDA device; under emulation the kernel builds for the emulator
+    kernel = CudaKernel(AXPY, "axpy").compile(device=np.int64(0))
+    assert kernel.is_compiled
+    import cupy
+
+    x = cupy.arange(4.0)
+    y = cupy.ones(4)
+    kernel(2.0, x, y, 4, n_threads=4)
+    np.testing.assert_array_equal(cupy.asnumpy(y), 1.0 + 2.0 * np.arange(4.0))
+
+
 def test_attributes_on_the_emulated_device_are_none(axpy, emulated):
     # an emulated kernel is C++ on the CPU: it has no registers or PTX version to report
     assert axpy.attributes is None

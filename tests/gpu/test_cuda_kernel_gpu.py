@@ -372,6 +372,19 @@ def test_disk_cache_hit_corruption_and_concurrency(tmp_path):
     assert "FROM_CACHE True" in run_cache_script(fresh).stdout
 
 
+def test_a_worker_thread_compiles_for_the_device_it_is_given(cp):
+    from concurrent.futures import ThreadPoolExecutor
+
+    kernel = CudaKernel('extern "C" __global__ void k(double* x) { x[0] += 1.0; }', "k")
+    device = cp.cuda.runtime.getDevice()
+    with ThreadPoolExecutor(max_workers=1) as pool:  # a thread with no current context
+        pool.submit(kernel.compile, device=device).result()
+    assert kernel.is_compiled  # on the caller's device: nothing left to compile here
+    x = cp.zeros(1)
+    kernel(x, n_threads=1)
+    assert float(x[0]) == 1.0
+
+
 def test_kernel_variants_compile_all_report_every_failure(cp):
     from cunumpy.kernels import CudaKernelVariants
 

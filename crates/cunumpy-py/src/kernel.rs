@@ -1039,10 +1039,18 @@ impl KernelLauncher {
             .map(crate::source::param_tuples))
     }
 
-    /// Compiles (or loads from the disk cache) for the current device; True on a cache hit.
-    fn _compile(&self, py: Python<'_>) -> PyResult<bool> {
+    /// Compiles (or loads from the disk cache) for CUDA device `device`, default the calling
+    /// thread's current one (the emulated device when emulation is on); True on a cache hit.
+    #[pyo3(signature = (device=None))]
+    fn _compile(&self, py: Python<'_>, device: Option<i32>) -> PyResult<bool> {
         let config = self.config()?;
-        match Device::current().map_err(|e| errors::cuda_error(py, config.name(), e))? {
+        let target = match device {
+            // given: no context is made current on another device first (a worker thread
+            // compiling for its caller has none of its own)
+            Some(ordinal) if !device::emulated() => Device::Cuda(ordinal),
+            _ => Device::current().map_err(|e| errors::cuda_error(py, config.name(), e))?,
+        };
+        match target {
             Device::Emulated => {
                 // launches run the bounds-checked build: build it now too, so that the first
                 // launch after compile() builds nothing (a kernel whose checked build does not
@@ -1431,12 +1439,24 @@ fn constant_device(py: Python<'_>, kernel: &str) -> PyResult<Device> {
     Device::current().map_err(|e| errors::cuda_error(py, kernel, e))
 }
 
+/// The calling thread's CUDA device when it already has one (a current context), without
+/// loading the driver or making a context current; `None` otherwise or on the emulated device.
+/// What compiles in worker threads pass on, so they build for their caller's device.
+#[pyfunction]
+fn _known_cuda_device() -> Option<i32> {
+    match Device::current_if_known() {
+        Some(Device::Cuda(ordinal)) => Some(ordinal),
+        _ => None,
+    }
+}
+
 /// Registers `KernelLauncher` (with vectorcall) and its emulator entry points.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<KernelLauncher>()?;
     KernelLauncher::register_vectorcall(m.py())?;
     m.add_function(wrap_pyfunction!(_emulate_launch, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_for_emulation, m)?)?;
+    m.add_function(wrap_pyfunction!(_known_cuda_device, m)?)?;
     Ok(())
 }
 

@@ -261,20 +261,24 @@ class CudaKernel(_core.KernelLauncher):
         return {n: cls.from_file(path, n, **kwargs) for n in names}
 
     # -- compiling ---------------------------------------------------------------------------
-    def compile(self, *, log_stream: Any = None) -> CudaKernel:
+    def compile(self, *, log_stream: Any = None, device: int | None = None) -> CudaKernel:
         """Compiles for the current device now (or loads the disk cache); returns ``self``.
 
         ``log_stream`` (a text stream such as ``sys.stderr``) receives one line saying what
         was compiled, with which options, and whether the disk cache had it; a compile error
         raises :class:`~cunumpy.exceptions.CudaCompileError` with the compiler's log. Inside
-        ``kernel_testing.emulated_launches()`` it builds the kernel for the CPU emulator."""
+        ``kernel_testing.emulated_launches()`` it builds the kernel for the CPU emulator.
+        ``device``: the CUDA device ordinal to compile and load for, in place of the calling
+        thread's current device (a worker thread compiling for its caller); the compile lets go
+        of the GIL, so several kernels compile at once from several threads."""
+        device = _device_ordinal(self._name, device)
         options = emulation_options()
         if options is not None:
             self.compiled_from_cache = bool(
                 compile_for_emulation(self, options=options)["from_cache"]
             )
         else:
-            self.compiled_from_cache = self._compile()
+            self.compiled_from_cache = self._compile(device)
         if log_stream is not None:
             origin = "loaded from the disk cache" if self.compiled_from_cache else "compiled"
             log_stream.write(
@@ -634,6 +638,22 @@ class CudaKernelVariants:
         return compile_kernels(dict(self._kernels), jobs=jobs)
 
 
+def _device_ordinal(kernel: str, device: Any) -> int | None:
+    """``device`` as a CUDA device ordinal (NumPy integers too), or ``None`` for none given."""
+    if device is None:
+        return None
+    try:
+        ordinal = -1 if isinstance(device, bool) else operator.index(device)
+    except TypeError:
+        ordinal = -1
+    if ordinal < 0:
+        raise InvalidArgumentError(
+            f"CudaKernel {kernel!r}: compile's device: expected a device ordinal (an int >= 0), "
+            f"got {device!r}"
+        )
+    return ordinal
+
+
 def compile_kernels(kernels: dict[Any, CudaKernel], *, jobs: int | None = 1) -> list[Any]:
     """Compiles every kernel; raises one ``CudaCompileError`` listing every failure."""
     from ..exceptions import CudaCompileError
@@ -643,10 +663,13 @@ def compile_kernels(kernels: dict[Any, CudaKernel], *, jobs: int | None = 1) -> 
     if jobs < 1:
         raise InvalidArgumentError(f"jobs must be at least 1, got {jobs}")
 
+    # the caller's device: a worker thread has no current context, and would build for device 0
+    device = _core._known_cuda_device()
+
     def attempt(item: tuple[Any, CudaKernel]) -> tuple[Any, BaseException | None]:
         key, kernel = item
         try:
-            kernel.compile()
+            kernel.compile(device=device)
         except Exception as exc:  # collected and reported together below
             return key, exc
         return key, None

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..exceptions import InvalidArgumentError
+from ._cuda_kernel import compile_kernels
 
 #: The builds tried by default, by label: ``CudaKernel`` options added to the caller's.
 CANDIDATES: dict[str, dict[str, Any]] = {
@@ -110,14 +111,16 @@ def fastest_build(
     measure = _timer(written)
     builds: dict[str, Any] = {}
     times: dict[str, float] = {}
+    for label, extra in candidates.items():
+        settings = {**options, **extra}
+        settings["options"] = [*options.get("options", ()), *extra.get("options", ())]
+        builds[label] = source.cuda_kernel(**settings)
+    # all at once: a heavy kernel's compile takes minutes, and each lets go of the GIL
+    compile_kernels(builds, jobs=len(builds))
     try:
-        for label, extra in candidates.items():
-            settings = {**options, **extra}
-            settings["options"] = [*options.get("options", ()), *extra.get("options", ())]
-            kernel = source.cuda_kernel(**settings)
-            builds[label] = kernel
+        for label, kernel in builds.items():
             put_back()
-            kernel(*args, **(launch or {}))  # compiles; not timed
+            kernel(*args, **(launch or {}))  # the first launch: not timed
             runs = []
             for _ in range(repeats):
                 put_back()
