@@ -267,6 +267,8 @@ def run_case(
     pp: Any, xp: Any, cupy: Any, site: Path, label: str, opts: argparse.Namespace
 ) -> dict[str, Any]:
     from cunumpy.exceptions import CudaPortError
+    from cunumpy.kernels._cuda_kernel import compile_kernels
+    from cunumpy.kernels._tune import candidate_builds
 
     folder, name = pp.CASES[label][0], label.split(" ")[0]
     if not (site / folder / name / f"{name}_cuda.cu").is_file():
@@ -301,6 +303,14 @@ def run_case(
             hand_args = hand_arguments(xp, for_hand)
             gen = tuple(make("cupy", seed))
         return host, hand_args, gen
+
+    # every build this case launches compiles at once (each compile lets go of the GIL; the
+    # heaviest kernels take over a minute of NVRTC each), the tuner's candidates too: it then
+    # finds them in the disk cache
+    at_once = {"hand-written": hand, "generated": generated, **variants}
+    if any("--tune" in options for _, options in opts.variant):
+        at_once |= {f"tune: {k}": kernel for k, kernel in candidate_builds(src).items()}
+    compile_kernels(at_once, jobs=len(at_once))
 
     tunings: dict[str, Any] = {}  # each --tune variant's choice (src.tuning holds the last)
     for v, options in opts.variant:

@@ -82,6 +82,19 @@ def _timer(arrays: Mapping[str, Any]) -> Any:
     return host_ms
 
 
+def candidate_builds(
+    source: Any, candidates: Mapping[str, Mapping[str, Any]] | None = None, **options: Any
+) -> dict[str, Any]:
+    """The ``CudaKernel`` of each candidate build of ``source`` by label, not yet compiled: the
+    candidate's options added to ``options`` (its compile options after the caller's)."""
+    builds: dict[str, Any] = {}
+    for label, extra in (CANDIDATES if candidates is None else candidates).items():
+        settings = {**options, **extra}
+        settings["options"] = [*options.get("options", ()), *extra.get("options", ())]
+        builds[label] = source.cuda_kernel(**settings)
+    return builds
+
+
 def fastest_build(
     source: Any,
     args: Sequence[Any],
@@ -109,14 +122,10 @@ def fastest_build(
             array[...] = saved[name]
 
     measure = _timer(written)
-    builds: dict[str, Any] = {}
-    times: dict[str, float] = {}
-    for label, extra in candidates.items():
-        settings = {**options, **extra}
-        settings["options"] = [*options.get("options", ()), *extra.get("options", ())]
-        builds[label] = source.cuda_kernel(**settings)
+    builds = candidate_builds(source, candidates, **options)
     # all at once: a heavy kernel's compile takes minutes, and each lets go of the GIL
     compile_kernels(builds, jobs=len(builds))
+    times: dict[str, float] = {}
     try:
         for label, kernel in builds.items():
             put_back()
