@@ -49,7 +49,8 @@ NVRTC: where DIR holds ``<kernel>.cu`` (an edited copy of the generated source, 
 and arguments), the variant compiles that instead, so a change to the translator can be
 measured before it is made. ``--warm-jobs N`` (with ``--isolate``) first runs every case once in N
 processes at a time, untimed, so that NVRTC's compiles fill the kernel cache in parallel and
-the timed pass, one case at a time, only loads them.
+the timed pass, one case at a time, only loads them (within a case every build compiles at
+once too); ``--warm-only`` stops after that, for a warm-up run ahead of separate timed runs.
 
     python benches/generated_cuda_struphy.py --table RUN1.json RUN2.json ...
 
@@ -617,6 +618,11 @@ def main() -> None:
         help="with --isolate: first run every case untimed, this many at a time (fills the cache)",
     )
     parser.add_argument(
+        "--warm-only",
+        action="store_true",
+        help="with --warm-jobs: stop after the warm-up (nothing timed; the cache is filled)",
+    )
+    parser.add_argument(
         "--isolate",
         action="store_true",
         help="each case in a process of its own (a GPU fault loses one case, not the rest)",
@@ -712,6 +718,8 @@ def run_isolated(labels: list[str], opts: argparse.Namespace, stand_in: bool) ->
         passed_on.append(f"--variant={name}={' '.join(options)}")
     if opts.warm_jobs > 0:
         warm_all(labels, passed_on, opts.warm_jobs)
+        if opts.warm_only:
+            return make_report(opts, stand_in, {}, {}, {}, {})
     if opts.reps is not None:
         passed_on += ["--reps", str(opts.reps)]
     merged: dict[str, dict[str, Any]] = {"results": {}, "skipped": {}, "disagree": {}, "errors": {}}
