@@ -41,16 +41,17 @@ the emulated device (no GPU; a small ``--n``).
 ``--variant NAME=OPTIONS`` (repeatable; options apart by spaces or commas) also compiles the
 generated source with those NVRTC options (``-DCUNUMPY_PORT_LOCAL_CAP=16``,
 ``--maxrregcount=96``; ``--block=64`` and ``--max-registers=112`` set those ``CudaKernel``
-parameters instead) and times it in the same rounds, checked against the hand-written
-kernel like the default build: each case's ``variants`` holds its times and ratio, and the
-table a column each. ``--tune`` (alone) times ``GeneratedCuda.tuned_kernel``'s choice among
-its candidate builds, made on the case's data. An option ``--source=DIR`` is not passed to
-NVRTC: where DIR holds ``<kernel>.cu`` (an edited copy of the generated source, same kernel
-and arguments), the variant compiles that instead, so a change to the translator can be
-measured before it is made. ``--warm-jobs N`` (with ``--isolate``) first runs every case once in N
-processes at a time, untimed, so that NVRTC's compiles fill the kernel cache in parallel and
-the timed pass, one case at a time, only loads them (within a case every build compiles at
-once too); ``--warm-only`` stops after that, for a warm-up run ahead of separate timed runs.
+parameters instead) and times it in the same rounds, checked against the hand-written kernel
+like the default build: each case's ``variants`` holds its times and ratio, and the table a
+column each. ``--tune`` (alone) times ``GeneratedCuda.tuned_kernel``'s choice among its
+candidate builds, made on data of the bench's size (another seed than the timed data). An option
+``--source=DIR`` is not passed to NVRTC: where DIR holds ``<kernel>.cu`` (an edited copy of the
+generated source, same kernel and arguments), the variant compiles that instead, so a change to
+the translator can be measured before it is made. ``--warm-jobs N`` (with ``--isolate``) first
+runs every case once in N processes at a time, untimed, so that NVRTC's compiles fill the kernel
+cache in parallel and the timed pass, one case at a time, only loads them (within a case every
+build compiles at once too); ``--warm-only`` stops after that, for a warm-up run ahead of
+separate timed runs.
 
     python benches/generated_cuda_struphy.py --table RUN1.json RUN2.json ...
 
@@ -318,12 +319,6 @@ def run_case(
         }
     compile_kernels(at_once, jobs=len(at_once))
 
-    tunings: dict[str, Any] = {}  # each --tune variant's choice (src.tuning holds the last)
-    for v, options in opts.variant:
-        if "--tune" in options:  # the fastest build on this case's own data (seed 0)
-            variants[v] = src.tuned_kernel(*build(0)[2])
-            tunings[v] = src.tuning
-
     def launch(kernel: Any, args: tuple[Any, ...], n_threads: int) -> Callable[[], Any]:
         return lambda: kernel(*args, n_threads=n_threads)
 
@@ -349,8 +344,15 @@ def run_case(
     }
 
     # 2. bench sizes: the two CUDA versions against each other
+    tunings: dict[str, Any] = {}  # each --tune variant's choice (src.tuning holds the last)
     with pp.sized(opts.n):
         _, hand_args, gen_args = build(opts.seed + 1)
+        for v, options in opts.variant:
+            if "--tune" in options:  # the fastest build on data of the bench's size
+                tune_args = build(opts.seed + 2)[2]
+                with xp.use_backend("cupy"):
+                    variants[v] = src.tuned_kernel(*tune_args)
+                tunings[v] = src.tuning
         var_args = {v: build(opts.seed + 1)[2] for v in variants}
     with xp.use_backend("cupy"):
         n_hand, n_gen = hand_launch(name, hand, hand_args), src.n_threads_of(gen_args)

@@ -122,10 +122,13 @@ class GeneratedCuda(str):
         """The fastest of several builds of this source on ``args`` (positional, as the
         kernel takes them): by default :meth:`cuda_kernel` as is, with
         ``-DCUNUMPY_PORT_CAP_TRAP_ONLY``, and with that capped at 80 registers (``candidates``:
-        label -> ``CudaKernel`` options). Each is launched ``repeats`` times (``launch``: the
-        launch keywords); the arrays the kernel writes are put back before every launch and
-        after the last, so ``args`` end as they began. The labels' median milliseconds and the
-        choice are in :attr:`tuning`."""
+        label -> ``CudaKernel`` options). Each is timed in ``repeats`` rounds (``launch``: the
+        launch keywords), the builds in turn; on a GPU a round is a batch of launches queued
+        behind a spin kernel, so that what is timed is the device's work and not the host's
+        work to launch it. Tune on data of the size you run: what is fastest on a hundred
+        markers need not be on a million. The arrays the kernel writes are put back before
+        every round and after the last, so ``args`` end as they began. The labels' median
+        milliseconds a launch and the choice are in :attr:`tuning`."""
         from ._tune import fastest_build
 
         label, kernel, times = fastest_build(

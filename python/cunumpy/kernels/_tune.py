@@ -57,29 +57,38 @@ def written_arrays(source: Any, args: Sequence[Any]) -> dict[str, Any]:
     return found
 
 
-def _timer(arrays: Mapping[str, Any]) -> Any:
-    """Milliseconds of one call of ``run()``: CUDA events where the arrays are CuPy's, else the
-    host clock (the emulated device runs a launch before returning)."""
+#: On a GPU, the launches of one timed round: as many as take about this many milliseconds...
+ROUND_MS = 2.0
+#: ... and at most this many.
+ROUND_LAUNCHES_CAP = 200
+
+
+def _round_timer(arrays: Mapping[str, Any]) -> tuple[Any, Any]:
+    """``(launches_per_round(run), ms_per_launch(run, launches))``. Where the arrays are
+    CuPy's: a round is a batch of launches queued behind a spin kernel
+    (``_device_timing.queued_ms``), so the events time the kernels and not the host's work to
+    launch them (on struphy's pushers that work is as long as the kernel, and timing single
+    launches between events chose builds 20% slower on the H200: benches/results/
+    generated-cuda-struphy-h200-2026-12-04-s17). Elsewhere (the emulated device runs a launch
+    before returning) one launch on the host clock."""
     cupy = sys.modules.get("cupy")
     on_gpu = cupy is not None and not getattr(cupy, "__cunumpy_fake__", False)
     if on_gpu and any(isinstance(a, cupy.ndarray) for a in arrays.values()):
+        from ._device_timing import queued_ms
 
-        def gpu_ms(run: Any) -> float:
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            run()
-            stop.record()
-            stop.synchronize()
-            return float(cupy.cuda.get_elapsed_time(start, stop))
+        def launches(run: Any) -> int:
+            one_ms = max(queued_ms(cupy, run, 1)[0], 1e-4)
+            return max(1, min(ROUND_LAUNCHES_CAP, round(ROUND_MS / one_ms)))
 
-        return gpu_ms
+        return launches, lambda run, n: queued_ms(cupy, run, n)[0]
 
-    def host_ms(run: Any) -> float:
+    def host_ms(run: Any, n: int) -> float:
         start = time.perf_counter()
-        run()
-        return (time.perf_counter() - start) * 1e3
+        for _ in range(n):
+            run()
+        return (time.perf_counter() - start) * 1e3 / n
 
-    return host_ms
+    return (lambda run: 1), host_ms
 
 
 def candidate_builds(
@@ -104,9 +113,12 @@ def fastest_build(
     launch: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> tuple[str, Any, dict[str, float]]:
-    """``(label, kernel, median ms by label)``: each candidate build of ``source`` launched
-    ``repeats`` times on ``args`` (after one untimed launch), the written arrays put back
-    before every launch and after the last; ``kernel`` is the fastest build."""
+    """``(label, kernel, median ms a launch by label)``: each candidate build of ``source``
+    launched on ``args`` once untimed, then timed in ``repeats`` rounds, the candidates in turn
+    (the first of a round moves on each round, so none always meets a device that idled); a
+    round is one launch, or on a GPU a batch of launches queued behind a spin kernel. The
+    arrays the kernel writes are put back before every round and after the last; ``kernel``
+    is the fastest build."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise InvalidArgumentError(
             f"{source.kernel}: tuning's repeats: expected an int >= 1, got {repeats!r}"
@@ -121,21 +133,27 @@ def fastest_build(
         for name, array in written.items():
             array[...] = saved[name]
 
-    measure = _timer(written)
+    launches_per_round, ms_per_launch = _round_timer(written)
     builds = candidate_builds(source, candidates, **options)
     # all at once: a heavy kernel's compile takes minutes, and each lets go of the GIL
     compile_kernels(builds, jobs=len(builds))
-    times: dict[str, float] = {}
+    runs = {
+        label: (lambda k=kernel: k(*args, **(launch or {}))) for label, kernel in builds.items()
+    }
+    labels = list(runs)
+    rounds: dict[str, list[float]] = {label: [] for label in labels}
     try:
-        for label, kernel in builds.items():
+        for label in labels:  # the first launch: not timed (it loads the module)
             put_back()
-            kernel(*args, **(launch or {}))  # the first launch: not timed
-            runs = []
-            for _ in range(repeats):
+            runs[label]()
+        put_back()
+        n = launches_per_round(runs[labels[0]])
+        for r in range(repeats):
+            for label in labels[r % len(labels) :] + labels[: r % len(labels)]:
                 put_back()
-                runs.append(measure(lambda k=kernel: k(*args, **(launch or {}))))
-            times[label] = statistics.median(runs)
+                rounds[label].append(ms_per_launch(runs[label], n))
     finally:
         put_back()
+    times = {label: statistics.median(ms) for label, ms in rounds.items()}
     best = min(times, key=times.__getitem__)
     return best, builds[best], times
