@@ -5,7 +5,8 @@ and arguments: the particle loop becomes one thread per particle and the `+=` in
 other particles may hit too, an atomic add; over a grid, the nest of loops `smooth` runs is
 collapsed into one thread per grid point. A `Kernel` pairs the two: the host version on NumPy,
 the generated one on CuPy (or the emulated device: `CUNUMPY_FAKE_CUPY=1 CUNUMPY_BACKEND=cupy`).
-On a device, `tuned_kernel` times the generated source's candidate builds on the call's data.
+On a device, `tuned_kernel` times the generated source's candidate builds on the call's data, and
+`Kernel.tune` keeps the fastest as a `Kernel`'s generated CUDA version.
 """
 
 import math
@@ -51,6 +52,16 @@ def main() -> None:
         print(f"fastest build here: {src.tuning['chosen']}")
         # each try added into rho; what the kernel writes is put back after every one
         print(f"after tuning: total charge {float(xp.sum(rho)):.6f}")
+        # the same through a Kernel that generates its CUDA version: tune before its first
+        # device call, and every later call runs the chosen build
+        tuned = Kernel(deposit, missing_cuda="generate")
+        tuned.tune(x, w, rho, 1.0 / 32, repeats=3)
+        rho[...] = 0.0
+        tuned(x, w, rho, 1.0 / 32)
+        print(
+            f"Kernel.tune kept {tuned.generated_cuda.tuning['chosen']!r}: "
+            f"total charge {float(xp.sum(rho)):.6f}"
+        )
     grid = generate_cuda(smooth)
     print(grid.describe())  # loops (i, j) collapsed: one thread per interior point
     a = xp.ones((64, 48))

@@ -4,6 +4,7 @@ cannot be proven race-free are refused with the line and the array."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -309,6 +310,7 @@ def test_example_runs(device):
     if device == "emulated":  # the tries leave rho as the one deposit made it
         assert "fastest build here: " in result.stdout
         assert "after tuning: total charge 1000.000000" in result.stdout
+        assert re.search(r"Kernel.tune kept '[^']+': total charge 1000.000000", result.stdout)
     assert "rho: atomic add" in result.stdout
     assert "cunumpy_atomic_add(&rho(" in result.stdout
     # the grid kernel: one thread per interior point, each the mean of five ones

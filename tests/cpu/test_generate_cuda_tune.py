@@ -14,7 +14,7 @@ import pytest
 
 import cunumpy as xp
 from cunumpy.exceptions import InvalidArgumentError
-from cunumpy.kernels import generate_cuda
+from cunumpy.kernels import CudaKernel, Kernel, generate_cuda
 
 TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:
@@ -93,3 +93,43 @@ def test_tuning_names_the_kernel_and_what_is_missing_or_wrong():
         src.tuned_kernel(markers, np.zeros(3), 0.1, 1, repeats=0)
     with pytest.raises(InvalidArgumentError, match=r"at least one candidate build"):
         src.tuned_kernel(markers, np.zeros(3), 0.1, 1, candidates={})
+
+
+@needs_compiler
+def test_kernel_tune_generates_the_chosen_build_and_keeps_it(emulated):
+    """``Kernel(host, missing_cuda="generate").tune(*args)``: the CUDA version is the tuner's
+    choice on those arguments, they end as they began, and later calls run that build."""
+    kernel = Kernel(pk.push_v_rotation, missing_cuda="generate")
+    with xp.use_backend("cupy"):
+        args = args_push("cupy", 11)
+        before = _numpy(args)
+        chosen = kernel.tune(*args, repeats=2)
+        for a, b in zip(_numpy(args), before, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert kernel.cuda_kernel is chosen and kernel.get_kernel() is chosen
+        tuning = kernel.generated_cuda.tuning
+        assert tuning["chosen"] in tuning["ms"] and len(tuning["ms"]) == 3
+        kernel(*args)  # through the dispatcher: the kept build
+    expected = _numpy(args_push("numpy", 11))
+    pk.push_v_rotation(*expected)
+    for a, b in zip(_numpy(args), expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_tune_names_the_kernel_and_why_it_cannot(emulated):
+    hand = CudaKernel(
+        'extern "C" __global__ void push_v_rotation(double* m, const double* b, double dt, '
+        "long long n) {}",
+        "push_v_rotation",
+    )
+    with pytest.raises(InvalidArgumentError, match=r"'push_v_rotation'.* written by hand"):
+        Kernel(pk.push_v_rotation, hand, missing_cuda="generate").tune()
+    with pytest.raises(
+        InvalidArgumentError, match=r"expected missing_cuda='generate', got missing_cuda='raise'"
+    ):
+        Kernel(pk.push_v_rotation).tune()
+    generated = Kernel(pk.push_v_rotation, missing_cuda="generate")
+    with xp.use_backend("cupy"):
+        generated.get_kernel()  # generated (the shipped build) and in use
+        with pytest.raises(InvalidArgumentError, match=r"already generated and in use"):
+            generated.tune(*args_push("cupy", 1))

@@ -99,6 +99,30 @@ def test_tuned_build_leaves_the_arguments_and_agrees_on_the_gpu(name):
     assert any(np.any(a != 0) for a in out.values())
 
 
+@pytest.mark.parametrize("name", ["push_v_rotation", "deposit_1d"])
+def test_kernel_tune_keeps_the_chosen_build_on_the_gpu(name):
+    """``Kernel(host, missing_cuda="generate").tune(*args)`` on the GPU: the arguments end as
+    they began, later calls (the dispatcher's fast path) run the chosen build, and it agrees
+    with the host kernel."""
+    if cuda_gate("gpu"):
+        pytest.skip("no GPU")
+    import cunumpy as xp
+
+    host, make_args = PARITY[name]
+    kernel = Kernel(host, missing_cuda="generate")
+    with xp.use_backend("cupy"):
+        args = make_args("cupy", 9)
+        before = [xp.to_numpy(a) if hasattr(a, "shape") else a for a in args]
+        chosen = kernel.tune(*args, repeats=3)
+        for a, b in zip(args, before, strict=True):
+            if hasattr(a, "shape"):
+                np.testing.assert_array_equal(xp.to_numpy(a), b)
+        assert kernel.cuda_kernel is chosen
+        assert kernel.generated_cuda.tuning["chosen"] in kernel.generated_cuda.tuning["ms"]
+    out = assert_kernels_agree(kernel, make_args, rtol=1e-12, atol=1e-12)
+    assert any(np.any(a != 0) for a in out.values())
+
+
 @pytest.mark.parametrize("name", ["boris_push", "deposit_charge"])
 def test_walkthrough_kernels_generated_agree_on_the_gpu(name, monkeypatch):
     import importlib

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..exceptions import CudaRuntimeError
+
 _SPIN = r"""
 extern "C" __global__ void spin(long long cycles) {
     const long long start = clock64();
@@ -58,4 +60,8 @@ def queued_ms(cupy: Any, run: Callable[[], Any], reps: int) -> tuple[float, floa
         stop.synchronize()
         if queued_behind_spin:
             return cupy.cuda.get_elapsed_time(start, stop) / reps, host_s * 1e3 / reps
-    raise RuntimeError("the launches could not be queued behind the spin kernel")
+    raise CudaRuntimeError(
+        f"timing launches on the device: {reps} launches could not be queued behind the spin "
+        f"kernel (its last spin {spin_s:.4f} s; the host took {host_s:.4f} s to queue them "
+        "unqueued)"
+    )

@@ -194,21 +194,56 @@ class Kernel(_core.KernelDispatcher):
         CUDA version was written by hand)."""
         return self._generated
 
-    def _generate(self) -> CudaKernel:
-        """The CUDA version translated from the host kernel (``missing_cuda="generate"``)."""
+    def _translate(self) -> Any:
+        """The host kernel's Python source translated (:func:`generate_cuda`)."""
         from ._generate import generate_cuda
 
+        kernel = self._host.kernel
+        if isinstance(kernel, HostImplementations):
+            kernel = kernel.python
+        return generate_cuda(kernel)
+
+    def _keep_generated(self, src: Any, cuda: CudaKernel) -> None:
+        """Keeps ``cuda`` (built from ``src``) as the CUDA version, for the fast path too (which
+        is set once: the reason :meth:`tune` must come first)."""
+        self._cuda = cuda
+        self._generated = src
+        if self._by_backend:
+            self._enable_fast_path(cuda, _BACKEND_STATE)
+
+    def _generate(self) -> CudaKernel:
+        """The CUDA version translated from the host kernel (``missing_cuda="generate"``)."""
         with self._warn_lock:
             if self._cuda is None:
-                kernel = self._host.kernel
-                if isinstance(kernel, HostImplementations):
-                    kernel = kernel.python
-                src = generate_cuda(kernel)
-                self._cuda = src.cuda_kernel()
-                self._generated = src
-                if self._by_backend:
-                    self._enable_fast_path(self._cuda, _BACKEND_STATE)
+                src = self._translate()
+                self._keep_generated(src, src.cuda_kernel())
         return self._cuda
+
+    def tune(self, *args: Any, repeats: int = 5, **launch: Any) -> CudaKernel:
+        """Generates the CUDA version (``missing_cuda="generate"``) as the fastest of its
+        candidate builds on ``args`` and keeps it for every later call: see
+        :meth:`GeneratedCuda.tuned_kernel` (``args`` positional, as the kernel takes them; the
+        arrays it writes are put back, so they end as they began; ``launch``: a call's launch
+        keywords, e.g. ``n_threads=``). Call it once, before the kernel's first device-side
+        call, on data of the size you run; :attr:`generated_cuda` ``.tuning`` says which build
+        was chosen. Returns that ``CudaKernel``."""
+        with self._warn_lock:
+            if self._cuda is not None:
+                how = (
+                    "is already generated and in use: call tune() before its first device-side call"
+                    if self._generated is not None
+                    else "was written by hand (tune() chooses among builds of a generated one)"
+                )
+                raise InvalidArgumentError(f"kernel {self._name!r}: its CUDA version {how}")
+            if self._missing_cuda != "generate":
+                raise InvalidArgumentError(
+                    f"kernel {self._name!r}: tune() builds a generated CUDA version; expected "
+                    f"missing_cuda='generate', got missing_cuda={self._missing_cuda!r}"
+                )
+            src = self._translate()
+            cuda = src.tuned_kernel(*args, repeats=repeats, launch=launch or None)
+            self._keep_generated(src, cuda)
+        return cuda
 
     @property
     def cuda_path(self) -> str | None:
