@@ -34,6 +34,17 @@ def _numpy(args):
     return [xp.to_numpy(a) if hasattr(a, "shape") else a for a in args]
 
 
+def _tune_in_place(tune, make_args, seed, **options):
+    """``(args, tune(*args, **options))`` on the device, the arguments checked to end as
+    they began."""
+    args = make_args("cupy", seed)
+    before = _numpy(args)
+    result = tune(*args, **options)
+    for a, b in zip(_numpy(args), before, strict=True):
+        np.testing.assert_array_equal(a, b)
+    return args, result
+
+
 @needs_compiler
 @pytest.mark.parametrize(
     ("host", "make_args"), [(pk.push_v_rotation, args_push), (pk.deposit_1d, args_deposit_1d)]
@@ -41,12 +52,8 @@ def _numpy(args):
 def test_tuning_leaves_the_arguments_as_they_were_and_the_choice_agrees(host, make_args, emulated):
     src = generate_cuda(host)
     with xp.use_backend("cupy"):
-        args = make_args("cupy", 7)
-        before = _numpy(args)
-        kernel = src.tuned_kernel(*args, repeats=3)
-        # in place (push) and atomic (deposit) writes: five launches per build, none left over
-        for a, b in zip(_numpy(args), before, strict=True):
-            np.testing.assert_array_equal(a, b)
+        # in place (push) and atomic (deposit) writes: every round's launches, none left over
+        args, kernel = _tune_in_place(src.tuned_kernel, make_args, 7, repeats=3)
         assert set(src.tuning["ms"]) == {
             "shipped",
             "trap-only checks",
@@ -101,11 +108,7 @@ def test_kernel_tune_generates_the_chosen_build_and_keeps_it(emulated):
     choice on those arguments, they end as they began, and later calls run that build."""
     kernel = Kernel(pk.push_v_rotation, missing_cuda="generate")
     with xp.use_backend("cupy"):
-        args = args_push("cupy", 11)
-        before = _numpy(args)
-        chosen = kernel.tune(*args, repeats=2)
-        for a, b in zip(_numpy(args), before, strict=True):
-            np.testing.assert_array_equal(a, b)
+        args, chosen = _tune_in_place(kernel.tune, args_push, 11, repeats=2)
         assert kernel.cuda_kernel is chosen and kernel.get_kernel() is chosen
         tuning = kernel.generated_cuda.tuning
         assert tuning["chosen"] in tuning["ms"] and len(tuning["ms"]) == 3

@@ -77,23 +77,29 @@ def test_trap_only_checks_agree_with_the_host_kernel_on_the_gpu(name):
     assert any(np.any(a != 0) for a in out.values())
 
 
+def _tune_in_place(tune, make_args, seed):
+    """``tune(*args, repeats=3)`` on the GPU's arguments, checked to end as they began."""
+    import cunumpy as xp
+
+    with xp.use_backend("cupy"):
+        args = make_args("cupy", seed)
+        before = [xp.to_numpy(a) if hasattr(a, "shape") else a for a in args]
+        result = tune(*args, repeats=3)
+        for a, b in zip(args, before, strict=True):
+            if hasattr(a, "shape"):
+                np.testing.assert_array_equal(xp.to_numpy(a), b)
+    return result
+
+
 @pytest.mark.parametrize("name", ["push_v_rotation", "deposit_1d", "dot_sum"])
 def test_tuned_build_leaves_the_arguments_and_agrees_on_the_gpu(name):
     """tuned_kernel launches every candidate build on the arguments (in place, atomic and
     reduction writes), puts back what they wrote, and its choice agrees with the host kernel."""
     if cuda_gate("gpu"):
         pytest.skip("no GPU")
-    import cunumpy as xp
-
     host, make_args = PARITY[name]
     src = generate_cuda(host)
-    with xp.use_backend("cupy"):
-        args = make_args("cupy", 5)
-        before = [xp.to_numpy(a) if hasattr(a, "shape") else a for a in args]
-        kernel = src.tuned_kernel(*args, repeats=3)
-        for a, b in zip(args, before, strict=True):
-            if hasattr(a, "shape"):
-                np.testing.assert_array_equal(xp.to_numpy(a), b)
+    kernel = _tune_in_place(src.tuned_kernel, make_args, 5)
     assert len(src.tuning["ms"]) == 3 and src.tuning["chosen"] in src.tuning["ms"]
     out = assert_kernels_agree(Kernel(host, kernel), make_args, rtol=1e-12, atol=1e-12)
     assert any(np.any(a != 0) for a in out.values())
@@ -106,19 +112,11 @@ def test_kernel_tune_keeps_the_chosen_build_on_the_gpu(name):
     with the host kernel."""
     if cuda_gate("gpu"):
         pytest.skip("no GPU")
-    import cunumpy as xp
-
     host, make_args = PARITY[name]
     kernel = Kernel(host, missing_cuda="generate")
-    with xp.use_backend("cupy"):
-        args = make_args("cupy", 9)
-        before = [xp.to_numpy(a) if hasattr(a, "shape") else a for a in args]
-        chosen = kernel.tune(*args, repeats=3)
-        for a, b in zip(args, before, strict=True):
-            if hasattr(a, "shape"):
-                np.testing.assert_array_equal(xp.to_numpy(a), b)
-        assert kernel.cuda_kernel is chosen
-        assert kernel.generated_cuda.tuning["chosen"] in kernel.generated_cuda.tuning["ms"]
+    chosen = _tune_in_place(kernel.tune, make_args, 9)
+    assert kernel.cuda_kernel is chosen
+    assert kernel.generated_cuda.tuning["chosen"] in kernel.generated_cuda.tuning["ms"]
     out = assert_kernels_agree(kernel, make_args, rtol=1e-12, atol=1e-12)
     assert any(np.any(a != 0) for a in out.values())
 
